@@ -1,0 +1,119 @@
+"""Conventions shared by every API model: camelCase on the wire, snake_case in Python.
+
+Kubernetes objects are JSON documents that the API server owns; draguard only reads them, decides,
+and sometimes hands them back (a dry-run result, a JSONPatch). So the models must never lose data:
+
+* unknown fields are *kept* (``extra="allow"``) and dumped back, so an object from a newer cluster
+  (a 1.37 field draguard does not know yet) survives a parse/dump round trip; the offline validator
+  reports them separately, the way ``kubectl --validate=strict`` does;
+* absent and explicitly-null fields stay distinct: dumps use ``exclude_unset`` so the output has
+  exactly the keys of the input;
+* models are frozen: a snapshot is shared by concurrent requests and must not be mutated by a rule.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+
+class ApiModel(BaseModel):
+    """Base of every API model: aliases, unknown-field preservation, immutability."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="allow",
+        frozen=True,
+        # Kubernetes sends integers where a float would also parse; keep the types strict enough
+        # that "a string where a list belongs" is an error, not a silent coercion.
+        strict=False,
+        ser_json_timedelta="iso8601",
+    )
+
+    def to_json(self) -> dict[str, Any]:
+        """The object's JSON form: camelCase keys, only the keys that were set."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+class OwnerReference(ApiModel):
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+class ObjectMeta(ApiModel):
+    """metav1.ObjectMeta, the fields draguard reads; everything else is preserved as extra."""
+
+    name: str | None = None
+    generate_name: str | None = None
+    namespace: str | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+    generation: int | None = None
+    creation_timestamp: str | None = None
+    deletion_timestamp: str | None = None
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    owner_references: list[OwnerReference] | None = None
+    finalizers: list[str] | None = None
+
+
+class ListMeta(ApiModel):
+    resource_version: str | None = None
+    continue_: str | None = Field(default=None, alias="continue")
+
+
+class TypedObject(ApiModel):
+    """An object with apiVersion/kind/metadata: the unit that manifests and the API server deal in."""
+
+    api_version: str | None = None
+    kind: str | None = None
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name or ""
+
+    @property
+    def namespace(self) -> str:
+        return self.metadata.namespace or ""
+
+    @property
+    def key(self) -> str:
+        """``namespace/name`` for namespaced objects, ``name`` otherwise (as upstream logs them)."""
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+
+# --- core/v1 node selection: shared by ResourceSlice (resource.k8s.io) and Pod affinity (core) ---
+
+
+class NodeSelectorRequirement(ApiModel):
+    key: str
+    operator: str
+    values: list[str] | None = None
+
+
+class NodeSelectorTerm(ApiModel):
+    match_expressions: list[NodeSelectorRequirement] | None = None
+    match_fields: list[NodeSelectorRequirement] | None = None
+
+
+class NodeSelector(ApiModel):
+    node_selector_terms: list[NodeSelectorTerm]
+
+
+class Condition(ApiModel):
+    """metav1.Condition."""
+
+    type: str
+    status: str
+    observed_generation: int | None = None
+    last_transition_time: str | None = None
+    reason: str | None = None
+    message: str | None = None

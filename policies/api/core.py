@@ -1,0 +1,149 @@
+"""The parts of core/v1 that DRA decisions read: Pod, Node, Namespace, ResourceQuota.
+
+Only the fields draguard looks at are typed; everything else a Pod carries (volumes, probes, ...)
+rides along as preserved extra data, so a mutating patch or a dry-run echo never drops it.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from policies.api.base import ApiModel, NodeSelector, NodeSelectorTerm, TypedObject
+from policies.api.quantity import Quantity
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+# --- Pod ---------------------------------------------------------------------------------------------
+
+
+class ContainerResourceClaim(ApiModel):
+    """core/v1 ResourceClaim: a container's reference to one of the pod's claims."""
+
+    name: str
+    request: str | None = None
+
+
+class ResourceRequirements(ApiModel):
+    limits: dict[str, Quantity] | None = None
+    requests: dict[str, Quantity] | None = None
+    claims: list[ContainerResourceClaim] | None = None
+
+
+class Container(ApiModel):
+    name: str = ""
+    image: str | None = None
+    resources: ResourceRequirements | None = None
+    restart_policy: str | None = None
+
+
+class PodResourceClaim(ApiModel):
+    name: str = ""
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+class PreferredSchedulingTerm(ApiModel):
+    weight: int
+    preference: NodeSelectorTerm
+
+
+class NodeAffinity(ApiModel):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] | None = None
+
+
+class Affinity(ApiModel):
+    node_affinity: NodeAffinity | None = None
+
+
+class Toleration(ApiModel):
+    key: str | None = None
+    operator: str | None = None
+    value: str | None = None
+    effect: str | None = None
+    toleration_seconds: int | None = None
+
+
+class PodSpec(ApiModel):
+    node_name: str | None = None
+    node_selector: dict[str, str] | None = None
+    affinity: Affinity | None = None
+    tolerations: list[Toleration] | None = None
+    containers: list[Container] = Field(default_factory=list)
+    init_containers: list[Container] | None = None
+    resource_claims: list[PodResourceClaim] | None = None
+    resources: ResourceRequirements | None = None
+    overhead: dict[str, Quantity] | None = None
+    scheduler_name: str | None = None
+    service_account_name: str | None = None
+
+
+class PodResourceClaimStatus(ApiModel):
+    name: str
+    resource_claim_name: str | None = None
+
+
+class NodeAllocatableResourceClaimStatus(ApiModel):
+    """KEP-5517 pod status entry; carries both the 1.36 (``resources``) and 1.37 shapes."""
+
+    resource_claim_name: str
+    containers: list[str] | None = None
+    resources: dict[str, Quantity] | None = None
+
+
+class PodStatus(ApiModel):
+    phase: str | None = None
+    resource_claim_statuses: list[PodResourceClaimStatus] | None = None
+    node_allocatable_resource_claim_statuses: list[NodeAllocatableResourceClaimStatus] | None = None
+
+
+class Pod(TypedObject):
+    spec: PodSpec = Field(default_factory=PodSpec)
+    status: PodStatus | None = None
+
+
+# --- Node, Namespace, ResourceQuota -------------------------------------------------------------------
+
+
+class NodeStatus(ApiModel):
+    allocatable: dict[str, Quantity] | None = None
+    capacity: dict[str, Quantity] | None = None
+
+
+class Node(TypedObject):
+    status: NodeStatus | None = None
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self.metadata.labels or {}
+
+
+class Namespace(TypedObject):
+    pass
+
+
+class ScopedResourceSelectorRequirement(ApiModel):
+    scope_name: str
+    operator: str
+    values: list[str] | None = None
+
+
+class ScopeSelector(ApiModel):
+    match_expressions: list[ScopedResourceSelectorRequirement] | None = None
+
+
+class ResourceQuotaSpec(ApiModel):
+    hard: dict[str, Quantity] | None = None
+    scopes: list[str] | None = None
+    scope_selector: ScopeSelector | None = None
+
+
+class ResourceQuotaStatus(ApiModel):
+    hard: dict[str, Quantity] | None = None
+    used: dict[str, Quantity] | None = None
+
+
+class ResourceQuota(TypedObject):
+    spec: ResourceQuotaSpec = Field(default_factory=ResourceQuotaSpec)
+    status: ResourceQuotaStatus | None = None

@@ -1,0 +1,87 @@
+"""Defaulting exactly as the API server applies it before validation and storage.
+
+Upstream: ``pkg/apis/resource/v1/defaults.go`` plus the ``+default`` markers in
+``staging/src/k8s.io/api/resource/v1/types.go``. The allocator does *not* default (it trusts stored
+objects), so offline input must pass through here first: a claim written with ``count: 0`` is
+stored with ``count: 1``, and its validation error, if any, must be about the defaulted value.
+Time comes in as an argument: policies/ has no clock.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TypeVar
+
+from policies.api import resource as r
+from policies.api.base import TypedObject
+from policies.api.quantity import Quantity
+
+T = TypeVar("T", r.ExactDeviceRequest, r.DeviceSubRequest)
+O = TypeVar("O", bound=TypedObject)
+
+
+def _request(req: T) -> T:
+    mode = req.allocation_mode or r.EXACT_COUNT
+    count = req.count
+    if mode == r.EXACT_COUNT and not count:
+        count = 1
+    tolerations = [_toleration(t) for t in req.tolerations] if req.tolerations is not None else None
+    update: dict[str, object] = {"allocation_mode": mode}
+    if count != req.count:
+        update["count"] = count
+    if tolerations is not None:
+        update["tolerations"] = tolerations
+    return req.model_copy(update=update)
+
+
+def _toleration(t: r.DeviceToleration) -> r.DeviceToleration:
+    return t if t.operator else t.model_copy(update={"operator": "Equal"})
+
+
+def default_claim_spec(spec: r.ResourceClaimSpec) -> r.ResourceClaimSpec:
+    requests = []
+    for req in spec.devices.requests or []:
+        update: dict[str, object] = {}
+        if req.exactly is not None:
+            update["exactly"] = _request(req.exactly)
+        if req.first_available is not None:
+            update["first_available"] = [_request(s) for s in req.first_available]
+        requests.append(req.model_copy(update=update))
+    if spec.devices.requests is None:
+        return spec
+    return spec.model_copy(update={"devices": spec.devices.model_copy(update={"requests": requests})})
+
+
+def _taint(t: r.DeviceTaint, now: datetime) -> r.DeviceTaint:
+    if t.time_added is not None:
+        return t
+    return t.model_copy(update={"time_added": now.replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")})
+
+
+def _device(d: r.Device, now: datetime) -> r.Device:
+    update: dict[str, object] = {}
+    if d.taints is not None:
+        update["taints"] = [_taint(t, now) for t in d.taints]
+    if d.node_allocatable_resource_mappings is not None:
+        one = Quantity.parse("1")
+        update["node_allocatable_resource_mappings"] = {
+            k: m if m.allocation_multiplier is not None else m.model_copy(update={"allocation_multiplier": one})
+            for k, m in d.node_allocatable_resource_mappings.items()
+        }
+    return d.model_copy(update=update) if update else d
+
+
+def apply_defaults(obj: O, now: datetime) -> O:
+    """The object as the API server would store it; other kinds come back unchanged."""
+    if isinstance(obj, r.ResourceClaim):
+        return obj.model_copy(update={"spec": default_claim_spec(obj.spec)})  # type: ignore[return-value]
+    if isinstance(obj, r.ResourceClaimTemplate):
+        spec = obj.spec.model_copy(update={"spec": default_claim_spec(obj.spec.spec)})
+        return obj.model_copy(update={"spec": spec})  # type: ignore[return-value]
+    if isinstance(obj, r.ResourceSlice) and obj.spec.devices is not None:
+        devices = [_device(d, now) for d in obj.spec.devices]
+        return obj.model_copy(update={"spec": obj.spec.model_copy(update={"devices": devices})})  # type: ignore[return-value]
+    if isinstance(obj, r.DeviceTaintRule):
+        spec = obj.spec.model_copy(update={"taint": _taint(obj.spec.taint, now)})
+        return obj.model_copy(update={"spec": spec})  # type: ignore[return-value]
+    return obj

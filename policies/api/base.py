@@ -8,7 +8,9 @@ and sometimes hands them back (a dry-run result, a JSONPatch). So the models mus
   reports them separately, the way ``kubectl --validate=strict`` does;
 * absent and explicitly-null fields stay distinct: dumps use ``exclude_unset`` so the output has
   exactly the keys of the input;
-* models are frozen: a snapshot is shared by concurrent requests and must not be mutated by a rule.
+* models are frozen: a snapshot is shared by concurrent requests and must not be mutated by a rule;
+* types are strict: the API server refuses ``count: "2"`` or ``adminAccess: "yes"`` (Go's JSON
+  decoder does not coerce), so the models refuse them too instead of silently changing the value.
 """
 
 from __future__ import annotations
@@ -27,9 +29,8 @@ class ApiModel(BaseModel):
         populate_by_name=True,
         extra="allow",
         frozen=True,
-        # Kubernetes sends integers where a float would also parse; keep the types strict enough
-        # that "a string where a list belongs" is an error, not a silent coercion.
-        strict=False,
+        # No coercion ("2" -> 2, "yes" -> True): a wrong JSON type is a decode error, as in Go.
+        strict=True,
         ser_json_timedelta="iso8601",
     )
 
@@ -48,20 +49,24 @@ class OwnerReference(ApiModel):
 
 
 class ObjectMeta(ApiModel):
-    """metav1.ObjectMeta, the fields draguard reads; everything else is preserved as extra."""
+    """metav1.ObjectMeta, every field in Go's order, so that an extra key really is an unknown field."""
 
     name: str | None = None
     generate_name: str | None = None
     namespace: str | None = None
+    self_link: str | None = None
     uid: str | None = None
     resource_version: str | None = None
     generation: int | None = None
     creation_timestamp: str | None = None
     deletion_timestamp: str | None = None
+    deletion_grace_period_seconds: int | None = None
     labels: dict[str, str] | None = None
     annotations: dict[str, str] | None = None
     owner_references: list[OwnerReference] | None = None
     finalizers: list[str] | None = None
+    # Server-side apply bookkeeping; never read, kept verbatim.
+    managed_fields: list[dict[str, Any]] | None = None
 
 
 class ListMeta(ApiModel):
@@ -94,8 +99,9 @@ class TypedObject(ApiModel):
 
 
 class NodeSelectorRequirement(ApiModel):
-    key: str
-    operator: str
+    # Required by the API, but a missing key is a validation error ("Required value"), not a decode error.
+    key: str = ""
+    operator: str = ""
     values: list[str] | None = None
 
 
@@ -105,14 +111,14 @@ class NodeSelectorTerm(ApiModel):
 
 
 class NodeSelector(ApiModel):
-    node_selector_terms: list[NodeSelectorTerm]
+    node_selector_terms: list[NodeSelectorTerm] = Field(default_factory=list)
 
 
 class Condition(ApiModel):
     """metav1.Condition."""
 
-    type: str
-    status: str
+    type: str = ""
+    status: str = ""
     observed_generation: int | None = None
     last_transition_time: str | None = None
     reason: str | None = None

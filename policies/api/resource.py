@@ -5,6 +5,9 @@ the two KEP-5517 device shapes (1.36 ``nodeAllocatableResourceMappings`` and the
 ``nodeAllocatableResources``) because clusters in the field serve either. Optional pointers are
 ``X | None`` so that "absent" and "zero" stay distinct, as the allocator needs (``count: 0`` is
 defaulted to 1, an absent ``adminAccess`` differs from ``false`` when the feature is off).
+
+Strings the API requires default to "" instead of failing to decode: like Go, which decodes a
+missing string as "", the validation then reports "Required value" with the field's path.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
 
 
 class CELDeviceSelector(ApiModel):
-    expression: str
+    expression: str = ""
 
 
 class DeviceSelector(ApiModel):
@@ -42,7 +45,7 @@ class DeviceSelector(ApiModel):
 
 
 class OpaqueDeviceConfiguration(ApiModel):
-    driver: str
+    driver: str = ""
     # runtime.RawExtension: any JSON value; validation insists on a JSON object.
     parameters: Any = None
 
@@ -60,7 +63,7 @@ class DeviceClaimConfiguration(DeviceConfiguration):
 
 
 class DeviceAllocationConfiguration(DeviceConfiguration):
-    source: str
+    source: str = ""
     requests: list[str] | None = None
 
 
@@ -135,10 +138,10 @@ class ResourceClaimSpec(ApiModel):
 
 
 class DeviceRequestAllocationResult(ApiModel):
-    request: str
-    driver: str
-    pool: str
-    device: str
+    request: str = ""
+    driver: str = ""
+    pool: str = ""
+    device: str = ""
     admin_access: bool | None = None
     tolerations: list[DeviceToleration] | None = None
     binding_conditions: list[str] | None = None
@@ -160,9 +163,9 @@ class AllocationResult(ApiModel):
 
 class ResourceClaimConsumerReference(ApiModel):
     api_group: str | None = None
-    resource: str
-    name: str
-    uid: str
+    resource: str = ""
+    name: str = ""
+    uid: str = ""
 
 
 class NetworkDeviceData(ApiModel):
@@ -172,9 +175,9 @@ class NetworkDeviceData(ApiModel):
 
 
 class AllocatedDeviceStatus(ApiModel):
-    driver: str
-    pool: str
-    device: str
+    driver: str = ""
+    pool: str = ""
+    device: str = ""
     share_id: str | None = Field(default=None, alias="shareID")
     conditions: list[Condition] | None = None
     data: Any = None

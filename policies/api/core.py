@@ -20,7 +20,7 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 class ContainerResourceClaim(ApiModel):
     """core/v1 ResourceClaim: a container's reference to one of the pod's claims."""
 
-    name: str
+    name: str = ""
     request: str | None = None
 
 
@@ -80,16 +80,34 @@ class PodSpec(ApiModel):
 
 
 class PodResourceClaimStatus(ApiModel):
-    name: str
+    name: str = ""
     resource_claim_name: str | None = None
 
 
-class NodeAllocatableResourceClaimStatus(ApiModel):
-    """KEP-5517 pod status entry; carries both the 1.36 (``resources``) and 1.37 shapes."""
+class NodeAllocatableMappedResources(ApiModel):
+    """KEP-5517 alpha2 (1.37): a mapped amount charged once for the claim."""
 
-    resource_claim_name: str
+    name: str = ""
+    quantity: Quantity | None = None
+
+
+class NodeAllocatableOverheadResources(ApiModel):
+    """KEP-5517 alpha2 (1.37): overhead charged per pod and per referencing container."""
+
+    name: str = ""
+    per_pod: Quantity | None = None
+    per_container: Quantity | None = None
+
+
+class NodeAllocatableResourceClaimStatus(ApiModel):
+    """KEP-5517 pod status entry; carries both the 1.36 (``resources``) and 1.37 (``mapping``,
+    ``overhead``) shapes, since clusters in the field serve either."""
+
+    resource_claim_name: str = ""
     containers: list[str] | None = None
     resources: dict[str, Quantity] | None = None
+    mapping: list[NodeAllocatableMappedResources] | None = None
+    overhead: list[NodeAllocatableOverheadResources] | None = None
 
 
 class PodStatus(ApiModel):

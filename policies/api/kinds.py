@@ -53,14 +53,43 @@ def format_loc(loc: tuple[int | str, ...]) -> str:
     return out
 
 
+# What each JSON type mismatch means, in the words the fix needs.
+_EXPECTED = {
+    "list_type": "must be a list",
+    "dict_type": "must be an object",
+    "model_type": "must be an object",
+    "model_attributes_type": "must be an object",
+    "string_type": "must be a string",
+    "int_type": "must be an integer",
+    "int_from_float": "must be an integer",
+    "bool_type": "must be a boolean",
+    "float_type": "must be a number",
+}
+
+
+def _shown(value: Any) -> str:
+    """A bad scalar as written (``'abc'``, ``2.5``, ``True``); a composite value by its kind."""
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return repr(value)
+    return type(value).__name__
+
+
 def validation_problems(err: ValidationError) -> list[str]:
     """Turn a pydantic error into kubectl-like lines that name the field and what was wrong."""
-    problems = []
+    problems: list[str] = []
     for e in err.errors(include_url=False):
         path = format_loc(e["loc"]) or "<root>"
-        value = e.get("input")
-        shown = repr(value) if isinstance(value, (str, int, float, bool)) or value is None else type(value).__name__
-        problems.append(f"{path}: Invalid value: {shown}: {e['msg']}")
+        if e["type"] == "missing":
+            line = f"{path}: Required value"
+        else:
+            message = _EXPECTED.get(e["type"]) or str(e["msg"]).removeprefix("Value error, ")
+            line = f"{path}: Invalid value: {_shown(e.get('input'))}: {message}"
+        if line not in problems:
+            problems.append(line)
     return problems
 
 
@@ -89,6 +118,7 @@ def decode(data: Any) -> TypedObject:
         raise DecodeError(["apiVersion: Required value"])
     model = model_for(api_version, kind)
     try:
-        return model.model_validate(data)
+        # By wire name only: "device_class_name" is an unknown field, not an alias of deviceClassName.
+        return model.model_validate(data, by_alias=True, by_name=False)
     except ValidationError as err:
         raise DecodeError(validation_problems(err)) from None

@@ -87,7 +87,7 @@ def test_a_lost_race_is_a_409_and_means_not_leader(
     assert not b.try_acquire_or_renew(T0 + dt.timedelta(seconds=1))
     lease_resource = apiserver.resource("Lease")
 
-    def sneak_in(method: str, path: str) -> None:
+    def sneak_in(method: str, path: str, body: bytes) -> None:
         # Between b's read and b's write, a renews: b's write carries a stale resourceVersion.
         if method == "PUT" and path.endswith("/leases/draguard-certs"):
             apiserver.before = None
@@ -110,7 +110,7 @@ def test_two_replicas_racing_to_create_only_one_wins(
     a, b = elector(api_client, "pod-a"), elector(api_client, "pod-b")
     lease_resource = apiserver.resource("Lease")
 
-    def create_first(method: str, path: str) -> None:
+    def create_first(method: str, path: str, body: bytes) -> None:
         if method == "POST":
             apiserver.before = None
             body = {"metadata": {"name": "draguard-certs"}, "spec": {"holderIdentity": "pod-a"}}

@@ -1,0 +1,95 @@
+"""One immutable view of the cluster that every decision reads.
+
+The webhook builds a new Snapshot as watch events arrive and swaps it in atomically; a request keeps
+the one it started with. The offline commands build one from manifest files. Either way the rules,
+the allocator and the dry run see the same shape, so all entry points agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from policies.api.base import TypedObject
+from policies.api.core import Namespace, Node, Pod, ResourceQuota
+from policies.api.resource import (
+    DeviceClass,
+    DeviceTaintRule,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
+
+Key = tuple[str, str]
+"""``(namespace, name)`` of a namespaced object."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Cluster objects by kind, in the order they were seen (file order for manifests)."""
+
+    classes: Mapping[str, DeviceClass] = field(default_factory=dict)
+    slices: tuple[ResourceSlice, ...] = ()
+    claims: Mapping[Key, ResourceClaim] = field(default_factory=dict)
+    templates: Mapping[Key, ResourceClaimTemplate] = field(default_factory=dict)
+    pods: Mapping[Key, Pod] = field(default_factory=dict)
+    nodes: Mapping[str, Node] = field(default_factory=dict)
+    namespaces: Mapping[str, Namespace] = field(default_factory=dict)
+    quotas: tuple[ResourceQuota, ...] = ()
+    taint_rules: tuple[DeviceTaintRule, ...] = ()
+
+    @classmethod
+    def build(cls, objects: Iterable[TypedObject]) -> Snapshot:
+        """Sort objects into their kinds; a later object with the same key replaces an earlier one."""
+        classes: dict[str, DeviceClass] = {}
+        slices: dict[str, ResourceSlice] = {}
+        claims: dict[Key, ResourceClaim] = {}
+        templates: dict[Key, ResourceClaimTemplate] = {}
+        pods: dict[Key, Pod] = {}
+        nodes: dict[str, Node] = {}
+        namespaces: dict[str, Namespace] = {}
+        quotas: dict[Key, ResourceQuota] = {}
+        rules: dict[str, DeviceTaintRule] = {}
+        for obj in objects:
+            key = (obj.namespace, obj.name)
+            if isinstance(obj, DeviceClass):
+                classes[obj.name] = obj
+            elif isinstance(obj, ResourceSlice):
+                slices[obj.name] = obj
+            elif isinstance(obj, ResourceClaim):
+                claims[key] = obj
+            elif isinstance(obj, ResourceClaimTemplate):
+                templates[key] = obj
+            elif isinstance(obj, Pod):
+                pods[key] = obj
+            elif isinstance(obj, Node):
+                nodes[obj.name] = obj
+            elif isinstance(obj, Namespace):
+                namespaces[obj.name] = obj
+            elif isinstance(obj, ResourceQuota):
+                quotas[key] = obj
+            elif isinstance(obj, DeviceTaintRule):
+                rules[obj.name] = obj
+        return cls(
+            classes=MappingProxyType(classes),
+            slices=tuple(slices.values()),
+            claims=MappingProxyType(claims),
+            templates=MappingProxyType(templates),
+            pods=MappingProxyType(pods),
+            nodes=MappingProxyType(nodes),
+            namespaces=MappingProxyType(namespaces),
+            quotas=tuple(quotas.values()),
+            taint_rules=tuple(rules.values()),
+        )
+
+    def allocated_claims(self) -> Iterator[ResourceClaim]:
+        """Claims with ``status.allocation``: the cluster's allocated state."""
+        for claim in self.claims.values():
+            if claim.status is not None and claim.status.allocation is not None:
+                yield claim
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        """Labels of a namespace, or None when the snapshot does not know the namespace."""
+        ns = self.namespaces.get(namespace)
+        return None if ns is None else (ns.metadata.labels or {})

@@ -1,0 +1,74 @@
+"""Manifest reading: YAML/JSON, multi-document, Lists, directories, and errors that say where."""
+
+from pathlib import Path
+
+import pytest
+
+from policies.api.resource import DeviceClass, ResourceSlice
+from webhook.manifests import ManifestError, decode_documents, load, read_documents
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+CLASS = """apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+spec:
+  selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]
+"""
+
+
+def test_multi_document_yaml_and_order(tmp_path: Path) -> None:
+    f = tmp_path / "a.yaml"
+    f.write_text(CLASS + "---\n" + CLASS.replace("name: gpu", "name: gpu2"))
+    loaded = load([str(f)])
+    assert [x.obj.name for x in loaded] == ["gpu", "gpu2"]
+    assert [x.source.document for x in loaded] == [1, 2]
+    assert isinstance(loaded[0].obj, DeviceClass)
+
+
+def test_json_and_list_kinds(tmp_path: Path) -> None:
+    f = tmp_path / "list.json"
+    f.write_text(
+        '{"apiVersion": "v1", "kind": "List", "items": ['
+        '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}},'
+        '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n2"}}]}'
+    )
+    loaded = load([str(f)])
+    assert [x.obj.name for x in loaded] == ["n1", "n2"]
+    assert str(loaded[1].source) == f"{f}: document 1, items[1]"
+
+
+def test_directory_is_read_recursively_in_sorted_order() -> None:
+    loaded = load([str(EXAMPLES / "gpu-cluster")])
+    kinds = {x.obj.kind for x in loaded}
+    assert {"DeviceClass", "Node", "ResourceSlice", "ResourceClaim"} <= kinds
+    files = [x.source.file for x in loaded]
+    assert files == sorted(files)
+    slices = [x.obj for x in loaded if isinstance(x.obj, ResourceSlice)]
+    assert [s.spec.node_name for s in slices] == ["node-1", "node-2", "node-3"]
+
+
+def test_not_yaml_names_file_and_line(tmp_path: Path) -> None:
+    f = tmp_path / "bad.yaml"
+    f.write_text("kind: [unclosed\n")
+    with pytest.raises(ManifestError, match=r"bad.yaml: not valid YAML or JSON \(line 2"):
+        read_documents([str(f)])
+
+
+def test_missing_path() -> None:
+    with pytest.raises(ManifestError, match="no such file or directory"):
+        read_documents(["/nonexistent/x.yaml"])
+
+
+def test_decode_problems_name_document_and_field(tmp_path: Path) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text(
+        CLASS.replace("selectors: [", "selectors: 'oops' #[")
+        + "---\napiVersion: resource.k8s.io/v2\nkind: DeviceClass\n"
+        + "---\napiVersion: v1\nkind: Widget\n"
+    )
+    loaded, problems = decode_documents(read_documents([str(f)]))
+    assert loaded == []
+    assert problems[0].startswith(f"{f}: document 1: spec.selectors: Invalid value: 'oops'")
+    assert "document 2: apiVersion: Unsupported value: 'resource.k8s.io/v2'" in problems[1]
+    assert "document 3: kind: Unsupported value: 'Widget'" in problems[2]

@@ -1,0 +1,1 @@
+"""Subcommands of the ``draguard`` CLI, one module each (see :mod:`webhook.cli`)."""

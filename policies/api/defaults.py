@@ -17,7 +17,7 @@ from policies.api.base import TypedObject
 from policies.api.quantity import Quantity
 
 T = TypeVar("T", r.ExactDeviceRequest, r.DeviceSubRequest)
-O = TypeVar("O", bound=TypedObject)
+ObjT = TypeVar("ObjT", bound=TypedObject)
 
 
 def _request(req: T) -> T:
@@ -58,30 +58,35 @@ def _taint(t: r.DeviceTaint, now: datetime) -> r.DeviceTaint:
     return t.model_copy(update={"time_added": now.replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")})
 
 
+def _mapping(m: r.NodeAllocatableResourceMapping) -> r.NodeAllocatableResourceMapping:
+    """1.36 KEP-5517: an unset allocationMultiplier means 1."""
+    if m.allocation_multiplier is not None:
+        return m
+    return m.model_copy(update={"allocation_multiplier": Quantity.parse("1")})
+
+
 def _device(d: r.Device, now: datetime) -> r.Device:
     update: dict[str, object] = {}
     if d.taints is not None:
         update["taints"] = [_taint(t, now) for t in d.taints]
     if d.node_allocatable_resource_mappings is not None:
-        one = Quantity.parse("1")
         update["node_allocatable_resource_mappings"] = {
-            k: m if m.allocation_multiplier is not None else m.model_copy(update={"allocation_multiplier": one})
-            for k, m in d.node_allocatable_resource_mappings.items()
+            k: _mapping(m) for k, m in d.node_allocatable_resource_mappings.items()
         }
     return d.model_copy(update=update) if update else d
 
 
-def apply_defaults(obj: O, now: datetime) -> O:
+def apply_defaults(obj: ObjT, now: datetime) -> ObjT:
     """The object as the API server would store it; other kinds come back unchanged."""
     if isinstance(obj, r.ResourceClaim):
-        return obj.model_copy(update={"spec": default_claim_spec(obj.spec)})  # type: ignore[return-value]
+        return obj.model_copy(update={"spec": default_claim_spec(obj.spec)})
     if isinstance(obj, r.ResourceClaimTemplate):
-        spec = obj.spec.model_copy(update={"spec": default_claim_spec(obj.spec.spec)})
-        return obj.model_copy(update={"spec": spec})  # type: ignore[return-value]
+        template_spec = obj.spec.model_copy(update={"spec": default_claim_spec(obj.spec.spec)})
+        return obj.model_copy(update={"spec": template_spec})
     if isinstance(obj, r.ResourceSlice) and obj.spec.devices is not None:
         devices = [_device(d, now) for d in obj.spec.devices]
-        return obj.model_copy(update={"spec": obj.spec.model_copy(update={"devices": devices})})  # type: ignore[return-value]
+        return obj.model_copy(update={"spec": obj.spec.model_copy(update={"devices": devices})})
     if isinstance(obj, r.DeviceTaintRule):
-        spec = obj.spec.model_copy(update={"taint": _taint(obj.spec.taint, now)})
-        return obj.model_copy(update={"spec": spec})  # type: ignore[return-value]
+        rule_spec = obj.spec.model_copy(update={"taint": _taint(obj.spec.taint, now)})
+        return obj.model_copy(update={"spec": rule_spec})
     return obj

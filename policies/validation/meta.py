@@ -1,0 +1,109 @@
+"""``metadata`` checks shared by every kind (``pkg/apis/core/validation`` ``ValidateObjectMeta``).
+
+Offline input differs from what the API server validates in one respect: manifests do not carry the
+fields the server fills in (uid, resourceVersion, creationTimestamp), and a namespace may come from
+the kubectl context rather than the file. So a missing namespace is not an error here, a
+cluster-scoped object's namespace is ignored (the server clears it), and on update only the
+fields a manifest controls (name, namespace) are compared with the old object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from policies.api.base import ObjectMeta
+from policies.validation.fielderrors import ErrorList, Path, forbidden, invalid, required, too_long
+from policies.validation.names import (
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_label_key,
+    is_label_value,
+    validate_label_name,
+)
+
+NameCheck = Callable[[str], list[str]]
+
+TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024  # apimachinery TotalAnnotationSizeLimitB
+IS_NEGATIVE_ERROR = "must be greater than or equal to 0"
+IMMUTABLE = "field is immutable"
+
+# ResourceClaimTemplate.spec.metadata may only carry these (corevalidation.ValidateTemplateObjectMeta).
+_TEMPLATE_META_ALLOWED = {"labels", "annotations"}
+
+
+def _prefix_name(name: str) -> str:
+    """A generateName may end with "-": check it as if a generated suffix followed (maskTrailingDash)."""
+    return name[:-1] + "a" if len(name) > 1 and name.endswith("-") else name
+
+
+def validate_labels(labels: Mapping[str, str] | None, path: Path) -> ErrorList:
+    errs: ErrorList = []
+    for key, value in (labels or {}).items():
+        errs += validate_label_name(key, path)
+        errs += [invalid(path, value, msg) for msg in is_label_value(value)]
+    return errs
+
+
+def validate_annotations(annotations: Mapping[str, str] | None, path: Path) -> ErrorList:
+    """Keys are qualified names compared case-insensitively; all of them together at most 256 KiB."""
+    annotations = annotations or {}
+    errs: ErrorList = []
+    for key in annotations:
+        errs += [invalid(path, key, msg) for msg in is_label_key(key.lower())]
+    size = sum(len(k.encode()) + len(v.encode()) for k, v in annotations.items())
+    if size > TOTAL_ANNOTATION_SIZE_LIMIT:
+        errs.append(too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT))
+    return errs
+
+
+def validate_object_meta(
+    meta: ObjectMeta, namespaced: bool, path: Path, name_check: NameCheck = is_dns1123_subdomain
+) -> ErrorList:
+    errs: ErrorList = []
+    if meta.generate_name:
+        errs += [
+            invalid(path.child("generateName"), meta.generate_name, msg)
+            for msg in name_check(_prefix_name(meta.generate_name))
+        ]
+    if meta.name:
+        errs += [invalid(path.child("name"), meta.name, msg) for msg in name_check(meta.name)]
+    elif not meta.generate_name:
+        errs.append(required(path.child("name"), "name or generateName is required"))
+    if namespaced and meta.namespace:
+        errs += [
+            invalid(path.child("namespace"), meta.namespace, msg) for msg in is_dns1123_label(meta.namespace)
+        ]
+    if meta.generation is not None and meta.generation < 0:
+        errs.append(invalid(path.child("generation"), meta.generation, IS_NEGATIVE_ERROR))
+    errs += validate_labels(meta.labels, path.child("labels"))
+    errs += validate_annotations(meta.annotations, path.child("annotations"))
+    return errs
+
+
+def validate_object_meta_update(meta: ObjectMeta, old: ObjectMeta, path: Path) -> ErrorList:
+    """Name and namespace cannot change; generation cannot go down."""
+    errs: ErrorList = []
+    if (meta.generation or 0) < (old.generation or 0):
+        errs.append(invalid(path.child("generation"), meta.generation or 0, "must not be decremented"))
+    for name in ("name", "namespace"):
+        new_value, old_value = getattr(meta, name) or "", getattr(old, name) or ""
+        if new_value != old_value:
+            errs.append(invalid(path.child(name), new_value, IMMUTABLE))
+    return errs
+
+
+def _is_zero(value: object) -> bool:
+    return value is None or value in ("", 0, False) or value == [] or value == {}
+
+
+def validate_template_object_meta(meta: ObjectMeta | None, path: Path) -> ErrorList:
+    """Only labels and annotations may be set; every other field is "Forbidden: cannot be set"."""
+    if meta is None:
+        return []
+    errs = validate_annotations(meta.annotations, path.child("annotations"))
+    errs += validate_labels(meta.labels, path.child("labels"))
+    for name, info in type(meta).model_fields.items():
+        json_name = info.alias or name
+        if json_name not in _TEMPLATE_META_ALLOWED and not _is_zero(getattr(meta, name)):
+            errs.append(forbidden(path.child(json_name), "cannot be set"))
+    return errs

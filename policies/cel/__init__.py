@@ -1,0 +1,34 @@
+"""The DRA CEL environment: compile selectors once, bind devices once, evaluate like cel-go.
+
+Public API (used by the allocator, validation and the webhook):
+
+* ``Environment`` - stored (scheduler) or new (API validation) expressions, feature gates, engine;
+* ``compile_expression(expression, env)`` -> ``Program`` (cached; raises ``CompileError``);
+* ``bind_device(driver, device, env, pool=...)`` -> ``DeviceBinding`` (built once per device);
+* ``Program.matches(binding)`` -> bool (raises ``EvalError`` naming the device);
+* ``SelectorCache`` - results by (expression, device, slice generation) across allocations;
+* ``selector_report(program, bindings)`` -> ``SelectorReport`` for the webhook.
+"""
+
+from policies.cel.binding import DeviceBinding, bind_device
+from policies.cel.cache import SelectorCache
+from policies.cel.environment import Environment
+from policies.cel.errors import CELError, CompileError, EvalError
+from policies.cel.program import MAX_COST, MAX_EXPRESSION_LENGTH, Program, compile_expression
+from policies.cel.report import SelectorReport, selector_report
+
+__all__ = [
+    "MAX_COST",
+    "MAX_EXPRESSION_LENGTH",
+    "CELError",
+    "CompileError",
+    "DeviceBinding",
+    "Environment",
+    "EvalError",
+    "Program",
+    "SelectorCache",
+    "SelectorReport",
+    "bind_device",
+    "compile_expression",
+    "selector_report",
+]

@@ -1,0 +1,97 @@
+"""The ``device`` variable of a DRA selector, built once per device and reused by every selector.
+
+Upstream (``k8s.io/dynamic-resource-allocation/cel/compile.go``, ``DeviceMatches``) rebuilds the
+attribute and capacity maps on every evaluation; the result only depends on the device, so here it
+is built once. Conversion errors (an attribute without a value, a list attribute while
+DRAListTypeAttributes is off, a version that is not semver 2.0.0) are kept and raised by every
+evaluation, because upstream reports them when a selector runs, not when the slice is read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from policies.cel.environment import DEFAULT_ENVIRONMENT, Environment
+
+if TYPE_CHECKING:
+    from policies.api.resource import Device, DeviceAttribute
+
+
+@dataclass
+class DeviceBinding:
+    """One device as CEL sees it: ``attributes[domain][id]``, ``capacity[domain][id]``.
+
+    ``error`` is the conversion error every evaluation on this device reports.
+    ``results`` memoises selector results by compiled program (see ``SelectorCache``).
+    """
+
+    driver: str
+    name: str
+    pool: str
+    allow_multiple_allocations: bool
+    attributes: dict[str, dict[str, Any]]
+    capacity: dict[str, dict[str, Any]]
+    error: str | None = None
+    results: dict[object, bool | Exception] = field(default_factory=dict)
+
+    @property
+    def device_id(self) -> str:
+        """``driver/pool/device`` as the allocator and the webhook name devices."""
+        return f"{self.driver}/{self.pool}/{self.name}"
+
+
+def split_qualified_name(name: str, driver: str) -> tuple[str, str]:
+    """Domain and id of an attribute or capacity name; no domain means the driver's."""
+    domain, sep, ident = name.partition("/")
+    return (domain, ident) if sep else (driver, name)
+
+
+def _attribute_value(attribute: DeviceAttribute, list_types: bool) -> Any:
+    """The CEL value of one attribute, in the order upstream's getAttributeValue checks members."""
+    if list_types:
+        for values in (attribute.ints, attribute.bools, attribute.strings):
+            if values is not None:
+                return list(values)
+        if attribute.versions is not None:
+            return [_semver(v) for v in attribute.versions]
+    for scalar in (attribute.int_, attribute.bool_, attribute.string):
+        if scalar is not None:
+            return scalar
+    if attribute.version is not None:
+        return _semver(attribute.version)
+    raise ValueError("unsupported attribute value")
+
+
+def _semver(text: str) -> Any:
+    # Placeholder until the Semver type of policies.cel.library lands: keep the text.
+    return text
+
+
+def bind_device(
+    driver: str, device: Device, env: Environment = DEFAULT_ENVIRONMENT, *, pool: str = ""
+) -> DeviceBinding:
+    """Build the ``device`` variable for one device of a slice of ``driver`` (and ``pool``)."""
+    attributes: dict[str, dict[str, Any]] = {}
+    error: str | None = None
+    for name, attribute in (device.attributes or {}).items():
+        try:
+            value = _attribute_value(attribute, env.list_type_attributes)
+        except ValueError as exc:
+            error = error or f"attribute {name}: {exc}"
+            continue
+        domain, ident = split_qualified_name(name, driver)
+        attributes.setdefault(domain, {})[ident] = value
+    capacity: dict[str, dict[str, Any]] = {}
+    for name, cap in (device.capacity or {}).items():
+        domain, ident = split_qualified_name(name, driver)
+        capacity.setdefault(domain, {})[ident] = str(cap.value)  # placeholder: tagged Quantity later
+    return DeviceBinding(
+        driver=driver,
+        name=device.name,
+        pool=pool,
+        allow_multiple_allocations=bool(device.allow_multiple_allocations),
+        attributes=attributes,
+        capacity=capacity,
+        error=error,
+    )

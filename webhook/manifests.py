@@ -77,7 +77,11 @@ def _parse(path: str, text: str) -> list[Any]:
 
 def _expand(raw: Any, source: Source) -> Iterable[Document]:
     # "List" and typed lists ("ResourceSliceList", as kubectl get -o yaml prints) both carry items.
-    if isinstance(raw, dict) and str(raw.get("kind", "")).endswith("List") and isinstance(raw.get("items"), list):
+    if (
+        isinstance(raw, dict)
+        and str(raw.get("kind", "")).endswith("List")
+        and isinstance(raw.get("items"), list)
+    ):
         for i, item in enumerate(raw["items"]):
             yield Document(item, Source(source.file, source.document, i))
     else:

@@ -1,0 +1,101 @@
+"""draguard's configuration: one mode per rule, exemptions, and each rule's parameters.
+
+Pure data, validated with pydantic so a typo in the config file is an error that names the field
+(``rules.personas.admins.grups: Extra inputs are not permitted``) instead of a silently ignored key.
+The defaults are what draguard does with no config file at all, and they must be safe on a cluster
+that has told draguard nothing: selectors and prescheduled enforce, personas only warn (a cluster
+whose drivers draguard does not know must not have its drivers blocked), and the drain guard stays
+off until a driver pod selector is configured.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+Mode = Literal["enforce", "warn", "audit"]
+FailurePolicy = Literal["Fail", "Ignore"]
+
+
+class ConfigModel(BaseModel):
+    """Strict: unknown keys are errors, so misspelled settings are caught at load time."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+
+class RuleConfig(ConfigModel):
+    """What every rule has: how findings are acted on, and where the rule does not apply.
+
+    ``failure_policy`` says what to answer when the rule cannot decide (snapshot too old,
+    deadline reached, an internal error): ``Fail`` denies, ``Ignore`` allows with a warning, just
+    like a webhook configuration's failurePolicy.
+    """
+
+    mode: Mode = "enforce"
+    failure_policy: FailurePolicy = "Ignore"
+    exempt_namespaces: tuple[str, ...] = ()
+
+
+class SelectorsConfig(RuleConfig):
+    warn_no_match: bool = True
+    warn_unknown_attributes: bool = True
+
+
+class PrescheduledConfig(RuleConfig):
+    # Mutating variant: rewrite spec.nodeName into a kubernetes.io/hostname node selector.
+    mutate: bool = False
+
+
+class Subjects(ConfigModel):
+    users: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+
+
+class DriverIdentity(ConfigModel):
+    """A DRA driver and the identities allowed to publish its ResourceSlices."""
+
+    driver: str
+    # "namespace:name" of the driver's service accounts (system:serviceaccount:<ns>:<name>).
+    service_accounts: tuple[str, ...] = ()
+    users: tuple[str, ...] = ()
+    # Node identities (system:node:<name>) may write slices of this driver for their own node.
+    nodes: bool = False
+
+
+class PersonasConfig(RuleConfig):
+    mode: Mode = "warn"
+    admins: Subjects = Field(default_factory=lambda: Subjects(groups=("system:masters",)))
+    drivers: tuple[DriverIdentity, ...] = ()
+
+
+class LabelSelector(ConfigModel):
+    match_labels: dict[str, str] = Field(default_factory=dict)
+
+
+class DrainConfig(RuleConfig):
+    # None: the guard is inactive (draguard cannot tell driver pods apart).
+    driver_pod_selector: LabelSelector | None = None
+
+
+class RulesConfig(ConfigModel):
+    selectors: SelectorsConfig = Field(default_factory=SelectorsConfig)
+    prescheduled: PrescheduledConfig = Field(default_factory=PrescheduledConfig)
+    personas: PersonasConfig = Field(default_factory=PersonasConfig)
+    drain: DrainConfig = Field(default_factory=DrainConfig)
+
+
+class SnapshotConfig(ConfigModel):
+    # Rules that need the cluster state answer per their failure policy when it is older than this.
+    max_age_seconds: float = Field(default=300.0, gt=0)
+
+
+class CELConfig(ConfigModel):
+    engine: Literal["rust", "celpy"] = "rust"
+
+
+class Config(ConfigModel):
+    rules: RulesConfig = Field(default_factory=RulesConfig)
+    snapshot: SnapshotConfig = Field(default_factory=SnapshotConfig)
+    cel: CELConfig = Field(default_factory=CELConfig)

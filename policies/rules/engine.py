@@ -1,0 +1,153 @@
+"""Run the rules on one admission request and fold their findings into one decision.
+
+A rule only says what it sees (``Finding``: deny-worthy or a warning, maybe a patch); the engine
+applies the rule's configured mode (enforce, warn, audit), its namespace exemptions and its failure
+policy. Keeping that policy out of the rules means a rule is tested once, and the webhook, the
+policy test CLI and the audit command all get the same answer from the same function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+from policies.api.admission import UserInfo
+from policies.api.base import TypedObject
+from policies.config import Config, RuleConfig
+from policies.snapshot import Snapshot
+
+Action = Literal["deny", "warn"]
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a rule needs to know about an admission request, decoded once by the caller.
+
+    ``obj``/``old`` are decoded models when the kind is one draguard models; ``raw``/``raw_old``
+    are always the JSON as received (an Eviction, for instance, is only read raw).
+    """
+
+    uid: str
+    operation: str
+    group: str
+    version: str
+    kind: str
+    resource: str
+    sub_resource: str
+    namespace: str
+    name: str
+    user: UserInfo
+    obj: TypedObject | None = None
+    old: TypedObject | None = None
+    raw: Mapping[str, Any] | None = None
+    raw_old: Mapping[str, Any] | None = None
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing a rule found: ``deny`` findings block in enforce mode, ``warn`` ones never do."""
+
+    action: Action
+    message: str
+    patch: tuple[Mapping[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything a rule reads besides the request: the snapshot, its config, the time."""
+
+    snapshot: Snapshot
+    config: Config
+    now: datetime
+    snapshot_fresh: bool = True
+
+
+class RuleUnavailable(Exception):
+    """A rule cannot decide (stale snapshot, missing data); answered per its failure policy."""
+
+
+class Rule(Protocol):
+    name: str
+
+    def applies(self, request: Request, ctx: Context) -> bool:
+        """Cheap pre-check: does this rule look at this kind of request at all?"""
+        ...
+
+    def check(self, request: Request, ctx: Context) -> Sequence[Finding]:
+        """The findings; raises :class:`RuleUnavailable` when it cannot decide."""
+        ...
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one rule contributed, after its mode was applied (for logs, metrics and reports)."""
+
+    rule: str
+    mode: str
+    action: Literal["deny", "warn", "audit", "error"]
+    message: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    message: str = ""
+    warnings: tuple[str, ...] = ()
+    patch: tuple[Mapping[str, Any], ...] = ()
+    outcomes: tuple[Outcome, ...] = field(default_factory=tuple)
+
+
+def rule_config(config: Config, rule: str) -> RuleConfig:
+    settings: RuleConfig = getattr(config.rules, rule)
+    return settings
+
+
+def _apply_mode(rule: str, settings: RuleConfig, finding: Finding) -> Outcome:
+    if settings.mode == "audit":
+        return Outcome(rule, settings.mode, "audit", finding.message)
+    if settings.mode == "warn" or finding.action == "warn":
+        return Outcome(rule, settings.mode, "warn", finding.message)
+    return Outcome(rule, settings.mode, "deny", finding.message)
+
+
+def _unavailable(rule: str, settings: RuleConfig, reason: str) -> Outcome:
+    message = f"draguard could not check rule {rule}: {reason}"
+    action: Literal["deny", "warn"] = "deny" if settings.failure_policy == "Fail" else "warn"
+    return Outcome(rule, settings.mode, "error" if settings.mode == "audit" else action, message)
+
+
+def decide(request: Request, rules: Sequence[Rule], ctx: Context) -> Decision:
+    """Run every applicable rule; deny if any enforced finding denies."""
+    outcomes: list[Outcome] = []
+    patch: list[Mapping[str, Any]] = []
+    for rule in rules:
+        settings = rule_config(ctx.config, rule.name)
+        if request.namespace and request.namespace in settings.exempt_namespaces:
+            continue
+        if not rule.applies(request, ctx):
+            continue
+        try:
+            findings = rule.check(request, ctx)
+        except RuleUnavailable as err:
+            outcomes.append(_unavailable(rule.name, settings, str(err)))
+            continue
+        except Exception as err:  # a bug in one rule must not take the webhook down (no HTTP 500)
+            outcomes.append(_unavailable(rule.name, settings, f"internal error: {type(err).__name__}: {err}"))
+            continue
+        for finding in findings:
+            outcome = _apply_mode(rule.name, settings, finding)
+            outcomes.append(outcome)
+            if finding.patch and outcome.action != "audit":
+                patch.extend(finding.patch)
+    denies = [o.message for o in outcomes if o.action == "deny"]
+    warnings = tuple(o.message for o in outcomes if o.action in ("warn", "error") and o.mode != "audit")
+    return Decision(
+        allowed=not denies,
+        message="; ".join(denies),
+        warnings=warnings,
+        patch=tuple(patch) if not denies else (),
+        outcomes=tuple(outcomes),
+    )

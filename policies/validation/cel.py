@@ -2,19 +2,30 @@
 
 Upstream ``validateCELExpression`` (``pkg/apis/resource/validation/validation.go``): an expression
 longer than 10 Ki is rejected without compiling it; otherwise it must compile in the environment
-the API server uses for newly written expressions, and its estimated cost must stay within
-1,000,000. Unchanged (stored) expressions are never re-checked; callers skip them.
+the API server uses for newly written expressions (features as in a default 1.36 API server:
+DRAConsumableCapacity on, DRAListTypeAttributes off), and its estimated cost must stay within
+1,000,000. A compile error is "Invalid value" showing the expression with cel-go's message; an
+expensive one is "Forbidden". Unchanged (stored) expressions are never re-checked; callers skip them.
 """
 
 from __future__ import annotations
 
-from policies.validation.fielderrors import ErrorList, Path, too_long
+from policies.cel import CompileError, Environment, compile_expression
+from policies.validation.fielderrors import ErrorList, Path, forbidden, invalid, too_long
 
 CEL_SELECTOR_EXPRESSION_MAX_LENGTH = 10 * 1024
 CEL_SELECTOR_EXPRESSION_MAX_COST = 1_000_000
+
+NEW_EXPRESSIONS = Environment(kind="new", list_type_attributes=False, consumable_capacity=True)
 
 
 def validate_cel_expression(expression: str, path: Path) -> ErrorList:
     if len(expression.encode()) > CEL_SELECTOR_EXPRESSION_MAX_LENGTH:
         return [too_long(path, CEL_SELECTOR_EXPRESSION_MAX_LENGTH)]
+    try:
+        program = compile_expression(expression, NEW_EXPRESSIONS)
+    except CompileError as err:
+        return [invalid(path, expression, err.message)]
+    if program.estimated_cost > CEL_SELECTOR_EXPRESSION_MAX_COST:
+        return [forbidden(path, "too complex, exceeds cost limit")]
     return []

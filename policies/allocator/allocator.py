@@ -1,0 +1,145 @@
+"""The structured allocator: "can these claims get devices on this node, and which ones?"
+
+A port of upstream's ``structured.NewAllocator`` / ``Allocate`` (kube-scheduler 1.36, the
+``incubating`` variant, with the ``experimental`` list-attribute semantics behind
+``Features.list_type_attributes``): ``staging/src/k8s.io/dynamic-resource-allocation/structured``.
+
+An Allocator is built once for a snapshot of the cluster (classes, slices, what is allocated) and
+then asked about many nodes. Everything that does not depend on the node or the claims is done
+once: slices indexed by node, devices digested, selector results and per-pool counters cached.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from policies.allocator.budget import SearchBudget
+from policies.allocator.capacity import nanos
+from policies.allocator.devices import Catalog, SliceInfo
+from policies.allocator.errors import AllocationError, FailedOnNodeError, SearchAbortedError
+from policies.allocator.explain import Explanation
+from policies.allocator.features import Features
+from policies.allocator.pools import GatherError, NodeView, gather
+from policies.allocator.results import build_result
+from policies.allocator.search import Search, SearchContext
+from policies.allocator.selectors import SelectorEngine
+from policies.allocator.state import AllocatedState, DeviceID
+from policies.api.core import Node
+from policies.api.resource import AllocationResult, DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice
+from policies.cel import SelectorCache
+
+
+@dataclass(frozen=True)
+class AllocationOutcome:
+    """The answer for one node.
+
+    ``results`` has one entry per claim (same order) when everything fits, else ``None``;
+    ``error`` is a fatal input problem (``FailedOnNodeError`` only rejects this node);
+    ``invocations`` counts search steps (upstream's allocateOne calls); ``explanation`` says why
+    the claims do not fit when they don't.
+    """
+
+    results: list[AllocationResult] | None
+    error: AllocationError | None
+    invocations: int
+    explanation: Explanation | None
+
+
+def _new_share_id() -> str:
+    return str(uuid.uuid4())
+
+
+class Allocator:
+    """Allocates claims on nodes; build once per cluster snapshot, call ``allocate`` per node."""
+
+    def __init__(
+        self,
+        features: Features,
+        allocated: AllocatedState,
+        classes: Mapping[str, DeviceClass],
+        slices: Sequence[ResourceSlice],
+        *,
+        taint_rules: Sequence[DeviceTaintRule] = (),
+        cel_cache: SelectorCache | None = None,
+        budget: SearchBudget | None = None,
+        new_share_id: Callable[[], str] = _new_share_id,
+    ) -> None:
+        self._features = features
+        catalog = Catalog(taint_rules)
+        infos = [SliceInfo(s, catalog.make_devices) for s in slices]
+        # Upstream 1.36 NewAllocator: node-local slices by node name, everything else shared
+        # (slices with shared counters are always shared in 1.36).
+        self._on_node: dict[str, list[SliceInfo]] = {}
+        self._shared: list[SliceInfo] = []
+        self._by_pool: dict[tuple[str, str], list[SliceInfo]] = {}
+        for info in infos:
+            if info.node_name and not info.has_counters:
+                self._on_node.setdefault(info.node_name, []).append(info)
+            else:
+                self._shared.append(info)
+            self._by_pool.setdefault((info.driver, info.pool_name), []).append(info)
+
+        def key(device_id: DeviceID) -> tuple[str, str, str]:
+            return (device_id.driver, device_id.pool, device_id.device)
+
+        allocated_keys = {key(d) for d in allocated.allocated_devices}
+        shared_keys = {key(d) for d, _ in allocated.allocated_shared_device_ids}
+        capacity_keys = {key(d): amounts for d, amounts in allocated.aggregated_capacity.items()}
+        self._context = SearchContext(
+            features=features,
+            classes=classes,
+            engine=SelectorEngine(features.list_type_attributes, cel_cache),
+            allocated_uids=frozenset(catalog.uid_of(k) for k in allocated_keys),
+            allocated_keys=frozenset(allocated_keys | shared_keys | set(capacity_keys)),
+            aggregated={
+                catalog.uid_of(k): {name: nanos(q) for name, q in amounts.items()}
+                for k, amounts in capacity_keys.items()
+            },
+            available_counters={},
+            new_share_id=new_share_id,
+            budget=budget or SearchBudget(),
+        )
+        self._views: dict[tuple[str | None, frozenset[tuple[str, str]]], NodeView | GatherError] = {}
+
+    def allocate(
+        self, node: Node | None, claims: Sequence[ResourceClaim], *, explain: bool = True
+    ) -> AllocationOutcome:
+        """Try to allocate all ``claims`` on ``node`` (``None``: only devices usable everywhere).
+
+        ``explain=False`` skips building the explanation of a failure (for bulk dry runs).
+        """
+        node_name = node.name if node is not None else None
+        view = self._view(node_name, node.labels if node is not None else {})
+        if isinstance(view, GatherError):
+            return AllocationOutcome(None, AllocationError(f"gather pool information: {view}"), 0, None)
+        search = Search(self._context, view, claims)
+        try:
+            search.prepare()
+            if search.run():
+                results = [build_result(data, self._features, node_name or "") for data in search.claims]
+                return AllocationOutcome(results, None, search.invocations, None)
+        except SearchAbortedError as err:
+            return AllocationOutcome(None, err, search.invocations, search.explain() if explain else None)
+        except AllocationError as err:
+            return AllocationOutcome(None, err, search.invocations, None)
+        explanation = search.explain() if explain else None
+        if view.any_invalid:
+            # Not fatal: other nodes may still work (upstream ErrFailedAllocationOnNode).
+            failed = FailedOnNodeError("invalid resource pools were encountered")
+            return AllocationOutcome(None, failed, search.invocations, explanation)
+        return AllocationOutcome(None, None, search.invocations, explanation)
+
+    def _view(self, node_name: str | None, labels: Mapping[str, str]) -> NodeView | GatherError:
+        """The node's pools, gathered once per node name and labels."""
+        cache_key = (node_name, frozenset(labels.items()))
+        view = self._views.get(cache_key)
+        if view is None:
+            candidates = [*self._on_node.get(node_name, []), *self._shared] if node_name else self._shared
+            try:
+                view = gather(node_name, labels, candidates, self._by_pool, self._features)
+            except GatherError as err:
+                view = err
+            self._views[cache_key] = view
+        return view

@@ -1,0 +1,249 @@
+"""Which devices a node can use: slices picked per node, grouped into resource pools.
+
+Upstream 1.36: ``GatherPools`` and ``buildPool`` in
+``structured/internal/incubating/pools_incubating.go`` (dra-reference 4.3-4.4):
+
+* a slice is relevant if it carries shared counters (always), or its ``nodeName`` / ``allNodes`` /
+  ``nodeSelector`` matches the node, or (per-device node selection) any of its devices does;
+  without partitionable devices, per-device-selection and counter slices are ignored;
+* per pool only the highest generation counts; a pool missing slices is checked against *all*
+  slices of the cluster: a newer generation elsewhere makes it obsolete (dropped), a complete
+  generation makes it usable (the slices for other nodes still count for shared counters),
+  anything else makes it incomplete;
+* a pool is invalid for duplicate device names, duplicate counter sets, or counters that do not exist;
+* slices are sorted by name, pools by (driver, pool), pools with binding conditions go last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from policies.allocator.capacity import nanos
+from policies.allocator.devices import DeviceInfo, SliceInfo
+from policies.allocator.features import Features
+from policies.allocator.nodes import NodeSelectorError, node_matches
+
+CounterSets = dict[str, dict[str, int]]
+
+
+class GatherError(ValueError):
+    """Pool gathering failed (a node selector nodeaffinity cannot parse)."""
+
+
+class Pool:
+    """A resource pool as seen from one node."""
+
+    __slots__ = (
+        "counter_sets",
+        "driver",
+        "has_binding_conditions",
+        "incomplete",
+        "invalid_reason",
+        "name",
+        "other_slices",
+        "slices",
+        "slices_seen",
+        "slices_wanted",
+    )
+
+    def __init__(self, driver: str, name: str) -> None:
+        self.driver = driver
+        self.name = name
+        self.incomplete = False
+        self.invalid_reason: str | None = None
+        # Device slices reachable from the node, in search order.
+        self.slices: list[SliceInfo] = []
+        # Slices of the pool for other nodes: they still consume shared counters.
+        self.other_slices: list[SliceInfo] = []
+        self.counter_sets: CounterSets = {}
+        self.has_binding_conditions = False
+        self.slices_seen = 0
+        self.slices_wanted = 0
+
+    @property
+    def invalid(self) -> bool:
+        return self.invalid_reason is not None
+
+    @property
+    def usable(self) -> bool:
+        return not self.incomplete and self.invalid_reason is None
+
+    def __str__(self) -> str:
+        return f"{self.driver}/{self.name}"
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """Everything one node sees, computed once per node and Allocator."""
+
+    node_name: str | None
+    labels: Mapping[str, str]
+    pools: tuple[Pool, ...]
+    # Devices of usable pools in search order (pool, slice, device).
+    candidates: tuple[DeviceInfo, ...]
+    # Per-device node selection: device index -> reachable from the node (or the parse error).
+    device_on_node: Mapping[int, bool | NodeSelectorError]
+
+    @property
+    def any_invalid(self) -> bool:
+        return any(p.invalid for p in self.pools)
+
+
+def gather(
+    node_name: str | None,
+    labels: Mapping[str, str],
+    candidates: Iterable[SliceInfo],
+    slices_of_pool: Mapping[tuple[str, str], Sequence[SliceInfo]],
+    features: Features,
+) -> NodeView:
+    """Build the node's view; raises GatherError for malformed node selectors."""
+    by_pool: dict[tuple[str, str], list[SliceInfo]] = {}
+    for info in candidates:
+        if not features.partitionable_devices and (info.per_device_set or info.has_counters):
+            continue
+        if _relevant(info, node_name, labels):
+            _add_slice(by_pool, info)
+
+    pools = []
+    for key, slices in by_pool.items():
+        pool = _pool(key, slices, slices_of_pool.get(key, ()), features)
+        if pool is not None:
+            pools.append(pool)
+    pools.sort(key=lambda p: (p.has_binding_conditions, p.driver, p.name))
+
+    devices = [d for p in pools if p.usable for s in p.slices for d in s.devices]
+    on_node: dict[int, bool | NodeSelectorError] = {}
+    for device in devices:
+        if device.slice.per_device:
+            on_node[device.index] = _device_on_node(device, node_name, labels)
+    return NodeView(node_name, labels, tuple(pools), tuple(devices), on_node)
+
+
+def _relevant(info: SliceInfo, node_name: str | None, labels: Mapping[str, str]) -> bool:
+    if info.has_counters:
+        return True
+    try:
+        if info.node_name or info.all_nodes or info.node_selector is not None:
+            return node_matches(
+                node_name,
+                labels,
+                wanted_name=info.node_name,
+                all_nodes=info.all_nodes,
+                selector=info.node_selector,
+            )
+        if info.per_device:
+            for device in info.devices:
+                found = _device_on_node(device, node_name, labels)
+                if isinstance(found, NodeSelectorError):
+                    where = f"device {device.name} in slice {info.name}"
+                    raise GatherError(f"failed to perform node selection for {where}: {found}")
+                if found:
+                    return True
+            return False
+    except NodeSelectorError as err:
+        raise GatherError(f"failed to perform node selection for slice {info.name}: {err}") from None
+    # Some future node-selection mode: not ours to use.
+    return False
+
+
+def _device_on_node(
+    device: DeviceInfo, node_name: str | None, labels: Mapping[str, str]
+) -> bool | NodeSelectorError:
+    try:
+        return node_matches(
+            node_name,
+            labels,
+            wanted_name=device.node_name,
+            all_nodes=device.all_nodes,
+            selector=device.node_selector,
+        )
+    except NodeSelectorError as err:
+        return err
+
+
+def _add_slice(by_pool: dict[tuple[str, str], list[SliceInfo]], info: SliceInfo) -> None:
+    """Keep only the slices of the highest generation seen for the pool."""
+    key = (info.driver, info.pool_name)
+    current = by_pool.get(key)
+    if current is None or info.generation > current[0].generation:
+        by_pool[key] = [info]
+    elif info.generation == current[0].generation:
+        current.append(info)
+
+
+def _pool(
+    key: tuple[str, str], slices: list[SliceInfo], whole_pool: Sequence[SliceInfo], features: Features
+) -> Pool | None:
+    """Complete, incomplete or invalid pool; ``None`` if a newer generation made it obsolete."""
+    pool = Pool(*key)
+    generation = slices[0].generation
+    pool.slices_wanted = slices[0].slice_count
+    pool.slices_seen = len(slices)
+    if len(slices) == pool.slices_wanted:
+        _build(pool, slices, [], features)
+        return pool
+    if any(s.generation > generation for s in whole_pool):
+        return None
+    same_generation = [s for s in whole_pool if s.generation == generation]
+    pool.slices_seen = len(same_generation)
+    if len(same_generation) != pool.slices_wanted:
+        pool.incomplete = True
+        return pool
+    seen = {id(s) for s in slices}
+    _build(pool, slices, [s for s in same_generation if id(s) not in seen], features)
+    return pool
+
+
+def _build(pool: Pool, slices: list[SliceInfo], others: list[SliceInfo], features: Features) -> None:
+    slices = sorted(slices, key=lambda s: s.name)
+    if features.partitionable_devices:
+        device_slices = [s for s in slices if not s.has_counters]
+        counter_slices = [s for s in slices if s.has_counters]
+    else:
+        device_slices, counter_slices = slices, []
+    pool.invalid_reason = _duplicate_device(device_slices)
+    if pool.invalid_reason is None and features.partitionable_devices:
+        counter_sets, pool.invalid_reason = _counter_sets(counter_slices)
+        if pool.invalid_reason is None:
+            pool.invalid_reason = _unknown_counter(counter_sets, slices) or _unknown_counter(
+                counter_sets, others
+            )
+        pool.counter_sets = counter_sets
+    if pool.invalid_reason is None:
+        pool.slices = device_slices
+        pool.other_slices = others
+        pool.has_binding_conditions = any(d.has_binding_conditions for s in device_slices for d in s.devices)
+
+
+def _duplicate_device(slices: list[SliceInfo]) -> str | None:
+    names: set[str] = set()
+    for info in slices:
+        for device in info.devices:
+            if device.name in names:
+                return f"duplicate device name {device.name}"
+            names.add(device.name)
+    return None
+
+
+def _counter_sets(slices: list[SliceInfo]) -> tuple[CounterSets, str | None]:
+    sets: CounterSets = {}
+    for info in slices:
+        for counter_set in info.counter_sets:
+            if counter_set.name in sets:
+                return sets, f"duplicate counter set name {counter_set.name}"
+            sets[counter_set.name] = {n: nanos(c.value) for n, c in (counter_set.counters or {}).items()}
+    return sets, None
+
+
+def _unknown_counter(counter_sets: CounterSets, slices: list[SliceInfo]) -> str | None:
+    for info in slices:
+        for device in info.devices:
+            for set_name, counters in device.consumes:
+                known = counter_sets.get(set_name)
+                if known is None:
+                    return f"counter set {set_name} not found"
+                for counter, _ in counters:
+                    if counter not in known:
+                        return f"counter {counter} not found in counter set {set_name}"
+    return None

@@ -1,0 +1,119 @@
+"""Turning the devices picked for a claim into its ``AllocationResult``.
+
+Upstream 1.36: the end of ``Allocate`` in ``structured/internal/incubating/allocator_incubating.go``
+(dra-reference 4.15-4.16). Device results keep the order they were picked in; fields are copied
+verbatim (a request's tolerations, a device's binding conditions), as Go copies the slices. The
+configuration lists each class's config once for all requests using the class, then the claim's
+configs; a claim config naming several top-level requests is repeated once per request, which is
+the 1.36 behaviour (fixed in 1.37).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from policies.allocator.errors import AllocationError
+from policies.allocator.features import Features
+from policies.allocator.nodes import NodeSelectorError, ResultSelectorBuilder
+from policies.allocator.search import ClaimData, Pick, RequestData
+from policies.api.base import NodeSelector
+from policies.api.resource import (
+    SOURCE_FROM_CLAIM,
+    SOURCE_FROM_CLASS,
+    AllocationResult,
+    DeviceAllocationConfiguration,
+    DeviceAllocationResult,
+    DeviceRequestAllocationResult,
+)
+
+
+def build_result(data: ClaimData, features: Features, node_name: str) -> AllocationResult:
+    """The claim's allocation; raises AllocationError for a multi-term slice node selector."""
+    results = [_device_result(pick, features) for pick in data.picks]
+    config = _config(data)
+    allocation: dict[str, Any] = {
+        "devices": DeviceAllocationResult(results=results, **({"config": config} if config else {}))
+    }
+    selector = _node_selector(data, node_name)
+    if selector is not None:
+        allocation["node_selector"] = selector
+    return AllocationResult(**allocation)
+
+
+def _device_result(pick: Pick, features: Features) -> DeviceRequestAllocationResult:
+    device, rd = pick.device, pick.request
+    fields: dict[str, Any] = {
+        "request": rd.full_name,
+        "driver": device.driver,
+        "pool": device.pool_name,
+        "device": device.name,
+    }
+    if pick.admin:
+        fields["admin_access"] = True
+    if rd.raw_tolerations is not None:
+        fields["tolerations"] = rd.raw_tolerations
+    if features.device_binding_and_status:
+        if device.binding_conditions is not None:
+            fields["binding_conditions"] = device.binding_conditions
+        if device.binding_failure_conditions is not None:
+            fields["binding_failure_conditions"] = device.binding_failure_conditions
+    if pick.share_id is not None:
+        fields["share_id"] = pick.share_id
+    if pick.consumed:
+        fields["consumed_capacity"] = pick.consumed
+    return DeviceRequestAllocationResult(**fields)
+
+
+def _chosen(data: ClaimData) -> list[RequestData]:
+    """Per request: the request itself or the alternative the search settled on."""
+    return [alternatives[data.selected[r]] for r, alternatives in enumerate(data.requests)]
+
+
+def _config(data: ClaimData) -> list[DeviceAllocationConfiguration]:
+    entries: list[dict[str, Any]] = []
+    class_entries: dict[str, range] = {}
+    for rd in _chosen(data):
+        seen = class_entries.get(rd.class_name)
+        if seen is not None:
+            for i in seen:
+                entries[i]["requests"].append(rd.full_name)
+            continue
+        start = len(entries)
+        device_class = rd.device_class
+        for class_item in (device_class.spec.config or []) if device_class else []:
+            entries.append(
+                {"source": SOURCE_FROM_CLASS, "requests": [rd.full_name], "opaque": class_item.opaque}
+            )
+        class_entries[rd.class_name] = range(start, len(entries))
+
+    requests = data.claim.spec.devices.requests or []
+    chosen = _chosen(data)
+    for item in data.claim.spec.devices.config or []:
+        entry = {"source": SOURCE_FROM_CLAIM, "requests": item.requests, "opaque": item.opaque}
+        if not item.requests:
+            entries.append(entry)
+            continue
+        for request, rd in zip(requests, chosen, strict=True):
+            if request.name in item.requests or (rd.parent is not None and rd.full_name in item.requests):
+                entries.append(entry)
+    return [DeviceAllocationConfiguration(**{k: v for k, v in e.items() if v is not None}) for e in entries]
+
+
+def _node_selector(data: ClaimData, node_name: str) -> NodeSelector | None:
+    builder = ResultSelectorBuilder(node_name)
+    try:
+        for pick in data.picks:
+            device, info = pick.device, pick.device.slice
+            if info.per_device:
+                builder.add(
+                    node_name=device.node_name,
+                    binds_to_node=device.binds_to_node,
+                    selector=device.node_selector,
+                )
+            else:
+                builder.add(
+                    node_name=info.node_name, binds_to_node=device.binds_to_node, selector=info.node_selector
+                )
+    except NodeSelectorError as err:
+        raise AllocationError(f"create NodeSelector for claim {data.claim.name}: {err}") from None
+    return builder.build()

@@ -1,0 +1,743 @@
+"""One ``allocate`` call: validate the claims' requests, then search depth-first for a solution.
+
+Upstream 1.36: ``Allocate``, ``validateDeviceRequest``, ``allocateOne``, ``isSelectable``,
+``allocateDevice`` and ``checkAvailableCounters`` in
+``structured/internal/incubating/allocator_incubating.go`` (dra-reference 4.5-4.14). The search
+order, the combination-only scan inside a request, the 32-results cut-off with its
+MAX_EXCEEDED signal, and the quirks of ``allocateDevice`` are reproduced as upstream has them:
+
+* counters reserved for a device are not released when its taints or a constraint reject it
+  (dra-reference 4.7), nor when a multi-allocatable device is deallocated (4.10);
+* if the capacity re-check fails after the constraints were updated, nothing is rolled back (4.7);
+* available and in-flight counters are keyed by pool *name* only, not (driver, pool) (4.16a);
+* an in-flight share of a multi-allocatable device without capacities is never forgotten (so it
+  skips the counter check for later shares), as upstream only removes non-empty consumption.
+
+The recursion of ``allocateOne`` is kept, but run as generators on an explicit stack (``_drive``)
+so that a deep search cannot hit Python's recursion limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass
+
+from policies.allocator.budget import SearchBudget
+from policies.allocator.capacity import Amount, Consumption
+from policies.allocator.constraints import DistinctAttribute, MatchAttribute, Tracker
+from policies.allocator.devices import BLOCKING_EFFECTS, DeviceInfo
+from policies.allocator.errors import AllocationError, SearchAbortedError
+from policies.allocator.explain import (
+    REASON_TEXT,
+    ConstraintRejection,
+    Explanation,
+    PoolProblem,
+    Reason,
+    RequestExplanation,
+)
+from policies.allocator.features import Features
+from policies.allocator.nodes import NodeSelectorError
+from policies.allocator.pools import CounterSets, NodeView, Pool
+from policies.allocator.selectors import SelectorEngine
+from policies.api.quantity import Quantity
+from policies.api.resource import (
+    ALL,
+    EXACT_COUNT,
+    DeviceClass,
+    DeviceRequest,
+    DeviceSelector,
+    DeviceSubRequest,
+    DeviceTaint,
+    DeviceToleration,
+    ExactDeviceRequest,
+    ResourceClaim,
+)
+from policies.cel import CompileError, EvalError
+
+# allocateOne outcomes; errors are exceptions.
+FAIL = 0
+SUCCESS = 1
+MAX_EXCEEDED = 2
+
+# resourceapi.AllocationResultsMaxSize: at most this many devices per claim.
+RESULTS_MAX = 32
+
+Call = tuple[int, int, int, int, bool, int]
+Step = Generator[Call, int, int]
+
+_USABLE = int(Reason.USABLE)
+
+
+@dataclass
+class SearchContext:
+    """What every search of one Allocator shares: inputs digested once, caches, switches."""
+
+    features: Features
+    classes: Mapping[str, DeviceClass]
+    engine: SelectorEngine
+    allocated_uids: frozenset[int]
+    # Devices allocated in any way (exclusive, shared, with consumed capacity): they consume counters.
+    allocated_keys: frozenset[tuple[str, str, str]]
+    aggregated: Mapping[int, Mapping[str, int]]
+    available_counters: dict[str, CounterSets]
+    new_share_id: Callable[[], str]
+    budget: SearchBudget
+
+    def counters_available(self, pool: Pool) -> CounterSets:
+        """Counters left in the pool after allocated devices, cached by pool *name* (upstream quirk)."""
+        available = self.available_counters.get(pool.name)
+        if available is None:
+            available = {name: dict(counters) for name, counters in pool.counter_sets.items()}
+            for info in (*pool.slices, *pool.other_slices):
+                for device in info.devices:
+                    if device.key not in self.allocated_keys:
+                        continue
+                    for set_name, counters in device.consumes:
+                        left = available.get(set_name)
+                        for counter, amount in counters:
+                            if left is not None and counter in left:
+                                left[counter] -= amount
+            self.available_counters[pool.name] = available
+        return available
+
+
+class RequestData:
+    """A request, or one alternative of a ``firstAvailable`` request, ready for the search."""
+
+    __slots__ = (
+        "admin",
+        "all_devices",
+        "all_mode",
+        "base_name",
+        "capacity_requests",
+        "claim_index",
+        "claim_key",
+        "class_name",
+        "class_selectors",
+        "consumption",
+        "device_class",
+        "full_name",
+        "mode",
+        "name",
+        "num_devices",
+        "parent",
+        "raw_tolerations",
+        "selectable",
+        "selectors",
+        "tolerations",
+        "trackers",
+        "why",
+    )
+
+    def __init__(
+        self,
+        claim_index: int,
+        claim_key: str,
+        request: ExactDeviceRequest | DeviceSubRequest,
+        name: str,
+        parent: str | None,
+    ) -> None:
+        self.claim_index = claim_index
+        self.claim_key = claim_key
+        self.name = name
+        self.parent = parent
+        self.base_name = parent if parent is not None else name
+        self.full_name = f"{parent}/{name}" if parent is not None else name
+        self.admin = bool(getattr(request, "admin_access", None))
+        self.raw_tolerations = request.tolerations
+        self.tolerations: list[DeviceToleration] = request.tolerations or []
+        self.selectors: list[DeviceSelector] = request.selectors or []
+        self.mode = request.allocation_mode or ""
+        self.all_mode = self.mode == ALL
+        self.num_devices = 0
+        self.class_name = request.device_class_name
+        self.device_class: DeviceClass | None = None
+        self.class_selectors: list[DeviceSelector] = []
+        requests = request.capacity.requests if request.capacity is not None else None
+        self.capacity_requests = {k: Amount.of(v) for k, v in requests.items()} if requests else None
+        self.all_devices: list[DeviceInfo] = []
+        self.trackers: tuple[Tracker, ...] = ()
+        # Per device index: Reason.USABLE if the selectors match, else the static reason.
+        self.selectable: dict[int, int] = {}
+        self.consumption: dict[int, Consumption] = {}
+        # Per device index: the furthest reason the search recorded (for explanations).
+        self.why: dict[int, int] = {}
+
+
+class ClaimData:
+    """A claim being allocated: its requests, constraint trackers and the devices picked so far."""
+
+    __slots__ = ("claim", "key", "picks", "requests", "selected", "trackers")
+
+    def __init__(self, claim: ResourceClaim) -> None:
+        self.claim = claim
+        self.key = claim.key
+        # One list per request: the request itself, or its firstAvailable alternatives.
+        self.requests: list[list[RequestData]] = []
+        self.trackers: list[Tracker] = []
+        self.picks: list[Pick] = []
+        self.selected: list[int] = []
+
+
+class Pick:
+    """One device picked for one request, with what it takes from shared state."""
+
+    __slots__ = ("admin", "consumed", "consumed_nanos", "device", "multi", "request", "share_id")
+
+    def __init__(self, request: RequestData, device: DeviceInfo, multi: bool) -> None:
+        self.request = request
+        self.device = device
+        self.multi = multi
+        self.admin = request.admin
+        self.share_id: str | None = None
+        self.consumed: dict[str, Quantity] | None = None
+        self.consumed_nanos: dict[str, int] | None = None
+
+
+class Search:
+    """State of one allocation attempt on one node."""
+
+    def __init__(self, ctx: SearchContext, view: NodeView, claims: Sequence[ResourceClaim]) -> None:
+        self.ctx = ctx
+        self.features = ctx.features
+        self.view = view
+        self.claims = [ClaimData(claim) for claim in claims]
+        self.invocations = 0
+        self.result_limit_hit = False
+        # Device uid -> indices of the claims it is being allocated for.
+        self.picked: dict[int, set[int]] = {}
+        # Device uid -> capacity being consumed by shares picked in this search.
+        self.in_flight: dict[int, dict[str, int]] = {}
+        # Pool name -> counter set -> counter -> amount consumed by devices picked in this search.
+        self.consumed_counters: dict[str, CounterSets] = {}
+        self.placed = 0
+        self.most_placed = 0
+        self._next_budget_check = 1
+        self._pools_by_key = {(p.driver, p.name): p for p in view.pools}
+
+    # --- step 3: validate requests -----------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Turn every request into RequestData; raises AllocationError with upstream's wording."""
+        for index, data in enumerate(self.claims):
+            minimum = 0
+            for request in data.claim.spec.devices.requests or []:
+                alternatives = self._alternatives(index, data, request)
+                data.requests.append(alternatives)
+                data.selected.append(0)
+                minimum += min(rd.num_devices for rd in alternatives)
+            if minimum > RESULTS_MAX:
+                raise AllocationError(
+                    f"claim {data.key}: number of requested devices {minimum} exceeds the claim limit "
+                    f"of {RESULTS_MAX}"
+                )
+            self._add_trackers(data)
+
+    def _alternatives(self, index: int, data: ClaimData, request: DeviceRequest) -> list[RequestData]:
+        subs = request.first_available or []
+        if subs and not self.features.prioritized_list:
+            raise AllocationError(
+                f"claim {data.key}, request {request.name}: has subrequests, but the DRAPrioritizedList "
+                "feature is disabled"
+            )
+        if not self.features.consumable_capacity:
+            if request.exactly is not None and request.exactly.capacity is not None:
+                raise AllocationError(
+                    f"claim {data.key}, request {request.name}: has capacity requests, but the "
+                    "DRAConsumableCapacity feature is disabled"
+                )
+            for sub in subs:
+                if sub.capacity is not None:
+                    raise AllocationError(
+                        f"claim {data.key}, subrequest {sub.name}: has capacity requests, but the "
+                        "DRAConsumableCapacity feature is disabled"
+                    )
+        if subs:
+            return [self._request_data(index, data, sub, sub.name, request.name) for sub in subs]
+        if request.exactly is None:
+            raise AllocationError(
+                f"claim {data.key}, request {request.name}: neither exactly nor firstAvailable is set "
+                "(unsupported request type?)"
+            )
+        return [self._request_data(index, data, request.exactly, request.name, None)]
+
+    def _request_data(
+        self,
+        index: int,
+        data: ClaimData,
+        request: ExactDeviceRequest | DeviceSubRequest,
+        name: str,
+        parent: str | None,
+    ) -> RequestData:
+        rd = RequestData(index, data.key, request, name, parent)
+        where = f"claim {data.key}, request {name}"
+        for i, selector in enumerate(rd.selectors):
+            if selector.cel is None:
+                raise AllocationError(
+                    f"{where}, selector #{i}: CEL expression empty (unsupported selector type?)"
+                )
+        if not self.features.admin_access and getattr(request, "admin_access", None) is not None:
+            raise AllocationError(f"{where}: admin access is requested, but the feature is disabled")
+        if not rd.class_name:
+            raise AllocationError(f"{where}: missing device class name (unsupported request type?)")
+        device_class = self.ctx.classes.get(rd.class_name)
+        if device_class is None:
+            raise AllocationError(
+                f"{where}: could not retrieve device class {rd.class_name}: deviceclass.resource.k8s.io "
+                f'"{rd.class_name}" not found'
+            )
+        rd.device_class = device_class
+        rd.class_selectors = device_class.spec.selectors or []
+        if rd.mode == EXACT_COUNT:
+            rd.num_devices = request.count or 0
+        elif rd.all_mode:
+            rd.all_devices = self._all_devices(rd, where)
+            rd.num_devices = len(rd.all_devices)
+        else:
+            raise AllocationError(f"{where}: unsupported count mode {rd.mode}")
+        return rd
+
+    def _all_devices(self, rd: RequestData, where: str) -> list[DeviceInfo]:
+        """Every selectable device with room for the request; any unusable pool is an error."""
+        found = []
+        for pool in self.view.pools:
+            if pool.incomplete:
+                raise AllocationError(
+                    f"{where}: asks for all devices, but resource pool {pool} is currently being updated"
+                )
+            if pool.invalid:
+                raise AllocationError(
+                    f"{where}: asks for all devices, but resource pool {pool} is currently invalid"
+                )
+            for info in pool.slices:
+                for device in info.devices:
+                    if self._selectable(rd, device) != _USABLE:
+                        continue
+                    if self.features.consumable_capacity and not self._capacity_fits(rd, device):
+                        _note(rd.why, device.index, Reason.CAPACITY)
+                        continue
+                    found.append(device)
+        return found
+
+    def _add_trackers(self, data: ClaimData) -> None:
+        list_mode = self.features.list_type_attributes
+        for i, constraint in enumerate(data.claim.spec.devices.constraints or []):
+            tracker: Tracker
+            if constraint.match_attribute is not None:
+                tracker = MatchAttribute(i, constraint.match_attribute, list_mode)
+            elif constraint.distinct_attribute is not None:
+                tracker = DistinctAttribute(i, constraint.distinct_attribute, list_mode)
+            else:
+                raise AllocationError(
+                    f"claim {data.key}, constraint #{i}: empty constraint (unsupported constraint type?)"
+                )
+            data.trackers.append(tracker)
+            names = set(constraint.requests or ())
+            for alternatives in data.requests:
+                for rd in alternatives:
+                    if not names or rd.base_name in names or rd.full_name in names:
+                        rd.trackers += (tracker,)
+
+    # --- step 4: the search ------------------------------------------------------------------------
+
+    def run(self) -> bool:
+        """Search for a solution; True if every claim got its devices."""
+        return self._drive(self._allocate_one(0, 0, 0, 0, False, 0)) == SUCCESS
+
+    def _drive(self, root: Step) -> int:
+        """Run nested ``_allocate_one`` generators: each yields the arguments of a recursive call."""
+        stack = [root]
+        value: int | None = None
+        while True:
+            try:
+                call = stack[-1].send(value)  # type: ignore[arg-type]
+            except StopIteration as done:
+                stack.pop()
+                if not stack:
+                    result: int = done.value
+                    return result
+                value = done.value
+                continue
+            stack.append(self._allocate_one(*call))
+            value = None
+
+    def _allocate_one(self, c: int, r: int, s: int, d: int, in_sub: bool, start: int) -> Step:
+        """Upstream allocateOne: place device ``d`` of request ``r`` (alternative ``s``) of claim ``c``.
+
+        ``start`` is the position in the node's device list where the scan begins: after the
+        previous device of the same request, so that only combinations are tried.
+        """
+        self.invocations += 1
+        if self.invocations >= self._next_budget_check:
+            self._check_budget()
+        if c == len(self.claims):
+            return SUCCESS
+        data = self.claims[c]
+        if r == len(data.requests):
+            outcome = yield (c + 1, 0, 0, 0, False, 0)
+            # Too many devices in a later claim says nothing about this one.
+            return FAIL if outcome == MAX_EXCEEDED else outcome
+
+        alternatives = data.requests[r]
+        rd = alternatives[s]
+        if rd.parent is not None and not in_sub:
+            all_exceeded = True
+            for k in range(len(alternatives)):
+                outcome = yield (c, r, k, 0, True, 0)
+                if outcome == MAX_EXCEEDED:
+                    continue
+                all_exceeded = False
+                if outcome == SUCCESS:
+                    data.selected[r] = k
+                    return SUCCESS
+            if all_exceeded:
+                self.result_limit_hit = True
+                return MAX_EXCEEDED
+            return FAIL
+
+        if rd.all_mode and not rd.all_devices:
+            return FAIL
+        if d >= rd.num_devices:
+            return (yield (c, r + 1, 0, 0, False, 0))
+        if len(data.picks) + rd.num_devices - d > RESULTS_MAX:
+            self.result_limit_hit = True
+            return MAX_EXCEEDED
+
+        if rd.all_mode:
+            pick = self._allocate_device(c, rd, rd.all_devices[d], must=True)
+            if pick is None:
+                return FAIL
+            outcome = yield (c, r, s, d + 1, in_sub, 0)
+            if outcome != SUCCESS:
+                self._undo(c, pick)
+            return outcome
+
+        candidates = self.view.candidates
+        picked = self.picked
+        allocated = self.ctx.allocated_uids
+        check_capacity = self.features.consumable_capacity
+        selectable = rd.selectable
+        for pos in range(start, len(candidates)):
+            device = candidates[pos]
+            uid = device.uid
+            if rd.admin:
+                holders = picked.get(uid)
+                if holders and c in holders:
+                    _note(rd.why, device.index, Reason.IN_USE)
+                    continue
+            elif uid in allocated or picked.get(uid):
+                _note(rd.why, device.index, Reason.IN_USE)
+                continue
+            code = selectable.get(device.index)
+            if code is None:
+                code = self._selectable(rd, device)
+            if code != _USABLE:
+                continue
+            if check_capacity and not self._capacity_fits(rd, device):
+                _note(rd.why, device.index, Reason.CAPACITY)
+                continue
+            pick = self._allocate_device(c, rd, device, must=False)
+            if pick is None:
+                continue
+            outcome = yield (c, r, s, d + 1, in_sub, pos + 1)
+            if outcome == SUCCESS:
+                return SUCCESS
+            self._undo(c, pick)
+            if outcome == MAX_EXCEEDED:
+                return MAX_EXCEEDED
+        return FAIL
+
+    def _check_budget(self) -> None:
+        budget = self.ctx.budget
+        if budget.max_invocations is not None and self.invocations > budget.max_invocations:
+            self._abort(f"search effort limit of {budget.max_invocations} steps exceeded", None)
+        if budget.deadline is not None and budget.clock is not None and budget.clock() >= budget.deadline:
+            self._abort("deadline exceeded", TimeoutError("deadline exceeded"))
+        next_check = self.invocations + (budget.clock_interval if budget.deadline is not None else 1 << 62)
+        if budget.max_invocations is not None:
+            next_check = min(next_check, budget.max_invocations + 1)
+        self._next_budget_check = next_check
+
+    def _abort(self, cause: str, wrapped: Exception | None) -> None:
+        """Give up like a cancelled scheduler Filter; the deadline is the error's ``__cause__``."""
+        wanted = sum(min(rd.num_devices for rd in alts) for data in self.claims for alts in data.requests)
+        raise SearchAbortedError(
+            f"filter operation aborted: {cause}; the search gave up after {self.invocations} steps, "
+            f"having placed at most {self.most_placed} of at least {wanted} device(s) at once"
+        ) from wrapped
+
+    # --- checks on one device ----------------------------------------------------------------------
+
+    def _selectable(self, rd: RequestData, device: DeviceInfo) -> int:
+        """Upstream isSelectable, memoised per (request, device); Reason.USABLE when it matches."""
+        code = self._selector_verdict(rd, device)
+        rd.selectable[device.index] = code
+        return code
+
+    def _selector_verdict(self, rd: RequestData, device: DeviceInfo) -> int:
+        if not self.features.device_binding_and_status and device.binding_conditions:
+            return Reason.BINDING_CONDITIONS
+        where = f"class {rd.class_name}"
+        if not self._selectors_match(rd.class_selectors, device, where):
+            return Reason.CLASS_SELECTOR
+        if not self._selectors_match(rd.selectors, device, f"claim {rd.claim_key}"):
+            return Reason.REQUEST_SELECTOR
+        if device.slice.per_device:
+            on_node = self.view.device_on_node.get(device.index, False)
+            if isinstance(on_node, NodeSelectorError):
+                raise AllocationError(f"failed to parse node selector of device {device}: {on_node}")
+            if not on_node:
+                return Reason.OTHER_NODE
+        return _USABLE
+
+    def _selectors_match(self, selectors: list[DeviceSelector], device: DeviceInfo, where: str) -> bool:
+        for i, selector in enumerate(selectors):
+            if selector.cel is None:
+                raise AllocationError(
+                    f"{where}: selector #{i}: CEL expression empty (unsupported selector type?)"
+                )
+            try:
+                if not self.ctx.engine.matches(selector.cel.expression, device):
+                    return False
+            except CompileError as err:
+                raise AllocationError(f"{where}: selector #{i}: CEL compile error: {err}") from None
+            except EvalError as err:
+                raise AllocationError(f"{where}: selector #{i}: CEL runtime error: {err}") from None
+        return True
+
+    def _consumption(self, rd: RequestData, device: DeviceInfo) -> Consumption:
+        """What the request would take from the device, before counting what is in use."""
+        if rd.capacity_requests is None:
+            found = device.no_request_consumption
+            if found is None:
+                found = device.no_request_consumption = Consumption.of(device.capacities, None)
+            return found
+        found = rd.consumption.get(device.index)
+        if found is None:
+            found = rd.consumption[device.index] = Consumption.of(device.capacities, rd.capacity_requests)
+        return found
+
+    def _capacity_fits(self, rd: RequestData, device: DeviceInfo) -> bool:
+        """Upstream CmpRequestOverCapacity: enough capacity left, within the request policy."""
+        return self._consumption(rd, device).fits(
+            self.ctx.aggregated.get(device.uid), self.in_flight.get(device.uid)
+        )
+
+    def _allocate_device(self, c: int, rd: RequestData, device: DeviceInfo, must: bool) -> Pick | None:
+        """Upstream allocateDevice: final checks, then record the pick (None if rejected)."""
+        features = self.features
+        multi = features.consumable_capacity and device.multi
+        uid = device.uid
+        holders = self.picked.get(uid)
+        if not multi and rd.admin and holders and c in holders:
+            return _reject(rd, device, Reason.IN_USE)
+        if not rd.admin and (uid in self.ctx.allocated_uids or holders):
+            return _reject(rd, device, Reason.IN_USE)
+        if device.consumes:
+            if not features.partitionable_devices:
+                return _reject(rd, device, Reason.PARTITIONABLE_OFF)
+            capacity_in_use = uid in self.ctx.aggregated or uid in self.in_flight
+            if not (multi and capacity_in_use) and not self._take_counters(device):
+                return _reject(rd, device, Reason.COUNTERS)
+        if features.device_taints and device.taints and _tainted(device.taints, rd.tolerations):
+            return _reject(rd, device, Reason.TAINTED)
+        for i, tracker in enumerate(rd.trackers):
+            if tracker.add(device, rd.base_name):
+                continue
+            if must:
+                raise AllocationError(
+                    f"claim {rd.claim_key}, request {rd.name}: cannot add device {device} because a claim "
+                    "constraint would not be satisfied"
+                )
+            for earlier in rd.trackers[:i]:
+                earlier.remove(rd.base_name)
+            return _reject(rd, device, Reason.CONSTRAINT + tracker.index)
+
+        if not multi:
+            self.picked.setdefault(uid, set()).add(c)
+        pick = Pick(rd, device, multi)
+        if features.consumable_capacity:
+            consumption = self._consumption(rd, device)
+            if not consumption.fits(self.ctx.aggregated.get(uid), self.in_flight.get(uid)):
+                return _reject(rd, device, Reason.CAPACITY)
+            if multi:
+                pick.consumed = consumption.consumed_capacity() or None
+                pick.consumed_nanos = consumption.consumed_nanos()
+                pick.share_id = self.ctx.new_share_id()
+                self._add_in_flight(uid, pick.consumed_nanos)
+        self.claims[c].picks.append(pick)
+        self.placed += 1
+        self.most_placed = max(self.most_placed, self.placed)
+        _note(rd.why, device.index, Reason.USABLE)
+        return pick
+
+    def _undo(self, c: int, pick: Pick) -> None:
+        rd, device = pick.request, pick.device
+        for tracker in rd.trackers:
+            tracker.remove(rd.base_name)
+        holders = self.picked.get(device.uid)
+        if holders:
+            holders.discard(c)
+        if pick.multi:
+            if pick.consumed is not None and pick.consumed_nanos is not None:
+                self._remove_in_flight(device.uid, pick.consumed_nanos)
+        elif self.features.partitionable_devices and device.consumes:
+            self._release_counters(device)
+        self.claims[c].picks.pop()
+        self.placed -= 1
+
+    def _add_in_flight(self, uid: int, amounts: dict[str, int]) -> None:
+        current = self.in_flight.get(uid)
+        if current is None:
+            self.in_flight[uid] = dict(amounts)
+            return
+        for name, amount in amounts.items():
+            current[name] = current.get(name, 0) + amount
+
+    def _remove_in_flight(self, uid: int, amounts: dict[str, int]) -> None:
+        current = self.in_flight.get(uid)
+        if current is None:
+            return
+        for name, amount in amounts.items():
+            if name in current:
+                current[name] -= amount
+        if not any(current.values()):
+            del self.in_flight[uid]
+
+    def _take_counters(self, device: DeviceInfo) -> bool:
+        """Upstream checkAvailableCounters: reserve the device's counters if the pool still has them."""
+        pool = self._pools_by_key[(device.driver, device.pool_name)]
+        available = self.ctx.counters_available(pool)
+        consumed = self.consumed_counters.setdefault(device.pool_name, {})
+        for set_name, counters in device.consumes:
+            in_set = consumed.setdefault(set_name, {})
+            for counter, amount in counters:
+                in_set[counter] = in_set.get(counter, 0) + amount
+        if _counters_ok(available, consumed):
+            return True
+        self._release_counters(device)
+        return False
+
+    def _release_counters(self, device: DeviceInfo) -> None:
+        consumed = self.consumed_counters[device.pool_name]
+        for set_name, counters in device.consumes:
+            in_set = consumed[set_name]
+            for counter, amount in counters:
+                in_set[counter] -= amount
+
+    # --- explanations ------------------------------------------------------------------------------
+
+    def explain(self) -> Explanation:
+        """Per request, how the node's devices fared; only called when there is no solution."""
+        requests: list[RequestExplanation] = []
+        for data in self.claims:
+            for alternatives in data.requests:
+                requests.extend(self._explain_request(data, rd) for rd in alternatives)
+        pools = tuple(
+            PoolProblem(
+                p.driver, p.name, "incomplete", f"{p.slices_seen} of {p.slices_wanted} slices published"
+            )
+            if p.incomplete
+            else PoolProblem(p.driver, p.name, "invalid", p.invalid_reason or "")
+            for p in self.view.pools
+            if not p.usable
+        )
+        return Explanation(self.view.node_name, tuple(requests), pools, self.result_limit_hit)
+
+    def _explain_request(self, data: ClaimData, rd: RequestData) -> RequestExplanation:
+        counts: dict[int, int] = {}
+        for device in self.view.candidates:
+            code = self._static_reason(rd, device)
+            if code == _USABLE:
+                code = rd.why.get(device.index, _USABLE)
+            counts[code] = counts.get(code, 0) + 1
+        rejected = {text[0]: counts[reason] for reason, text in REASON_TEXT.items() if counts.get(reason)}
+        constraints = tuple(
+            _constraint_rejection(tracker, counts.get(Reason.CONSTRAINT + tracker.index, 0))
+            for tracker in rd.trackers
+            if counts.get(Reason.CONSTRAINT + tracker.index)
+        )
+        return RequestExplanation(
+            claim=data.key,
+            request=rd.full_name,
+            device_class=rd.class_name,
+            allocation_mode=rd.mode,
+            wanted=rd.num_devices,
+            reached=bool(rd.why) or bool(rd.selectable),
+            considered=len(self.view.candidates),
+            rejected=rejected,
+            constraints=constraints,
+            usable=counts.get(_USABLE, 0),
+        )
+
+    def _static_reason(self, rd: RequestData, device: DeviceInfo) -> int:
+        """The first check the device fails for the request on its own, ignoring this search's picks."""
+        code = rd.selectable.get(device.index)
+        if code is None:
+            try:
+                code = self._selector_verdict(rd, device)
+            except AllocationError:
+                return Reason.SELECTOR_ERROR
+        if code != _USABLE:
+            return code
+        if not rd.admin and device.uid in self.ctx.allocated_uids:
+            return Reason.ALLOCATED
+        features = self.features
+        if features.consumable_capacity and not self._consumption(rd, device).fits(
+            self.ctx.aggregated.get(device.uid), None
+        ):
+            return Reason.CAPACITY
+        if device.consumes:
+            if not features.partitionable_devices:
+                return Reason.PARTITIONABLE_OFF
+            pool = self._pools_by_key[(device.driver, device.pool_name)]
+            alone = {name: dict(counters) for name, counters in device.consumes}
+            if not _counters_ok(self.ctx.counters_available(pool), alone):
+                return Reason.COUNTERS
+        if features.device_taints and device.taints and _tainted(device.taints, rd.tolerations):
+            return Reason.TAINTED
+        return _USABLE
+
+
+def _note(why: dict[int, int], index: int, code: int) -> None:
+    if why.get(index, 0) < code:
+        why[index] = code
+
+
+def _reject(rd: RequestData, device: DeviceInfo, code: int) -> Pick | None:
+    """Record why the device was refused for the request; always ``None`` (no pick)."""
+    _note(rd.why, device.index, code)
+    return None
+
+
+def _tainted(taints: tuple[DeviceTaint, ...], tolerations: list[DeviceToleration]) -> bool:
+    """Whether a NoSchedule/NoExecute taint is not tolerated (upstream taintPreventsAllocation)."""
+    return any(
+        taint.effect in BLOCKING_EFFECTS and not any(_tolerates(t, taint) for t in tolerations)
+        for taint in taints
+    )
+
+
+def _tolerates(toleration: DeviceToleration, taint: DeviceTaint) -> bool:
+    """Upstream resourceclaim.ToleratesTaint."""
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.key and toleration.key != taint.key:
+        return False
+    if toleration.operator in (None, "", "Equal"):
+        return (toleration.value or "") == (taint.value or "")
+    return toleration.operator == "Exists"
+
+
+def _counters_ok(available: CounterSets, consumed: CounterSets) -> bool:
+    """Every counter of every set in the pool must cover what is consumed (negative blocks all)."""
+    for set_name, counters in available.items():
+        used = consumed.get(set_name)
+        for counter, value in counters.items():
+            if value < (used.get(counter, 0) if used else 0):
+                return False
+    return True
+
+
+def _constraint_rejection(tracker: Tracker, devices: int) -> ConstraintRejection:
+    return ConstraintRejection(tracker.index, tracker.kind, tracker.attribute, devices)

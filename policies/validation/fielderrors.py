@@ -226,7 +226,7 @@ def go_float(value: float) -> str:
 
 
 def format_value(value: object) -> str:
-    """How a bad value appears in the message (Go ``%v``/``%q``, JSON for composite values)."""
+    """How a bad value appears in the message (Go ``%v``/``%q``/Stringer, JSON for composite values)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -237,7 +237,10 @@ def format_value(value: object) -> str:
         return go_float(value)
     if isinstance(value, str):
         return go_quote(value)
-    return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
+    # Anything else prints its own text unquoted, as Go prints a fmt.Stringer (device IDs, quantities).
+    return str(value)
 
 
 def render(errors: Iterable[FieldError]) -> list[str]:

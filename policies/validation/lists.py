@@ -42,7 +42,6 @@ def validate_set(
     validate_item: ItemValidator[T],
     key: Callable[[T], K],
     path: Path,
-    shown: Callable[[K], object] = lambda k: k,
 ) -> ErrorList:
     """Like :func:`validate_slice`, then report every repeated key as "Duplicate value"."""
     items = items or []
@@ -53,7 +52,7 @@ def validate_set(
     for i, item in enumerate(items):
         k = key(item)
         if k in seen:
-            errs.append(duplicate(path.index(i), shown(k)))
+            errs.append(duplicate(path.index(i), k))
         seen.add(k)
     return errs
 

@@ -434,7 +434,6 @@ def validate_claim_status(claim: r.ResourceClaim, old: r.ResourceClaimStatus | N
         lambda d, p: _validate_device_status(d, p, allocated),
         _status_device_id,
         path.child("devices"),
-        shown=str,
     )
     if status.reserved_for:
         if status.allocation is None:

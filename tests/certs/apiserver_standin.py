@@ -108,6 +108,74 @@ RESOURCES = [
 MICRO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d{2}:\d{2})$")
 
 
+def _varint(buf: bytes, i: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = buf[i]
+        i += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, i
+
+
+def _fields(buf: bytes) -> Iterator[tuple[int, int | bytes]]:
+    """(field number, value) of a protobuf message; varints as int, length-delimited as bytes."""
+    i = 0
+    while i < len(buf):
+        key, i = _varint(buf, i)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, i = _varint(buf, i)
+            yield number, value
+        elif wire == 2:
+            size, i = _varint(buf, i)
+            yield number, buf[i : i + size]
+            i += size
+        else:
+            raise ApiError(415, "UnsupportedMediaType", f"protobuf wire type {wire} is not understood by the stand-in")
+
+
+def _map_entry(entry: bytes) -> tuple[str, bytes]:
+    parts = dict(_fields(entry))
+    key, value = parts.get(1, b""), parts.get(2, b"")
+    assert isinstance(key, bytes) and isinstance(value, bytes)
+    return key.decode(), value
+
+
+def decode_protobuf_secret(body: bytes) -> dict[str, Any]:
+    """The JSON form of a Secret sent as ``application/vnd.kubernetes.protobuf``.
+
+    client-go sends core types as protobuf (Helm's release storage writes Secrets this way) and
+    does not fall back to JSON. Only the fields of Secret and ObjectMeta that matter here are
+    read (numbers from k8s.io/api/core/v1/generated.proto and apimachinery meta/v1): the
+    envelope is the magic ``k8s\\0`` followed by a runtime.Unknown whose ``raw`` is the Secret.
+    """
+    if not body.startswith(b"k8s\x00"):
+        raise ApiError(400, "BadRequest", "protobuf body without the k8s envelope")
+    raw = dict(_fields(body[4:])).get(2, b"")
+    assert isinstance(raw, bytes)
+    metadata: dict[str, Any] = {}
+    secret: dict[str, Any] = {"apiVersion": "v1", "kind": "Secret", "metadata": metadata}
+    for number, value in _fields(raw):
+        if number == 1 and isinstance(value, bytes):
+            for field, item in _fields(value):
+                names = {1: "name", 2: "generateName", 3: "namespace", 5: "uid", 6: "resourceVersion"}
+                if field in names and isinstance(item, bytes):
+                    metadata[names[field]] = item.decode()
+                elif field in (11, 12) and isinstance(item, bytes):
+                    key, text = _map_entry(item)
+                    metadata.setdefault("labels" if field == 11 else "annotations", {})[key] = text.decode()
+        elif number == 2 and isinstance(value, bytes):
+            key, data = _map_entry(value)
+            secret.setdefault("data", {})[key] = base64.b64encode(data).decode()
+        elif number == 3 and isinstance(value, bytes):
+            secret["type"] = value.decode()
+        elif number == 5:
+            secret["immutable"] = bool(value)
+    return secret
+
+
 class ApiError(Exception):
     def __init__(self, code: int, reason: str, message: str) -> None:
         super().__init__(message)
@@ -396,6 +464,8 @@ class Apiserver:
             def _serve(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
+                if "protobuf" in (self.headers.get("Content-Type") or ""):
+                    body = json.dumps(decode_protobuf_secret(body)).encode()
                 code, payload = apiserver.handle(self.command, self.path, body)
                 data = json.dumps(payload).encode()
                 self.send_response(code)

@@ -1,0 +1,112 @@
+{{/* Names, labels and the few values several templates derive the same way. */}}
+
+{{- define "draguard.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "draguard.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else if contains (include "draguard.name" .) .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name (include "draguard.name" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "draguard.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "draguard.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "draguard.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{ include "draguard.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{- define "draguard.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "draguard.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret every replica mounts: tls.crt, tls.key (and ca.crt). */}}
+{{- define "draguard.tlsSecretName" -}}
+{{- if eq .Values.tls.mode "secret" -}}
+{{- required "tls.secret.name is required when tls.mode=secret" .Values.tls.secret.name -}}
+{{- else -}}
+{{- default (printf "%s-tls" (include "draguard.fullname" .)) .Values.tls.secretName -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "draguard.caSecretName" -}}
+{{- printf "%s-ca" (include "draguard.fullname" .) -}}
+{{- end -}}
+
+{{- define "draguard.leaseName" -}}
+{{- printf "%s-certs" (include "draguard.fullname" .) -}}
+{{- end -}}
+
+{{- define "draguard.webhookConfigurationName" -}}
+{{- include "draguard.fullname" . -}}
+{{- end -}}
+
+{{- define "draguard.ledgerName" -}}
+{{- .Values.rules.quota.parameters.ledgerName | default "draguard-quota-ledger" -}}
+{{- end -}}
+
+{{- define "draguard.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{- define "draguard.certificateName" -}}
+{{- printf "%s-serving" (include "draguard.fullname" .) -}}
+{{- end -}}
+
+{{/*
+Fields every webhook shares. Called with a dict: root (the chart context), name (rule group),
+cfg (that webhook's values), path (/validate or /mutate), sideEffects, rules (list), podFilter
+(whether to skip pods without spec.resourceClaims).
+*/}}
+{{- define "draguard.webhook" -}}
+{{- $root := .root -}}
+- name: {{ .name }}.draguard.io
+  admissionReviewVersions: ["v1"]
+  clientConfig:
+    service:
+      name: {{ include "draguard.fullname" $root }}
+      namespace: {{ $root.Release.Namespace }}
+      path: {{ .path }}
+      port: {{ $root.Values.service.port }}
+    {{- if eq $root.Values.tls.mode "secret" }}
+    caBundle: {{ required "tls.secret.caBundle is required when tls.mode=secret" $root.Values.tls.secret.caBundle }}
+    {{- end }}
+  failurePolicy: {{ .cfg.failurePolicy }}
+  matchPolicy: Equivalent
+  sideEffects: {{ .sideEffects }}
+  timeoutSeconds: {{ .cfg.timeoutSeconds }}
+  namespaceSelector:
+    matchExpressions:
+      - key: kubernetes.io/metadata.name
+        operator: NotIn
+        values:
+          {{- range (concat (list "kube-system" $root.Release.Namespace) $root.Values.excludedNamespaces | uniq) }}
+          - {{ . | quote }}
+          {{- end }}
+      - key: {{ $root.Values.ignoreLabel }}
+        operator: DoesNotExist
+  {{- if .podFilter }}
+  matchConditions:
+    # Pods are the API server's busiest kind; those without claims never concern draguard.
+    - name: pods-with-resource-claims
+      expression: >-
+        request.resource.group != '' || request.resource.resource != 'pods' || request.subResource != '' ||
+        (has(object.spec.resourceClaims) && size(object.spec.resourceClaims) > 0)
+  {{- end }}
+  rules:
+    {{- toYaml .rules | nindent 4 }}
+{{- end -}}

@@ -1,0 +1,510 @@
+"""The chart as ``helm install`` renders it: schemas, lint, and the template logic that matters."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import celpy
+import kubernetes_validate
+import pytest
+import yaml
+from conftest import CHART, HELM_MISSING, NAMESPACE, HelmError, helm_sdkpy, needs_helm, render
+
+from certs.settings import CertSettings
+
+Find = Callable[[list[dict[str, Any]], str, str | None], dict[str, Any]]
+BUILTIN_GROUPS = (
+    "",
+    "apps",
+    "policy",
+    "rbac.authorization.k8s.io",
+    "admissionregistration.k8s.io",
+    "networking.k8s.io",
+)
+RULE_GROUPS = ["selectors", "prescheduled", "personas", "drain", "sharing", "quota"]
+
+pytestmark = needs_helm
+
+
+def group_of(obj: dict[str, Any]) -> str:
+    return obj["apiVersion"].rpartition("/")[0]
+
+
+def webhooks(
+    objects: list[dict[str, Any]], find: Find, kind: str = "ValidatingWebhookConfiguration"
+) -> dict[str, Any]:
+    return {w["name"]: w for w in find(objects, kind, "draguard")["webhooks"]}
+
+
+# -- lint and schemas --------------------------------------------------------------------------
+
+
+def lint(chart: str) -> dict[str, Any]:
+    assert helm_sdkpy is not None
+    result: dict[str, Any] = asyncio.run(
+        helm_sdkpy.Lint(helm_sdkpy.Configuration(namespace=NAMESPACE)).run(chart)
+    )
+    return result
+
+
+def test_helm_lint_passes() -> None:
+    result = lint(CHART)
+    assert result["TotalChartsLinted"] == 1
+    # Severity 2 is a warning, 3 an error (helm's support.Severity); info (1) is allowed.
+    assert [m for m in result["Messages"] if m["Severity"] >= 2] == []
+
+
+def test_helm_lint_can_fail(tmp_path: Path) -> None:
+    """The lint gate is real: a template error is reported."""
+    broken = tmp_path / "draguard"
+    shutil.copytree(CHART, broken)
+    (broken / "templates" / "broken.yaml").write_text("kind: {{ .Values.nope.deeper }}\n")
+    assert any(
+        m["Severity"] == 3 and m["Path"].startswith("templates") for m in lint(str(broken))["Messages"]
+    )
+
+
+@pytest.mark.parametrize("version", ["1.34.0", "1.35.0", "1.36.0", "1.37.0"])
+def test_every_default_manifest_is_valid_against_kubernetes_schemas(
+    default_objects: list[dict[str, Any]], version: str
+) -> None:
+    assert default_objects
+    for obj in default_objects:
+        assert group_of(obj) in BUILTIN_GROUPS, f"default values must not need CRDs, got {obj['kind']}"
+        kubernetes_validate.validate(obj, version, strict=True)
+
+
+def test_optional_manifests_are_valid_too() -> None:
+    values = {
+        "networkPolicy": {"enabled": True, "webhookFrom": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]},
+        "webhooks": {"prescheduled": {"mutating": {"enabled": True}}},
+    }
+    for obj in render(values):
+        kubernetes_validate.validate(obj, "1.34.0", strict=True)
+
+
+# -- deployment shape --------------------------------------------------------------------------
+
+
+def test_deployment_is_highly_available_and_hardened(
+    default_objects: list[dict[str, Any]], find: Find
+) -> None:
+    deployment = find(default_objects, "Deployment", "draguard")
+    spec, pod = deployment["spec"], deployment["spec"]["template"]["spec"]
+    assert spec["replicas"] == 3
+    assert spec["strategy"]["type"] == "RollingUpdate"
+    assert pod["priorityClassName"] == "system-cluster-critical"
+    term = pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0][
+        "podAffinityTerm"
+    ]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert term["labelSelector"]["matchLabels"] == spec["selector"]["matchLabels"]
+    (container,) = pod["containers"]
+    assert "cpu" in container["resources"]["requests"]
+    assert "cpu" not in container["resources"].get("limits", {})
+    security = container["securityContext"]
+    assert security["runAsNonRoot"] is True and pod["securityContext"]["runAsNonRoot"] is True
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"]["drop"] == ["ALL"]
+    assert security["seccompProfile"]["type"] == "RuntimeDefault"
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"https": 8443, "metrics": 8080}
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        get = container[probe]["httpGet"]
+        assert (get["path"], get["port"], get["scheme"]) == (path, "https", "HTTPS")
+    assert container["args"][:1] == ["serve"]
+    assert "--port=8443" in container["args"] and "--metrics-port=8080" in container["args"]
+    assert "--cert-dir=/etc/draguard/tls" in container["args"]
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes[mounts["/etc/draguard/tls"]]["secret"] == {"secretName": "draguard-tls", "optional": True}
+    assert "emptyDir" in volumes[mounts["/tmp"]]  # read-only root: Python still needs a writable /tmp
+
+
+def test_pdb_keeps_one_replica_and_selects_the_pods(
+    default_objects: list[dict[str, Any]], find: Find
+) -> None:
+    pdb = find(default_objects, "PodDisruptionBudget", "draguard")
+    deployment = find(default_objects, "Deployment", "draguard")
+    assert pdb["spec"]["minAvailable"] == 1
+    assert pdb["spec"]["selector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
+
+
+def test_service_routes_443_to_the_https_port(default_objects: list[dict[str, Any]], find: Find) -> None:
+    ports = {p["name"]: p for p in find(default_objects, "Service", "draguard")["spec"]["ports"]}
+    assert (ports["https"]["port"], ports["https"]["targetPort"]) == (443, "https")
+    assert ports["metrics"]["targetPort"] == "metrics"
+
+
+# -- webhooks ----------------------------------------------------------------------------------
+
+
+def rules_of(hook: dict[str, Any]) -> set[tuple[str, str, str]]:
+    return {
+        (group, resource, operation)
+        for rule in hook["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for operation in rule["operations"]
+    }
+
+
+def test_one_webhook_per_rule_group_with_the_issue_rules(
+    default_objects: list[dict[str, Any]], find: Find
+) -> None:
+    hooks = webhooks(default_objects, find)
+    assert sorted(hooks) == sorted(f"{g}.draguard.io" for g in RULE_GROUPS)
+    dra = "resource.k8s.io"
+    assert rules_of(hooks["selectors.draguard.io"]) == {
+        (dra, r, op)
+        for r in ("deviceclasses", "resourceclaims", "resourceclaimtemplates")
+        for op in ("CREATE", "UPDATE")
+    }
+    assert rules_of(hooks["prescheduled.draguard.io"]) == {("", "pods", "CREATE")}
+    assert rules_of(hooks["personas.draguard.io"]) == {
+        (dra, r, op) for r in ("deviceclasses", "resourceslices") for op in ("CREATE", "UPDATE", "DELETE")
+    } | {("", "namespaces", "UPDATE")}
+    assert rules_of(hooks["drain.draguard.io"]) == {("", "pods/eviction", "CREATE")}
+    both = {("", "pods", "CREATE"), (dra, "resourceclaims/status", "UPDATE")}
+    assert rules_of(hooks["sharing.draguard.io"]) == both
+    assert rules_of(hooks["quota.draguard.io"]) == both
+
+
+def test_webhook_common_fields(default_objects: list[dict[str, Any]], find: Find) -> None:
+    for name, hook in webhooks(default_objects, find).items():
+        assert hook["admissionReviewVersions"] == ["v1"], name
+        assert hook["timeoutSeconds"] == 5, name
+        assert hook["matchPolicy"] == "Equivalent", name
+        assert hook["clientConfig"]["service"] == {
+            "name": "draguard",
+            "namespace": NAMESPACE,
+            "path": "/validate",
+            "port": 443,
+        }, name
+        # selfManaged: the elected replica injects it; the chart must not own (and reset) it.
+        assert "caBundle" not in hook["clientConfig"], name
+        expressions = hook["namespaceSelector"]["matchExpressions"]
+        excluded = next(e for e in expressions if e["key"] == "kubernetes.io/metadata.name")
+        assert excluded["operator"] == "NotIn" and set(excluded["values"]) >= {"kube-system", NAMESPACE}
+        assert {"key": "draguard.io/ignore", "operator": "DoesNotExist"} in expressions
+        expected = "NoneOnDryRun" if name == "quota.draguard.io" else "None"
+        assert hook["sideEffects"] == expected, name
+
+
+def test_default_failure_policies(default_objects: list[dict[str, Any]], find: Find) -> None:
+    policies = {n: h["failurePolicy"] for n, h in webhooks(default_objects, find).items()}
+    values = yaml.safe_load(Path(CHART, "values.yaml").read_text())["webhooks"]
+    assert policies == {f"{g}.draguard.io": values[g]["failurePolicy"] for g in RULE_GROUPS}
+    assert policies["drain.draguard.io"] == "Ignore"  # a down webhook must not stop node drains
+
+
+def test_failure_policy_and_enablement_are_per_webhook(find: Find) -> None:
+    objects = render({"webhooks": {"quota": {"failurePolicy": "Ignore"}, "drain": {"enabled": False}}})
+    hooks = webhooks(objects, find)
+    assert hooks["quota.draguard.io"]["failurePolicy"] == "Ignore"
+    assert hooks["sharing.draguard.io"]["failurePolicy"] == "Fail"
+    assert "drain.draguard.io" not in hooks
+
+
+def test_extra_excluded_namespaces(find: Find) -> None:
+    objects = render({"excludedNamespaces": ["gpu-operator"]})
+    for hook in webhooks(objects, find).values():
+        excluded = hook["namespaceSelector"]["matchExpressions"][0]["values"]
+        assert excluded == ["kube-system", NAMESPACE, "gpu-operator"]
+
+
+def pod_filter(hook: dict[str, Any]) -> celpy.Runner | None:
+    conditions = hook.get("matchConditions") or []
+    if not conditions:
+        return None
+    (condition,) = conditions
+    env = celpy.Environment()
+    return env.program(env.compile(condition["expression"]))
+
+
+def admitted(
+    program: celpy.Runner, resource: str, obj: dict[str, Any], group: str = "", sub: str = ""
+) -> bool:
+    request = {"resource": {"group": group, "version": "v1", "resource": resource}, "subResource": sub}
+    return bool(program.evaluate({"request": celpy.json_to_cel(request), "object": celpy.json_to_cel(obj)}))
+
+
+def test_pods_without_resource_claims_never_reach_draguard(
+    default_objects: list[dict[str, Any]], find: Find
+) -> None:
+    """The matchConditions, evaluated as CEL: ordinary pods are filtered out in the API server."""
+    plain = {"spec": {"containers": [{"name": "c"}]}}
+    empty = {"spec": {"containers": [{"name": "c"}], "resourceClaims": []}}
+    with_claims = {"spec": {"containers": [{"name": "c"}], "resourceClaims": [{"name": "gpu"}]}}
+    claim = {"spec": {}, "status": {}}
+    hooks = webhooks(default_objects, find)
+    for name in ("prescheduled.draguard.io", "sharing.draguard.io", "quota.draguard.io"):
+        program = pod_filter(hooks[name])
+        assert program is not None, f"{name} has pods among its rules and needs the filter"
+        assert not admitted(program, "pods", plain)
+        assert not admitted(program, "pods", empty)
+        assert admitted(program, "pods", with_claims)
+        assert admitted(program, "resourceclaims", claim, group="resource.k8s.io", sub="status")
+    for name in ("selectors.draguard.io", "personas.draguard.io", "drain.draguard.io"):
+        assert pod_filter(hooks[name]) is None, f"{name} must not filter: its objects are not pods"
+
+
+def test_mutating_variant_when_enabled(find: Find) -> None:
+    objects = render({"webhooks": {"prescheduled": {"mutating": {"enabled": True}}}})
+    (hook,) = find(objects, "MutatingWebhookConfiguration", "draguard")["webhooks"]
+    assert hook["name"] == "prescheduled.draguard.io"
+    assert hook["clientConfig"]["service"]["path"] == "/mutate"
+    assert hook["failurePolicy"] == "Ignore"
+    assert hook["reinvocationPolicy"] == "Never"
+    assert pod_filter(hook) is not None
+
+
+def test_no_mutating_configuration_by_default(default_objects: list[dict[str, Any]]) -> None:
+    assert not [o for o in default_objects if o["kind"] == "MutatingWebhookConfiguration"]
+
+
+# -- RBAC --------------------------------------------------------------------------------------
+
+WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection"}
+
+
+def rbac_rules(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [rule for o in objects if o["kind"] in ("ClusterRole", "Role") for rule in o["rules"]]
+
+
+def grants(objects: list[dict[str, Any]], group: str, resource: str, verb: str) -> list[dict[str, Any]]:
+    return [
+        r
+        for r in rbac_rules(objects)
+        if group in r["apiGroups"]
+        and resource in r["resources"]
+        and (verb in r["verbs"] or "*" in r["verbs"])
+    ]
+
+
+def test_reads_are_exactly_the_snapshot_sources(default_objects: list[dict[str, Any]], find: Find) -> None:
+    read = find(default_objects, "ClusterRole", "draguard-read")
+    assert {v for r in read["rules"] for v in r["verbs"]} == {"get", "list", "watch"}
+    resources = {(g, res) for r in read["rules"] for g in r["apiGroups"] for res in r["resources"]}
+    dra = {
+        ("resource.k8s.io", r)
+        for r in (
+            "deviceclasses",
+            "resourceclaims",
+            "resourceclaimtemplates",
+            "resourceslices",
+            "devicetaintrules",
+        )
+    }
+    core = {("", r) for r in ("pods", "resourcequotas", "namespaces", "nodes")}
+    assert resources == dra | core
+
+
+def test_writes_are_limited_to_named_objects_where_rbac_allows(default_objects: list[dict[str, Any]]) -> None:
+    for rule in rbac_rules(default_objects):
+        assert "*" not in rule["verbs"] and "*" not in rule["resources"] and "*" not in rule["apiGroups"]
+        if set(rule["verbs"]) & {"update", "patch", "delete"}:
+            assert rule.get("resourceNames"), f"unrestricted write: {rule}"
+        if "create" in rule["verbs"]:  # create cannot be limited by name; keep it to what we create
+            assert set(rule["resources"]) <= {"configmaps", "leases", "secrets", "tokenreviews"}, rule
+    assert [r["resourceNames"] for r in grants(default_objects, "", "configmaps", "update")] == [
+        ["draguard-quota-ledger"]
+    ]
+    assert [
+        r["resourceNames"]
+        for r in grants(
+            default_objects, "admissionregistration.k8s.io", "validatingwebhookconfigurations", "update"
+        )
+    ] == [["draguard"]]
+    assert [
+        r["resourceNames"] for r in grants(default_objects, "coordination.k8s.io", "leases", "update")
+    ] == [["draguard-certs"]]
+    assert [sorted(r["resourceNames"]) for r in grants(default_objects, "", "secrets", "update")] == [
+        ["draguard-ca", "draguard-tls"]
+    ]
+    assert grants(default_objects, "authentication.k8s.io", "tokenreviews", "create")
+    assert not grants(default_objects, "resource.k8s.io", "resourceclaims", "update")
+    assert not grants(default_objects, "", "pods", "delete")
+
+
+def test_secrets_and_leases_are_only_writable_in_our_namespace(default_objects: list[dict[str, Any]]) -> None:
+    for obj in default_objects:
+        if obj["kind"] == "ClusterRole":
+            for rule in obj["rules"]:
+                assert not {"secrets", "leases"} & set(rule["resources"]), rule
+    role = next(o for o in default_objects if o["kind"] == "Role")
+    assert role["metadata"]["namespace"] == NAMESPACE
+
+
+# -- TLS modes ---------------------------------------------------------------------------------
+
+
+def test_cert_manager_mode(find: Find) -> None:
+    objects = render({"tls": {"mode": "certManager"}})
+    certificate = find(objects, "Certificate", "draguard-serving")
+    assert certificate["spec"]["dnsNames"] == [
+        f"draguard.{NAMESPACE}.svc",
+        f"draguard.{NAMESPACE}.svc.cluster.local",
+    ]
+    assert certificate["spec"]["secretName"] == "draguard-tls"
+    assert certificate["spec"]["issuerRef"] == {"name": "draguard-selfsigned", "kind": "Issuer"}
+    assert find(objects, "Issuer", "draguard-selfsigned")["spec"] == {"selfSigned": {}}
+    config = find(objects, "ValidatingWebhookConfiguration", "draguard")
+    assert (
+        config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == f"{NAMESPACE}/draguard-serving"
+    )
+    # cert-manager writes certificates: draguard gets no rights to Secrets or webhook configurations.
+    assert not grants(objects, "", "secrets", "update")
+    assert not grants(objects, "admissionregistration.k8s.io", "validatingwebhookconfigurations", "update")
+    deployment = find(objects, "Deployment", "draguard")
+    tls = next(v for v in deployment["spec"]["template"]["spec"]["volumes"] if v["name"] == "tls")
+    assert tls["secret"] == {"secretName": "draguard-tls"}  # not optional: cert-manager creates it
+    for obj in objects:
+        if group_of(obj) in BUILTIN_GROUPS:
+            kubernetes_validate.validate(obj, "1.34.0", strict=True)
+
+
+def test_cert_manager_with_an_existing_cluster_issuer(find: Find) -> None:
+    objects = render(
+        {
+            "tls": {
+                "mode": "certManager",
+                "certManager": {"issuerRef": {"name": "corp-ca", "kind": "ClusterIssuer"}},
+            }
+        }
+    )
+    assert find(objects, "Certificate", "draguard-serving")["spec"]["issuerRef"] == {
+        "name": "corp-ca",
+        "kind": "ClusterIssuer",
+    }
+    assert not [o for o in objects if o["kind"] == "Issuer"]
+
+
+def test_secret_mode_templates_the_ca_bundle(find: Find) -> None:
+    bundle = base64.b64encode(b"-----BEGIN CERTIFICATE-----\n...\n").decode()
+    objects = render({"tls": {"mode": "secret", "secret": {"name": "my-tls", "caBundle": bundle}}})
+    for hook in webhooks(objects, find).values():
+        assert hook["clientConfig"]["caBundle"] == bundle
+    deployment = find(objects, "Deployment", "draguard")
+    tls = next(v for v in deployment["spec"]["template"]["spec"]["volumes"] if v["name"] == "tls")
+    assert tls["secret"] == {"secretName": "my-tls"}
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"tls": {"mode": "secret"}}, "caBundle"),
+        ({"tls": {"mode": "auto"}}, "mode"),
+        ({"webhooks": {"quota": {"failurePolicy": "Sometimes"}}}, "failurePolicy"),
+        ({"webhooks": {"selectors": {"timeoutSeconds": 31}}}, "timeoutSeconds"),
+        ({"rules": {"sharing": {"mode": "block"}}}, "mode"),
+        ({"replicaCount": 0}, "replicaCount"),
+        ({"tls": {"selfManaged": {"overlap": "1d"}}}, "overlap"),
+        ({"replicas": 3}, "replicas"),
+    ],
+)
+def test_wrong_values_fail_at_install(values: dict[str, Any], message: str) -> None:
+    with pytest.raises(HelmError) as err:
+        render(values)
+    assert message in str(err.value)
+
+
+# -- config, metrics ---------------------------------------------------------------------------
+
+
+def config_file(objects: list[dict[str, Any]], find: Find) -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load(
+        find(objects, "ConfigMap", "draguard-config")["data"]["config.yaml"]
+    )
+    return loaded
+
+
+def test_config_file_carries_rule_modes_and_loads_into_cert_settings(
+    default_objects: list[dict[str, Any]], find: Find
+) -> None:
+    config = config_file(default_objects, find)
+    assert {name: rule["mode"] for name, rule in config["rules"].items()} == {
+        "selectors": "enforce",
+        "prescheduled": "warn",
+        "personas": "enforce",
+        "drain": "warn",
+        "sharing": "enforce",
+        "quota": "enforce",
+    }
+    assert config["rules"]["quota"]["parameters"] == {"ledgerName": "draguard-quota-ledger"}
+    assert config["exemptNamespaces"] == ["kube-system", NAMESPACE]
+    settings = CertSettings.from_mapping(config["certificates"])
+    assert settings.mode == "selfManaged"
+    assert settings.targets.validating == ("draguard",) and settings.targets.mutating == ()
+    assert settings.targets.tls_secret == "draguard-tls" and settings.targets.ca_secret == "draguard-ca"
+    assert settings.lease_name == "draguard-certs"
+    assert settings.policy.hosts == (f"draguard.{NAMESPACE}.svc", f"draguard.{NAMESPACE}.svc.cluster.local")
+
+
+def test_config_change_rolls_the_pods(find: Find, default_objects: list[dict[str, Any]]) -> None:
+    changed = render({"rules": {"quota": {"mode": "audit"}}})
+
+    def checksum(objects: list[dict[str, Any]]) -> str:
+        annotations = find(objects, "Deployment", "draguard")["spec"]["template"]["metadata"]["annotations"]
+        return str(annotations["checksum/config"])
+
+    assert config_file(changed, find)["rules"]["quota"]["mode"] == "audit"
+    assert checksum(changed) != checksum(default_objects)
+
+
+DRA_HEALTH = [
+    'workqueue_adds_total{name="resource_claim"}',
+    'workqueue_depth{name="resource_claim"}',
+    "workqueue_work_duration_seconds_bucket",
+    "scheduler_pod_scheduling_sli_duration_seconds_bucket",
+    "scheduler_scheduling_algorithm_duration_seconds_bucket",
+    "dra_operations_duration_seconds_bucket",
+    "PrepareResources|UnprepareResources",
+    "dra_grpc_operations_duration_seconds_bucket",
+]
+OWN = [
+    "draguard_admission_requests_total",
+    "draguard_admission_duration_seconds_bucket",
+    "draguard_admission_in_flight",
+    "draguard_rule_findings_total",
+    "draguard_snapshot_age_seconds",
+    "draguard_snapshot_objects",
+    "draguard_cel_cache_hit_ratio",
+]
+
+
+def test_dashboard_shows_own_metrics_next_to_dra_health(
+    default_objects: list[dict[str, Any]], find: Find
+) -> None:
+    dashboard = find(default_objects, "ConfigMap", "draguard-dashboard")
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+    parsed = json.loads(dashboard["data"]["draguard.json"])
+    expressions = " ".join(t["expr"] for p in parsed["panels"] for t in p.get("targets", []))
+    for metric in OWN + DRA_HEALTH:
+        assert metric in expressions, metric
+
+
+def test_service_monitor_and_alerts_when_enabled(find: Find) -> None:
+    objects = render({"metrics": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}}})
+    (endpoint,) = find(objects, "ServiceMonitor", "draguard")["spec"]["endpoints"]
+    assert (endpoint["port"], endpoint["path"]) == ("metrics", "/metrics")
+    alerts = {
+        r["alert"]: r
+        for g in find(objects, "PrometheusRule", "draguard")["spec"]["groups"]
+        for r in g["rules"]
+    }
+    assert "draguard_admission_duration_seconds_bucket" in alerts["DraguardAdmissionSlow"]["expr"]
+    assert "{{ $labels.webhook }}" in alerts["DraguardAdmissionSlow"]["annotations"]["summary"]
+    assert "DraguardDown" in alerts
+
+
+def test_skip_reason_is_explicit() -> None:
+    """When these tests skip, the reason says how to get helm-sdkpy (checked here while it is present)."""
+    assert HELM_MISSING == ""

@@ -1,0 +1,354 @@
+"""DeviceClass, ResourceClaimTemplate, DeviceTaintRule and the DRA parts of a Pod."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from dra_objects import (
+    DNS_LABEL_MSG,
+    DNS_SUBDOMAIN_MSG,
+    LABEL_NAME_MSG,
+    changed,
+    device_class,
+    exact,
+    lines,
+    opaque,
+    taint_rule,
+    template,
+)
+
+SELECTOR = {"cel": {"expression": 'device.driver == "dra.example.com"'}}
+
+
+# --- DeviceClass ----------------------------------------------------------------------------------------
+
+CLASS_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
+    (
+        "selectors, config and extended resource",
+        device_class(selectors=[SELECTOR], config=[opaque()], extendedResourceName="example.com/gpu"),
+        [],
+    ),
+    (
+        "name not a subdomain",
+        device_class("GPU"),
+        [f'metadata.name: Invalid value: "GPU": {DNS_SUBDOMAIN_MSG}'],
+    ),
+    (
+        "more than 32 selectors",
+        device_class(selectors=[SELECTOR] * 33),
+        ["spec.selectors: Too many: 33: must have at most 32 items"],
+    ),
+    ("selector without cel", device_class(selectors=[{}]), ["spec.selectors[0].cel: Required value"]),
+    (
+        "more than 32 config entries",
+        device_class(config=[opaque()] * 33),
+        ["spec.config: Too many: 33: must have at most 32 items"],
+    ),
+    ("config without opaque", device_class(config=[{}]), ["spec.config[0].opaque: Required value"]),
+    (
+        "native resource as extended resource name",
+        device_class(extendedResourceName="cpu"),
+        ['spec.extendedResourceName: Invalid value: "cpu": must be a valid extended resource name'],
+    ),
+    (
+        "kubernetes.io domain",
+        device_class(extendedResourceName="kubernetes.io/gpu"),
+        [
+            'spec.extendedResourceName: Invalid value: "kubernetes.io/gpu": must be a valid extended '
+            "resource name"
+        ],
+    ),
+    (
+        "requests. prefix",
+        device_class(extendedResourceName="requests.example.com/gpu"),
+        [
+            'spec.extendedResourceName: Invalid value: "requests.example.com/gpu": '
+            "must be a valid extended resource name"
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("obj", "expected"), [pytest.param(o, e, id=name) for name, o, e in CLASS_CASES])
+def test_device_class(obj: dict[str, Any], expected: list[str]) -> None:
+    assert lines(obj) == expected
+
+
+def test_class_config_parameters_are_stored_when_the_config_is_unchanged() -> None:
+    big = device_class(config=[opaque(parameters={"data": "x" * 10240})])
+    assert lines(big) == ["spec.config[0].opaque.parameters: Too long: may not be more than 10240 bytes"]
+    assert lines(changed(big, "spec.selectors", [SELECTOR]), big) == []
+    assert lines(changed(big, "spec.config", [opaque(), *big["spec"]["config"]]), big) == [
+        "spec.config[1].opaque.parameters: Too long: may not be more than 10240 bytes"
+    ]
+
+
+def test_class_name_cannot_change() -> None:
+    old = device_class()
+    assert lines(changed(old, "metadata.name", "other"), old) == [
+        'metadata.name: Invalid value: "other": field is immutable'
+    ]
+
+
+# --- ResourceClaimTemplate -----------------------------------------------------------------------------
+
+TEMPLATE_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
+    (
+        "labels and annotations",
+        template(exact(), metadata={"labels": {"a": "b"}, "annotations": {"c": "d"}}),
+        [],
+    ),
+    (
+        "spec errors carry the spec.spec prefix",
+        template(exact(count=0, allocationMode="All", device_class="")),
+        ["spec.spec.devices.requests[0].exactly.deviceClassName: Required value"],
+    ),
+    (
+        "other metadata cannot be set",
+        template(
+            exact(), metadata={"name": "x", "namespace": "y", "finalizers": ["f"], "labels": {"a b": "c"}}
+        ),
+        [
+            f'spec.metadata.labels: Invalid value: "a b": {LABEL_NAME_MSG}',
+            "spec.metadata.name: Forbidden: cannot be set",
+            "spec.metadata.namespace: Forbidden: cannot be set",
+            "spec.metadata.finalizers: Forbidden: cannot be set",
+        ],
+    ),
+    (
+        "admin access outside an admin namespace, under upstream's claim path",
+        template(exact(adminAccess=True)),
+        [
+            "spec.devices.requests[0].exactly.adminAccess: Forbidden: admin access to devices requires the "
+            "`resource.kubernetes.io/admin-access: true` label on the containing namespace"
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("obj", "expected"), [pytest.param(o, e, id=name) for name, o, e in TEMPLATE_CASES])
+def test_template(obj: dict[str, Any], expected: list[str]) -> None:
+    assert lines(obj, labels={}) == expected
+
+
+def test_template_spec_is_immutable() -> None:
+    old = template(exact())
+    assert lines(changed(old, "spec.metadata", {"labels": {"a": "b"}}), old) == [
+        'spec: Invalid value: {"metadata":{"labels":{"a":"b"}},"spec":{"devices":{"requests":[{"exactly":'
+        '{"allocationMode":"ExactCount","count":1,"deviceClassName":"gpu"},"name":"req-0"}]}}}: field is '
+        "immutable"
+    ]
+
+
+# --- DeviceTaintRule -----------------------------------------------------------------------------------
+
+TAINT = {"key": "example.com/broken", "effect": "NoExecute"}
+
+TAINT_RULE_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
+    ("taint for one device", taint_rule(TAINT, {"driver": "d.io", "pool": "p/q", "device": "d-0"}), []),
+    (
+        "bad selector",
+        taint_rule(TAINT, {"driver": "", "pool": "P", "device": "D"}),
+        [
+            "spec.deviceSelector.driver: Required value",
+            f'spec.deviceSelector.pool: Invalid value: "P": {DNS_SUBDOMAIN_MSG}',
+            f'spec.deviceSelector.device: Invalid value: "D": {DNS_LABEL_MSG}',
+        ],
+    ),
+    (
+        "bad taint",
+        taint_rule({"key": "k", "value": "a b", "effect": "Evict"}),
+        [
+            'spec.taint.value: Invalid value: "a b": a valid label must be an empty string or consist of '
+            "alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character "
+            "(e.g. "
+            "'MyValue',  or 'my_value',  or '12345', regex used for validation is "
+            "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+            'spec.taint.effect: Unsupported value: "Evict": supported values: "NoExecute", "NoSchedule", '
+            '"None"',
+        ],
+    ),
+    (
+        "more than 8 conditions",
+        taint_rule(
+            TAINT,
+            status={
+                "conditions": [
+                    {
+                        "type": f"T{i}",
+                        "status": "True",
+                        "reason": "R",
+                        "lastTransitionTime": "2026-01-01T00:00:00Z",
+                    }
+                    for i in range(9)
+                ]
+            },
+        ),
+        ["status.conditions: Too many: 9: must have at most 8 items"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("obj", "expected"), [pytest.param(o, e, id=name) for name, o, e in TAINT_RULE_CASES]
+)
+def test_taint_rule(obj: dict[str, Any], expected: list[str]) -> None:
+    assert lines(obj) == expected
+
+
+def test_taint_rule_v1beta2_is_validated_the_same() -> None:
+    rule = {**taint_rule({"key": "k", "effect": ""}), "apiVersion": "resource.k8s.io/v1beta2"}
+    assert lines(rule) == ["spec.taint.effect: Required value"]
+
+
+def test_unchanged_unknown_effect_is_accepted_on_update() -> None:
+    """Effects added by a newer release must survive updates that do not touch them."""
+    old = taint_rule({"key": "k", "effect": "FutureEffect"})
+    assert lines(changed(old, "spec.taint.value", "v"), old) == []
+    assert lines(changed(old, "spec.taint.effect", "Other"), old) == [
+        'spec.taint.effect: Unsupported value: "Other": supported values: "NoExecute", "NoSchedule", "None"'
+    ]
+
+
+# --- Pod -----------------------------------------------------------------------------------------------
+
+
+def pod(claims: list[dict[str, Any]], *containers: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    spec = {
+        "resourceClaims": claims,
+        "containers": list(containers) or [{"name": "c", "image": "i"}],
+        **extra,
+    }
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pod", "namespace": "ns"}, "spec": spec}
+
+
+def container(*claims: dict[str, Any]) -> dict[str, Any]:
+    return {"name": "c", "image": "i", "resources": {"claims": list(claims)}}
+
+
+POD_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
+    (
+        "claims referenced by containers",
+        pod(
+            [{"name": "gpu", "resourceClaimName": "c"}, {"name": "nic", "resourceClaimTemplateName": "t"}],
+            container({"name": "gpu"}, {"name": "nic", "request": "req-0"}),
+        ),
+        [],
+    ),
+    (
+        "claim names",
+        pod([{"name": "", "resourceClaimName": "c"}, {"name": "A", "resourceClaimName": "c"}]),
+        [
+            "spec.resourceClaims[0].name: Required value",
+            f'spec.resourceClaims[1].name: Invalid value: "A": {DNS_LABEL_MSG}',
+        ],
+    ),
+    (
+        "duplicate claim names",
+        pod([{"name": "gpu", "resourceClaimName": "c"}, {"name": "gpu", "resourceClaimName": "d"}]),
+        ['spec.resourceClaims[1].name: Duplicate value: "gpu"'],
+    ),
+    (
+        "no source, two sources",
+        pod([{"name": "a"}, {"name": "b", "resourceClaimName": "C", "resourceClaimTemplateName": "t"}]),
+        [
+            'spec.resourceClaims[0]: Invalid value: {"name":"a"}: must specify one of: `resourceClaimName`, '
+            "`resourceClaimTemplateName`",
+            "spec.resourceClaims[1]: Invalid value: "
+            '{"name":"b","resourceClaimName":"C","resourceClaimTemplateName":"t"}: '
+            "at most one of `resourceClaimName` or `resourceClaimTemplateName` may be specified",
+            f'spec.resourceClaims[1].resourceClaimName: Invalid value: "C": {DNS_SUBDOMAIN_MSG}',
+        ],
+    ),
+    (
+        "generated claim name too long",
+        {**pod([{"name": "gpu", "resourceClaimTemplateName": "t"}]), "metadata": {"name": "p" * 250}},
+        [
+            f'spec.resourceClaims[0].name: Invalid value: "{"p" * 250}-gpu": final ResourceClaim name: '
+            "must be no more than 253 bytes"
+        ],
+    ),
+    (
+        "container references",
+        pod(
+            [{"name": "gpu", "resourceClaimName": "c"}],
+            container(
+                {"name": "gpu"},
+                {"name": "gpu"},
+                {"name": "nic"},
+                {"name": ""},
+                {"name": "gpu", "request": "R"},
+            ),
+        ),
+        [
+            'spec.containers[0].resources.claims[1]: Duplicate value: "gpu"',
+            'spec.containers[0].resources.claims[2]: Not found: "nic": must be one of the names in '
+            "pod.spec.resourceClaims: gpu",
+            "spec.containers[0].resources.claims[3]: Required value",
+            f'spec.containers[0].resources.claims[4].request: Invalid value: "R": {DNS_LABEL_MSG}',
+        ],
+    ),
+    (
+        "reference without pod claims",
+        pod([], {"name": "init", "image": "i", "resources": {"claims": [{"name": "gpu"}]}}),
+        [
+            'spec.containers[0].resources.claims[0]: Not found: "gpu": must be one of the names in '
+            "pod.spec.resourceClaims which is empty"
+        ],
+    ),
+    (
+        "init containers are checked too",
+        pod(
+            [],
+            {"name": "c", "image": "i"},
+            initContainers=[{"name": "i", "resources": {"claims": [{"name": "x"}]}}],
+        ),
+        [
+            'spec.initContainers[0].resources.claims[0]: Not found: "x": must be one of the names in '
+            "pod.spec.resourceClaims which is empty"
+        ],
+    ),
+    (
+        "pod-level claims",
+        pod([{"name": "gpu", "resourceClaimName": "c"}], resources={"claims": [{"name": "gpu"}]}),
+        ["spec.resources.claims: Forbidden: claims may not be specified at the pod level"],
+    ),
+    (
+        "claim statuses",
+        {
+            **pod([{"name": "gpu", "resourceClaimTemplateName": "t"}]),
+            "status": {
+                "resourceClaimStatuses": [
+                    {"name": "gpu", "resourceClaimName": "pod-gpu-x1"},
+                    {"name": "gpu"},
+                    {"name": "nic", "resourceClaimName": "Bad"},
+                ]
+            },
+        },
+        [
+            'status.resourceClaimStatuses[1].name: Duplicate value: "gpu"',
+            'status.resourceClaimStatuses[2].name: Invalid value: "nic": must match the name of an entry in '
+            "`spec.resourceClaims`",
+            f'status.resourceClaimStatuses[2].name: Invalid value: "Bad": {DNS_SUBDOMAIN_MSG}',
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("obj", "expected"), [pytest.param(o, e, id=name) for name, o, e in POD_CASES])
+def test_pod(obj: dict[str, Any], expected: list[str]) -> None:
+    assert lines(obj) == expected
+
+
+def test_core_kinds_get_metadata_checks_only() -> None:
+    assert lines({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a.b"}}) == [
+        'metadata.name: Invalid value: "a.b": must not contain dots'
+    ]
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "node-1"},
+        "status": {"allocatable": {"cpu": "4"}},
+    }
+    assert lines(node) == []

@@ -250,15 +250,16 @@ def run(
     stop: threading.Event,
     retry_period: dt.timedelta,
     clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
-    recheck: dt.timedelta = dt.timedelta(minutes=10),
+    recheck: dt.timedelta = dt.timedelta(minutes=1),
 ) -> None:
     """Elect and reconcile until ``stop`` is set, then release the Lease.
 
     Runs in a thread of its own (the ``kubernetes`` client is synchronous): the aiohttp server
     starts it with ``asyncio.to_thread`` or a ``threading.Thread``. A leader reconciles when the
     plan says something is due and at least every ``recheck`` (a Secret or a caBundle may have
-    been edited by hand); errors are logged and retried on the next round, never fatal, because
-    a replica that cannot rotate can still serve the certificate it has.
+    been edited by hand, or the webhook configurations recreated without one: a minute of a few
+    GETs is cheap next to a webhook the API server cannot call). Errors are logged and retried on
+    the next round, never fatal: a replica that cannot rotate can still serve what it has.
     """
     due, leading = clock(), False
     while not stop.is_set():

@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-COMMANDS = ("validate", "allocate")
+COMMANDS = ("validate", "allocate", "certs")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -133,7 +133,9 @@ def _fields(buf: bytes) -> Iterator[tuple[int, int | bytes]]:
             yield number, buf[i : i + size]
             i += size
         else:
-            raise ApiError(415, "UnsupportedMediaType", f"protobuf wire type {wire} is not understood by the stand-in")
+            raise ApiError(
+                415, "UnsupportedMediaType", f"protobuf wire type {wire} is not understood by the stand-in"
+            )
 
 
 def _map_entry(entry: bytes) -> tuple[str, bytes]:

@@ -12,6 +12,7 @@ import pytest
 from cryptography import x509
 
 from certs.material import KeyPair, check_pair
+from webhook.cli import main
 from webhook.commands import certs as command
 
 
@@ -115,3 +116,8 @@ def test_unwritable_directory_is_a_clear_error(tmp_path: Path, capsys: pytest.Ca
     blocker.write_text("not a directory")
     assert run("--service", "s", "--namespace", "n", "--out", str(blocker / "sub")) == 2
     assert f"cannot write to {blocker / 'sub'}" in capsys.readouterr().err
+
+
+def test_reachable_through_the_draguard_entry_point(tmp_path: Path) -> None:
+    assert main(["certs", "generate", "--service", "s", "--namespace", "n", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "tls.key").exists()

@@ -70,7 +70,10 @@ class RuleUnavailable(Exception):
 
 
 class Rule(Protocol):
+    """A rule: ``name`` is also its config section; ``mutating`` rules run on ``/mutate``."""
+
     name: str
+    mutating: bool
 
     def applies(self, request: Request, ctx: Context) -> bool:
         """Cheap pre-check: does this rule look at this kind of request at all?"""
@@ -119,16 +122,42 @@ def _unavailable(rule: str, settings: RuleConfig, reason: str) -> Outcome:
     return Outcome(rule, settings.mode, "error" if settings.mode == "audit" else action, message)
 
 
-def decide(request: Request, rules: Sequence[Rule], ctx: Context) -> Decision:
-    """Run every applicable rule; deny if any enforced finding denies."""
-    outcomes: list[Outcome] = []
-    patch: list[Mapping[str, Any]] = []
+def _applicable(request: Request, rules: Sequence[Rule], ctx: Context) -> list[tuple[Rule, RuleConfig]]:
+    chosen = []
     for rule in rules:
         settings = rule_config(ctx.config, rule.name)
         if request.namespace and request.namespace in settings.exempt_namespaces:
             continue
-        if not rule.applies(request, ctx):
-            continue
+        if rule.applies(request, ctx):
+            chosen.append((rule, settings))
+    return chosen
+
+
+def _fold(outcomes: list[Outcome], patch: list[Mapping[str, Any]]) -> Decision:
+    denies = [o.message for o in outcomes if o.action == "deny"]
+    warnings = tuple(o.message for o in outcomes if o.action in ("warn", "error") and o.mode != "audit")
+    return Decision(
+        allowed=not denies,
+        message="; ".join(denies),
+        warnings=warnings,
+        patch=tuple(patch) if not denies else (),
+        outcomes=tuple(outcomes),
+    )
+
+
+def decide_unavailable(request: Request, rules: Sequence[Rule], ctx: Context, reason: str) -> Decision:
+    """The answer when the rules could not run at all (the request's deadline passed): every
+    applicable rule answers per its failure policy."""
+    return _fold(
+        [_unavailable(rule.name, settings, reason) for rule, settings in _applicable(request, rules, ctx)], []
+    )
+
+
+def decide(request: Request, rules: Sequence[Rule], ctx: Context) -> Decision:
+    """Run every applicable rule; deny if any enforced finding denies."""
+    outcomes: list[Outcome] = []
+    patch: list[Mapping[str, Any]] = []
+    for rule, settings in _applicable(request, rules, ctx):
         try:
             findings = rule.check(request, ctx)
         except RuleUnavailable as err:
@@ -142,12 +171,4 @@ def decide(request: Request, rules: Sequence[Rule], ctx: Context) -> Decision:
             outcomes.append(outcome)
             if finding.patch and outcome.action != "audit":
                 patch.extend(finding.patch)
-    denies = [o.message for o in outcomes if o.action == "deny"]
-    warnings = tuple(o.message for o in outcomes if o.action in ("warn", "error") and o.mode != "audit")
-    return Decision(
-        allowed=not denies,
-        message="; ".join(denies),
-        warnings=warnings,
-        patch=tuple(patch) if not denies else (),
-        outcomes=tuple(outcomes),
-    )
+    return _fold(outcomes, patch)

@@ -8,7 +8,7 @@ import pytest
 
 from policies.api.admission import UserInfo
 from policies.config import Config
-from policies.rules.engine import Context, Finding, Request, RuleUnavailable, decide
+from policies.rules.engine import Context, Finding, Request, RuleUnavailable, decide, decide_unavailable
 from policies.snapshot import Snapshot
 
 
@@ -18,6 +18,7 @@ class FakeRule:
 
     name: str
     findings: Sequence[Finding] = ()
+    mutating: bool = False
     error: Exception | None = None
     relevant: bool = True
 
@@ -103,3 +104,12 @@ def test_defaults_are_safe_for_a_cluster_that_said_nothing() -> None:
     assert c.rules.selectors.mode == "enforce" and c.rules.prescheduled.mode == "enforce"
     assert c.rules.personas.mode == "warn" and c.rules.personas.admins.groups == ("system:masters",)
     assert c.rules.drain.driver_pod_selector is None
+
+
+def test_deadline_answers_per_failure_policy_of_applicable_rules() -> None:
+    rules = [FakeRule("selectors"), FakeRule("prescheduled"), FakeRule("drain", relevant=False)]
+    strict = ctx(selectors={"failurePolicy": "Fail"})
+    d = decide_unavailable(request(), rules, strict, "deadline of 4s passed")
+    assert not d.allowed
+    assert d.message == "draguard could not check rule selectors: deadline of 4s passed"
+    assert d.warnings == ("draguard could not check rule prescheduled: deadline of 4s passed",)

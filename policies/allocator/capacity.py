@@ -143,17 +143,17 @@ class Consumption:
     missing: bool
     violates: bool
     amounts: tuple[tuple[CapacityInfo, Amount], ...]
+    # fits() with nothing in use yet, computed once.
+    fits_alone: bool = False
 
     @classmethod
     def of(cls, capacities: tuple[CapacityInfo, ...], requests: Mapping[str, Amount] | None) -> Consumption:
         if requests and any(all(c.name != name for c in capacities) for name in requests):
             return cls(missing=True, violates=False, amounts=())
         amounts = tuple((c, c.consumed(requests.get(c.name) if requests else None)) for c in capacities)
-        return cls(
-            missing=False,
-            violates=any(c.violates_policy(a) for c, a in amounts),
-            amounts=amounts,
-        )
+        violates = any(c.violates_policy(a) for c, a in amounts)
+        fits_alone = not violates and all(a.nanos <= c.value.nanos for c, a in amounts)
+        return cls(missing=False, violates=violates, amounts=amounts, fits_alone=fits_alone)
 
     def fits(self, aggregated: Mapping[str, int] | None, in_flight: Mapping[str, int] | None) -> bool:
         """Whether every capacity still has room: already used + in flight + this <= value."""

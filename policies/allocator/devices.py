@@ -10,7 +10,7 @@ selector results. The search loop then reads plain attributes instead of walking
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from policies.allocator.capacity import CapacityInfo, nanos
 from policies.allocator.constraints import AttributeValue
@@ -25,6 +25,11 @@ if TYPE_CHECKING:
 BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 
 CounterUse = tuple[str, tuple[tuple[str, int], ...]]
+# A class name and the expressions of a request's selectors.
+SelectorKey = tuple[str, tuple[str | None, ...]]
+
+# The shared empty dict of DeviceInfo caches nothing was written to yet; never written itself.
+_NOTHING: dict[Any, Any] = {}
 
 
 class SliceInfo:
@@ -75,60 +80,101 @@ class SliceInfo:
 
 
 class DeviceInfo:
-    """One device of one slice, with everything the search asks about it precomputed."""
+    """One device of one slice, with what the search loop reads precomputed.
+
+    Only the fields the search touches on every visit are copied out of the model; the rest are
+    read through properties when a result is built.
+    """
 
     __slots__ = (
         "_attributes",
         "_capacities",
-        "all_nodes",
-        "binding_conditions",
-        "binding_failure_conditions",
-        "binds_to_node",
         "cel",
         "consumes",
         "device",
-        "driver",
         "index",
         "key",
         "multi",
-        "name",
         "no_request_consumption",
-        "node_name",
-        "node_selector",
-        "pool_name",
         "slice",
         "taints",
         "uid",
+        "verdicts",
     )
 
     def __init__(
         self, index: int, uid: int, slice_info: SliceInfo, device: Device, taints: tuple[DeviceTaint, ...]
-    ):
+    ) -> None:
         self.index = index
         self.uid = uid
         self.slice = slice_info
         self.device = device
-        self.name = device.name
-        self.driver = slice_info.driver
-        self.pool_name = slice_info.pool_name
         self.key = (slice_info.driver, slice_info.pool_name, device.name)
         self.multi = bool(device.allow_multiple_allocations)
         self.taints = taints
-        self.binding_conditions = device.binding_conditions
-        self.binding_failure_conditions = device.binding_failure_conditions
-        self.binds_to_node = bool(device.binds_to_node)
-        self.node_name = device.node_name
-        self.all_nodes = bool(device.all_nodes)
-        self.node_selector: NodeSelector | None = device.node_selector
-        self.consumes: tuple[CounterUse, ...] = tuple(
-            (use.counter_set, tuple((name, nanos(c.value)) for name, c in (use.counters or {}).items()))
-            for use in device.consumes_counters or ()
+        self.consumes: tuple[CounterUse, ...] = (
+            tuple(
+                (use.counter_set, tuple((name, nanos(c.value)) for name, c in (use.counters or {}).items()))
+                for use in device.consumes_counters
+            )
+            if device.consumes_counters
+            else ()
         )
-        # Selector results by expression (True/False, or the evaluation error to re-raise).
-        self.cel: dict[str, bool | Exception] = {}
+        # Selector results by expression (True/False, or the evaluation error to re-raise) and
+        # selector verdicts (a search Reason) by (class, request selectors). Both start as a shared
+        # empty dict and get their own on the first write: most devices of a big cluster are never
+        # evaluated, and fewer container objects keep the garbage collector's work down.
+        self.cel: dict[str, bool | Exception] = _NOTHING
+        self.verdicts: dict[SelectorKey, int] = _NOTHING
         self.no_request_consumption: Consumption | None = None
-        self._attributes: dict[str, AttributeValue | None] = {}
+        self._attributes: dict[str, AttributeValue | None] = _NOTHING
         self._capacities: tuple[CapacityInfo, ...] | None = None
+
+    def remember_cel(self, expression: str, result: bool | Exception) -> None:
+        if self.cel is _NOTHING:
+            self.cel = {}
+        self.cel[expression] = result
+
+    def remember_verdict(self, key: SelectorKey, code: int) -> None:
+        if self.verdicts is _NOTHING:
+            self.verdicts = {}
+        self.verdicts[key] = code
+
+    @property
+    def name(self) -> str:
+        return self.device.name
+
+    @property
+    def driver(self) -> str:
+        return self.slice.driver
+
+    @property
+    def pool_name(self) -> str:
+        return self.slice.pool_name
+
+    @property
+    def binding_conditions(self) -> list[str] | None:
+        return self.device.binding_conditions
+
+    @property
+    def binding_failure_conditions(self) -> list[str] | None:
+        return self.device.binding_failure_conditions
+
+    @property
+    def binds_to_node(self) -> bool:
+        return bool(self.device.binds_to_node)
+
+    @property
+    def node_name(self) -> str | None:
+        return self.device.node_name
+
+    @property
+    def all_nodes(self) -> bool:
+        return bool(self.device.all_nodes)
+
+    @property
+    def node_selector(self) -> NodeSelector | None:
+        return self.device.node_selector
 
     @property
     def device_id(self) -> DeviceID:
@@ -139,7 +185,7 @@ class DeviceInfo:
 
     @property
     def has_binding_conditions(self) -> bool:
-        return bool(self.binding_conditions)
+        return bool(self.device.binding_conditions)
 
     @property
     def capacities(self) -> tuple[CapacityInfo, ...]:
@@ -155,9 +201,11 @@ class DeviceInfo:
         found = attributes.get(name)
         if found is None:
             domain, sep, ident = name.partition("/")
-            if sep and domain == self.driver:
+            if sep and domain == self.slice.driver:
                 found = attributes.get(ident)
         value = AttributeValue(found) if found is not None else None
+        if self._attributes is _NOTHING:
+            self._attributes = {}
         self._attributes[name] = value
         return value
 
@@ -177,21 +225,20 @@ class Catalog:
             uid = self._uids[key] = len(self._uids)
         return uid
 
-    def known_uid(self, key: tuple[str, str, str]) -> int | None:
-        return self._uids.get(key)
-
     def make_devices(self, slice_info: SliceInfo) -> list[DeviceInfo]:
         devices = []
+        driver, pool = slice_info.driver, slice_info.pool_name
         for device in slice_info.obj.spec.devices or ():
-            key = (slice_info.driver, slice_info.pool_name, device.name)
-            taints = tuple(device.taints or ()) + self._rule_taints(key)
-            devices.append(DeviceInfo(self.count, self.uid_of(key), slice_info, device, taints))
+            taints = tuple(device.taints) if device.taints else ()
+            if self._rules:
+                taints += self._rule_taints(driver, pool, device.name)
+            uid = self.uid_of((driver, pool, device.name))
+            devices.append(DeviceInfo(self.count, uid, slice_info, device, taints))
             self.count += 1
         return devices
 
-    def _rule_taints(self, key: tuple[str, str, str]) -> tuple[DeviceTaint, ...]:
+    def _rule_taints(self, driver: str, pool: str, name: str) -> tuple[DeviceTaint, ...]:
         """Taints of the DeviceTaintRules whose selector matches (an empty selector matches all)."""
-        driver, pool, name = key
         taints = []
         for rule in self._rules:
             sel = rule.spec.device_selector

@@ -8,6 +8,7 @@ nothing). The result selector follows ``createNodeSelector`` in upstream
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 
@@ -120,8 +121,12 @@ def _field_requirement_matches(req: NodeSelectorRequirement, node_name: str) -> 
     return value == wanted if req.operator == "In" else value != wanted
 
 
+@functools.lru_cache(maxsize=16384)
 def pinned_to_node(node_name: str) -> NodeSelector:
-    """``metadata.name In [node]``: the selector of a result that is only usable on one node."""
+    """``metadata.name In [node]``: the selector of a result that is only usable on one node.
+
+    Cached: results of many claims on the same node share the (frozen) selector.
+    """
     requirement = NodeSelectorRequirement(key=NODE_NAME_FIELD, operator="In", values=[node_name])
     return NodeSelector(node_selector_terms=[NodeSelectorTerm(match_fields=[requirement])])
 

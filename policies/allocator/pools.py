@@ -89,6 +89,10 @@ class NodeView:
     def any_invalid(self) -> bool:
         return any(p.invalid for p in self.pools)
 
+    def pool_of(self, device: DeviceInfo) -> Pool:
+        """The pool a candidate device belongs to."""
+        return next(p for p in self.pools if p.driver == device.key[0] and p.name == device.key[1])
+
 
 def gather(
     node_name: str | None,

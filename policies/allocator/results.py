@@ -31,9 +31,10 @@ def build_result(data: ClaimData, features: Features, node_name: str) -> Allocat
     """The claim's allocation; raises AllocationError for a multi-term slice node selector."""
     results = [_device_result(pick, features) for pick in data.picks]
     config = _config(data)
-    allocation: dict[str, Any] = {
-        "devices": DeviceAllocationResult(results=results, **({"config": config} if config else {}))
-    }
+    devices: dict[str, Any] = {"results": results}
+    if config:
+        devices["config"] = config
+    allocation: dict[str, Any] = {"devices": DeviceAllocationResult(**devices)}
     selector = _node_selector(data, node_name)
     if selector is not None:
         allocation["node_selector"] = selector
@@ -51,12 +52,12 @@ def _device_result(pick: Pick, features: Features) -> DeviceRequestAllocationRes
     if pick.admin:
         fields["admin_access"] = True
     if rd.raw_tolerations is not None:
-        fields["tolerations"] = rd.raw_tolerations
+        fields["tolerations"] = list(rd.raw_tolerations)
     if features.device_binding_and_status:
         if device.binding_conditions is not None:
-            fields["binding_conditions"] = device.binding_conditions
+            fields["binding_conditions"] = list(device.binding_conditions)
         if device.binding_failure_conditions is not None:
-            fields["binding_failure_conditions"] = device.binding_failure_conditions
+            fields["binding_failure_conditions"] = list(device.binding_failure_conditions)
     if pick.share_id is not None:
         fields["share_id"] = pick.share_id
     if pick.consumed:
@@ -89,7 +90,8 @@ def _config(data: ClaimData) -> list[DeviceAllocationConfiguration]:
     requests = data.claim.spec.devices.requests or []
     chosen = _chosen(data)
     for item in data.claim.spec.devices.config or []:
-        entry = {"source": SOURCE_FROM_CLAIM, "requests": item.requests, "opaque": item.opaque}
+        names = list(item.requests) if item.requests is not None else None
+        entry = {"source": SOURCE_FROM_CLAIM, "requests": names, "opaque": item.opaque}
         if not item.requests:
             entries.append(entry)
             continue

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from policies.allocator.budget import SearchBudget
 from policies.allocator.capacity import Amount, Consumption
 from policies.allocator.constraints import DistinctAttribute, MatchAttribute, Tracker
-from policies.allocator.devices import BLOCKING_EFFECTS, DeviceInfo
+from policies.allocator.devices import BLOCKING_EFFECTS, DeviceInfo, SelectorKey
 from policies.allocator.errors import AllocationError, SearchAbortedError
 from policies.allocator.explain import (
     REASON_TEXT,
@@ -122,7 +122,8 @@ class RequestData:
         "num_devices",
         "parent",
         "raw_tolerations",
-        "selectable",
+        "reached",
+        "selector_key",
         "selectors",
         "tolerations",
         "trackers",
@@ -157,8 +158,10 @@ class RequestData:
         self.capacity_requests = {k: Amount.of(v) for k, v in requests.items()} if requests else None
         self.all_devices: list[DeviceInfo] = []
         self.trackers: tuple[Tracker, ...] = ()
-        # Per device index: Reason.USABLE if the selectors match, else the static reason.
-        self.selectable: dict[int, int] = {}
+        # Key of the selector verdicts cached on devices: same class and selectors, same answer.
+        expressions = tuple(s.cel.expression if s.cel else None for s in self.selectors)
+        self.selector_key: SelectorKey = (self.class_name, expressions)
+        self.reached = False
         self.consumption: dict[int, Consumption] = {}
         # Per device index: the furthest reason the search recorded (for explanations).
         self.why: dict[int, int] = {}
@@ -213,7 +216,6 @@ class Search:
         self.placed = 0
         self.most_placed = 0
         self._next_budget_check = 1
-        self._pools_by_key = {(p.driver, p.name): p for p in view.pools}
 
     # --- step 3: validate requests -----------------------------------------------------------------
 
@@ -416,7 +418,8 @@ class Search:
         picked = self.picked
         allocated = self.ctx.allocated_uids
         check_capacity = self.features.consumable_capacity
-        selectable = rd.selectable
+        rd.reached = True
+        selector_key = rd.selector_key
         for pos in range(start, len(candidates)):
             device = candidates[pos]
             uid = device.uid
@@ -428,8 +431,8 @@ class Search:
             elif uid in allocated or picked.get(uid):
                 _note(rd.why, device.index, Reason.IN_USE)
                 continue
-            code = selectable.get(device.index)
-            if code is None:
+            code = device.verdicts.get(selector_key)
+            if code is None or (code == _USABLE and device.slice.per_device):
                 code = self._selectable(rd, device)
             if code != _USABLE:
                 continue
@@ -469,10 +472,19 @@ class Search:
     # --- checks on one device ----------------------------------------------------------------------
 
     def _selectable(self, rd: RequestData, device: DeviceInfo) -> int:
-        """Upstream isSelectable, memoised per (request, device); Reason.USABLE when it matches."""
-        code = self._selector_verdict(rd, device)
-        rd.selectable[device.index] = code
-        return code
+        """Upstream isSelectable; Reason.USABLE when the device matches the request.
+
+        The selector verdict depends only on the device, the class and the request's selectors,
+        so it is cached on the device for the Allocator's lifetime; the node check of per-device
+        node selection depends on the node and is looked up in the node's view.
+        """
+        code = device.verdicts.get(rd.selector_key)
+        if code is None:
+            code = self._selector_verdict(rd, device)
+            device.remember_verdict(rd.selector_key, code)
+        if code != _USABLE or not device.slice.per_device:
+            return code
+        return self._node_verdict(device)
 
     def _selector_verdict(self, rd: RequestData, device: DeviceInfo) -> int:
         if not self.features.device_binding_and_status and device.binding_conditions:
@@ -482,13 +494,14 @@ class Search:
             return Reason.CLASS_SELECTOR
         if not self._selectors_match(rd.selectors, device, f"claim {rd.claim_key}"):
             return Reason.REQUEST_SELECTOR
-        if device.slice.per_device:
-            on_node = self.view.device_on_node.get(device.index, False)
-            if isinstance(on_node, NodeSelectorError):
-                raise AllocationError(f"failed to parse node selector of device {device}: {on_node}")
-            if not on_node:
-                return Reason.OTHER_NODE
         return _USABLE
+
+    def _node_verdict(self, device: DeviceInfo) -> int:
+        """Per-device node selection: is the device itself reachable from this node?"""
+        on_node = self.view.device_on_node.get(device.index, False)
+        if isinstance(on_node, NodeSelectorError):
+            raise AllocationError(f"failed to parse node selector of device {device}: {on_node}")
+        return _USABLE if on_node else Reason.OTHER_NODE
 
     def _selectors_match(self, selectors: list[DeviceSelector], device: DeviceInfo, where: str) -> bool:
         for i, selector in enumerate(selectors):
@@ -519,9 +532,12 @@ class Search:
 
     def _capacity_fits(self, rd: RequestData, device: DeviceInfo) -> bool:
         """Upstream CmpRequestOverCapacity: enough capacity left, within the request policy."""
-        return self._consumption(rd, device).fits(
-            self.ctx.aggregated.get(device.uid), self.in_flight.get(device.uid)
-        )
+        consumption = self._consumption(rd, device)
+        aggregated = self.ctx.aggregated.get(device.uid)
+        in_flight = self.in_flight.get(device.uid)
+        if aggregated is None and in_flight is None:
+            return consumption.fits_alone
+        return consumption.fits(aggregated, in_flight)
 
     def _allocate_device(self, c: int, rd: RequestData, device: DeviceInfo, must: bool) -> Pick | None:
         """Upstream allocateDevice: final checks, then record the pick (None if rejected)."""
@@ -554,21 +570,25 @@ class Search:
             return _reject(rd, device, Reason.CONSTRAINT + tracker.index)
 
         if not multi:
-            self.picked.setdefault(uid, set()).add(c)
+            if holders is None:
+                self.picked[uid] = {c}
+            else:
+                holders.add(c)
         pick = Pick(rd, device, multi)
         if features.consumable_capacity:
-            consumption = self._consumption(rd, device)
-            if not consumption.fits(self.ctx.aggregated.get(uid), self.in_flight.get(uid)):
+            if not self._capacity_fits(rd, device):
                 return _reject(rd, device, Reason.CAPACITY)
             if multi:
+                consumption = self._consumption(rd, device)
                 pick.consumed = consumption.consumed_capacity() or None
                 pick.consumed_nanos = consumption.consumed_nanos()
                 pick.share_id = self.ctx.new_share_id()
                 self._add_in_flight(uid, pick.consumed_nanos)
         self.claims[c].picks.append(pick)
         self.placed += 1
-        self.most_placed = max(self.most_placed, self.placed)
-        _note(rd.why, device.index, Reason.USABLE)
+        if self.placed > self.most_placed:
+            self.most_placed = self.placed
+        rd.why[device.index] = _USABLE
         return pick
 
     def _undo(self, c: int, pick: Pick) -> None:
@@ -606,7 +626,7 @@ class Search:
 
     def _take_counters(self, device: DeviceInfo) -> bool:
         """Upstream checkAvailableCounters: reserve the device's counters if the pool still has them."""
-        pool = self._pools_by_key[(device.driver, device.pool_name)]
+        pool = self.view.pool_of(device)
         available = self.ctx.counters_available(pool)
         consumed = self.consumed_counters.setdefault(device.pool_name, {})
         for set_name, counters in device.consumes:
@@ -663,7 +683,7 @@ class Search:
             device_class=rd.class_name,
             allocation_mode=rd.mode,
             wanted=rd.num_devices,
-            reached=bool(rd.why) or bool(rd.selectable),
+            reached=rd.reached,
             considered=len(self.view.candidates),
             rejected=rejected,
             constraints=constraints,
@@ -672,12 +692,10 @@ class Search:
 
     def _static_reason(self, rd: RequestData, device: DeviceInfo) -> int:
         """The first check the device fails for the request on its own, ignoring this search's picks."""
-        code = rd.selectable.get(device.index)
-        if code is None:
-            try:
-                code = self._selector_verdict(rd, device)
-            except AllocationError:
-                return Reason.SELECTOR_ERROR
+        try:
+            code = self._selectable(rd, device)
+        except AllocationError:
+            return Reason.SELECTOR_ERROR
         if code != _USABLE:
             return code
         if not rd.admin and device.uid in self.ctx.allocated_uids:
@@ -690,7 +708,7 @@ class Search:
         if device.consumes:
             if not features.partitionable_devices:
                 return Reason.PARTITIONABLE_OFF
-            pool = self._pools_by_key[(device.driver, device.pool_name)]
+            pool = self.view.pool_of(device)
             alone = {name: dict(counters) for name, counters in device.consumes}
             if not _counters_ok(self.ctx.counters_available(pool), alone):
                 return Reason.COUNTERS

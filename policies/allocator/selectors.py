@@ -58,7 +58,7 @@ class SelectorEngine:
                 cached = self._evaluate(program, device)
             except EvalError as err:
                 cached = err
-            device.cel[expression] = cached
+            device.remember_cel(expression, cached)
         if isinstance(cached, Exception):
             raise cached
         return cached

@@ -110,7 +110,7 @@ def model_for(api_version: str, kind: str) -> type[TypedObject]:
 def decode(data: Any) -> TypedObject:
     """Decode one object; raises :class:`DecodeError` with field paths on any problem."""
     if not isinstance(data, Mapping):
-        raise DecodeError([f"<root>: Invalid value: {type(data).__name__}: must be an object"])
+        raise DecodeError([f"<root>: Invalid value: {_shown(data)}: must be an object"])
     api_version, kind = data.get("apiVersion"), data.get("kind")
     if not isinstance(kind, str) or not kind:
         raise DecodeError(["kind: Required value"])

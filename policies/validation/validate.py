@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from policies.api import core, resource
 from policies.api.base import TypedObject
 from policies.api.defaults import apply_defaults
+from policies.validation.claims import validate_claim_spec, validate_claim_status
 from policies.validation.core import validate_pod_claims
 from policies.validation.fielderrors import ErrorList, Path, forbidden, internal, invalid
 from policies.validation.meta import (
@@ -33,13 +34,11 @@ from policies.validation.meta import (
 from policies.validation.names import is_dns1123_label
 from policies.validation.resource import (
     immutable,
-    validate_claim_spec,
-    validate_claim_status,
     validate_class_spec,
-    validate_slice_spec,
     validate_taint_rule_spec,
     validate_taint_rule_status,
 )
+from policies.validation.slices import validate_slice_spec
 from policies.validation.unknown import unknown_fields
 
 # Validation does not depend on the time; defaulting needs one (a taint's timeAdded).

@@ -62,6 +62,7 @@ def same_value(a: object, b: object) -> bool:
 
 
 def plain(value: object) -> object:
+    """A model value as JSON data: what is compared for "unchanged" and shown for immutable fields."""
     if isinstance(value, ApiModel):
         return value.to_json()
     if isinstance(value, list):
@@ -138,7 +139,7 @@ def validate_toleration(toleration: r.DeviceToleration, path: Path) -> ErrorList
 
 
 def validate_tolerations(tolerations: list[r.DeviceToleration] | None, path: Path) -> ErrorList:
-    # The 16-entry limit is declarative in 1.36 (+k8s:maxItems); the handwritten code checks items only.
+    # DeviceTolerationsMaxLength: 16 per request or result in 1.36 (dra-reference section 2).
     if tolerations is not None and len(tolerations) > DEVICE_TOLERATIONS_MAX:
         return [too_many(path, len(tolerations), DEVICE_TOLERATIONS_MAX)]
     errs: ErrorList = []
@@ -163,6 +164,10 @@ def validate_taint(taint: r.DeviceTaint, old: r.DeviceTaint | None, path: Path) 
 def validate_binding_conditions(
     conditions: list[str] | None, failures: list[str] | None, path: Path
 ) -> ErrorList:
+    """At most 4 of each, condition-type syntax, no repeats, no overlap between the two lists.
+
+    (1.37 adds "each list requires the other"; 1.36 does not check that.)
+    """
     conditions, failures = conditions or [], failures or []
     errs = validate_slice(
         conditions, BINDING_CONDITIONS_MAX, validate_label_name, path.child("bindingConditions")

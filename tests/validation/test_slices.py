@@ -356,6 +356,24 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
         ],
     ),
     (
+        "duplicates are compared by integer value",
+        resource_slice(shared({"default": "1Gi", "validValues": ["1Gi", "1024Mi"]}, value="10Gi")),
+        [f'{DEV}.capacity[c].requestPolicy.validValues[1]: Duplicate value: "1073741824"'],
+    ),
+    (
+        "step beyond int64",
+        resource_slice(
+            shared(
+                {"default": "0", "validRange": {"min": "0", "step": "18446744073709551616"}},
+                value="18446744073709551616",
+            )
+        ),
+        [
+            f'{DEV}.capacity[c].requestPolicy.validRange.step: Invalid value: "18446744073709551616": '
+            "must not be larger than 9223372036854775807"
+        ],
+    ),
+    (
         "more than 10 valid values",
         resource_slice(shared({"default": "1", "validValues": [str(i) for i in range(1, 12)]}, value="20")),
         [

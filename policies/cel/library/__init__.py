@@ -16,8 +16,12 @@ sets, lists v3) and the optional library's ``first``/``last``, and
 from __future__ import annotations
 
 from policies.cel.library import (
+    dra,
+    extlists,
+    kubelists,
     quantity,
     semver,
+    sets,
 )
 from policies.cel.library.cost import CallSite, CostRule
 from policies.cel.library.equality import cel_compare, cel_contains, cel_equals, cel_type_name, value_equal
@@ -28,6 +32,10 @@ from policies.cel.library.values import CIDR, IP, URL, NamedFormat, Optional, Se
 OVERLOADS: tuple[Overload, ...] = (
     *quantity.OVERLOADS,
     *semver.OVERLOADS,
+    *kubelists.OVERLOADS,
+    *sets.OVERLOADS,
+    *extlists.OVERLOADS,
+    *dra.OVERLOADS,
 )
 
 __all__ = [

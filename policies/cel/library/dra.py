@@ -1,0 +1,37 @@
+"""``<x>.includes(y)``, the DRA function for list-typed attributes (DRAListTypeAttributes, 1.36).
+
+``dynamic-resource-allocation/cel/compile.go`` (``includesFunc``): on a list, true when one of the
+first 48 elements (ResourceSliceMaxAttributeValuesPerDevice) equals ``y`` -- later elements are
+silently not looked at, there is no error; on anything else, ``x == y``. An element comparison that
+errors counts as "not equal". The estimate charges the 48-element bound; at run time the call costs
+cel-go's default 1, because only the estimator knows the function.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from policies.cel.library.cost import fixed
+from policies.cel.library.equality import value_equal
+from policies.cel.library.overload import Overload
+
+MAX_LIST_VALUES = 48  # resourceapi.ResourceSliceMaxAttributeValuesPerDevice
+
+
+def includes(target: Any, item: Any) -> bool:
+    if isinstance(target, list | tuple):
+        return any(value_equal(element, item) is True for element in target[:MAX_LIST_VALUES])
+    return value_equal(target, item) is True
+
+
+OVERLOADS: tuple[Overload, ...] = (
+    Overload(
+        "includes",
+        "dra_includes_dyn_dyn",
+        True,
+        ("dyn", "dyn"),
+        "bool",
+        includes,
+        fixed(MAX_LIST_VALUES, actual=1),
+    ),
+)

@@ -20,6 +20,7 @@ from policies.cel.library import (
     extlists,
     kubelists,
     quantity,
+    regex,
     semver,
     sets,
 )
@@ -27,12 +28,14 @@ from policies.cel.library.cost import CallSite, CostRule
 from policies.cel.library.equality import cel_compare, cel_contains, cel_equals, cel_type_name, value_equal
 from policies.cel.library.errors import CELEvalError
 from policies.cel.library.overload import Overload
+from policies.cel.library.regex import RegexError, compile_regex, matches
 from policies.cel.library.values import CIDR, IP, URL, NamedFormat, Optional, Semver, UInt
 
 OVERLOADS: tuple[Overload, ...] = (
     *quantity.OVERLOADS,
     *semver.OVERLOADS,
     *kubelists.OVERLOADS,
+    *regex.OVERLOADS,
     *sets.OVERLOADS,
     *extlists.OVERLOADS,
     *dra.OVERLOADS,
@@ -49,11 +52,14 @@ __all__ = [
     "NamedFormat",
     "Optional",
     "Overload",
+    "RegexError",
     "Semver",
     "UInt",
     "cel_compare",
     "cel_contains",
     "cel_equals",
     "cel_type_name",
+    "compile_regex",
+    "matches",
     "value_equal",
 ]

@@ -18,15 +18,18 @@ from __future__ import annotations
 from policies.cel.library import (
     dra,
     extlists,
+    formatting,
     kubelists,
     quantity,
     regex,
     semver,
     sets,
+    strings,
 )
 from policies.cel.library.cost import CallSite, CostRule
 from policies.cel.library.equality import cel_compare, cel_contains, cel_equals, cel_type_name, value_equal
 from policies.cel.library.errors import CELEvalError
+from policies.cel.library.formatting import StaticArg, format_static_error
 from policies.cel.library.overload import Overload
 from policies.cel.library.regex import RegexError, compile_regex, matches
 from policies.cel.library.values import CIDR, IP, URL, NamedFormat, Optional, Semver, UInt
@@ -36,6 +39,8 @@ OVERLOADS: tuple[Overload, ...] = (
     *semver.OVERLOADS,
     *kubelists.OVERLOADS,
     *regex.OVERLOADS,
+    *strings.OVERLOADS,
+    *formatting.OVERLOADS,
     *sets.OVERLOADS,
     *extlists.OVERLOADS,
     *dra.OVERLOADS,
@@ -54,12 +59,14 @@ __all__ = [
     "Overload",
     "RegexError",
     "Semver",
+    "StaticArg",
     "UInt",
     "cel_compare",
     "cel_contains",
     "cel_equals",
     "cel_type_name",
     "compile_regex",
+    "format_static_error",
     "matches",
     "value_equal",
 ]

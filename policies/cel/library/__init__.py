@@ -18,13 +18,16 @@ from __future__ import annotations
 from policies.cel.library import (
     dra,
     extlists,
+    formats,
     formatting,
     kubelists,
+    netaddr,
     quantity,
     regex,
     semver,
     sets,
     strings,
+    urls,
 )
 from policies.cel.library.cost import CallSite, CostRule
 from policies.cel.library.equality import cel_compare, cel_contains, cel_equals, cel_type_name, value_equal
@@ -43,6 +46,9 @@ OVERLOADS: tuple[Overload, ...] = (
     *formatting.OVERLOADS,
     *sets.OVERLOADS,
     *extlists.OVERLOADS,
+    *urls.OVERLOADS,
+    *netaddr.OVERLOADS,
+    *formats.OVERLOADS,
     *dra.OVERLOADS,
 )
 

@@ -1,0 +1,341 @@
+"""The Kubernetes URLs library (``library/urls.go``) over a port of Go's ``net/url``.
+
+``url(s)`` accepts what ``url.ParseRequestURI`` accepts (an absolute URI or an absolute path) and
+then keeps what ``url.Parse`` makes of it (so a ``#fragment`` is split off properly). The getters
+return Go's ``Scheme``, ``Host``, ``Hostname()``, ``Port()``, ``EscapedPath()`` and ``Query()``;
+two URLs are equal when their reassembled strings are (``apiservercel.URL.Equal``). Errors read
+``URL parse error during conversion from string: parse "<s>": <reason>`` like upstream.
+
+Go strings are byte strings, so the parser works on the UTF-8 bytes; results are decoded back.
+"""
+
+from __future__ import annotations
+
+from policies.cel.library.cost import fixed, traversal
+from policies.cel.library.errors import CELEvalError
+from policies.cel.library.gofmt import go_quote
+from policies.cel.library.overload import Overload
+from policies.cel.library.values import URL, Userinfo
+
+_PATH, _PATH_SEGMENT, _HOST, _ZONE, _USER_PASSWORD, _QUERY_COMPONENT, _FRAGMENT = range(1, 8)
+_UNRESERVED_MARKS = b"-_.~"
+_RESERVED = b"$&+,/:;=?@"
+_HOST_EXTRA = b"!$&'()*+,;=:[]<>\""
+_USERINFO_OK = b"-._:~!$&'()*+,;=%@"
+_HEX = b"0123456789abcdefABCDEF"
+
+
+class _URLError(Exception):
+    pass
+
+
+def _should_escape(c: int, mode: int) -> bool:
+    """net/url shouldEscape."""
+    if 0x61 <= c <= 0x7A or 0x41 <= c <= 0x5A or 0x30 <= c <= 0x39:
+        return False
+    if mode in (_HOST, _ZONE) and c in _HOST_EXTRA:
+        return False
+    if c in _UNRESERVED_MARKS:
+        return False
+    if c in _RESERVED:
+        if mode == _PATH:
+            return c == ord("?")
+        if mode == _PATH_SEGMENT:
+            return c in b"/;,?"
+        if mode == _USER_PASSWORD:
+            return c in b"@/?:"
+        if mode == _QUERY_COMPONENT:
+            return True
+        if mode == _FRAGMENT:
+            return False
+    return not (mode == _FRAGMENT and c in b"!()*")
+
+
+def _escape_error(s: bytes) -> _URLError:
+    return _URLError("invalid URL escape " + go_quote(s.decode("utf-8", "replace")))
+
+
+def _unescape(s: bytes, mode: int) -> bytes:
+    """net/url unescape, with its validation of percent-escapes and host characters."""
+    i = 0
+    while i < len(s):
+        c = s[i]
+        if c == ord("%"):
+            if i + 2 >= len(s) or s[i + 1] not in _HEX or s[i + 2] not in _HEX:
+                raise _escape_error(s[i : i + 3])
+            value = int(s[i + 1 : i + 3], 16)
+            if mode == _HOST and value < 0x80 and s[i : i + 3] != b"%25":
+                raise _escape_error(s[i : i + 3])
+            if mode == _ZONE and s[i : i + 3] != b"%25" and value != 0x20 and _should_escape(value, _HOST):
+                raise _escape_error(s[i : i + 3])
+            i += 3
+        else:
+            if mode in (_HOST, _ZONE) and c < 0x80 and _should_escape(c, mode):
+                raise _URLError("invalid character " + go_quote(chr(c)) + " in host name")
+            i += 1
+    out = bytearray()
+    i = 0
+    while i < len(s):
+        c = s[i]
+        if c == ord("%"):
+            out.append(int(s[i + 1 : i + 3], 16))
+            i += 3
+            continue
+        out.append(0x20 if c == ord("+") and mode == _QUERY_COMPONENT else c)
+        i += 1
+    return bytes(out)
+
+
+def _escape(s: bytes, mode: int) -> bytes:
+    out = bytearray()
+    for c in s:
+        if c == 0x20 and mode == _QUERY_COMPONENT:
+            out.append(ord("+"))
+        elif _should_escape(c, mode):
+            out += b"%%%02X" % c
+        else:
+            out.append(c)
+    return bytes(out)
+
+
+def _split_scheme(raw: bytes) -> tuple[bytes, bytes]:
+    for i, c in enumerate(raw):
+        if 0x61 <= c <= 0x7A or 0x41 <= c <= 0x5A:
+            continue
+        if 0x30 <= c <= 0x39 or c in b"+-.":
+            if i == 0:
+                return b"", raw
+            continue
+        if c == ord(":"):
+            if i == 0:
+                raise _URLError("missing protocol scheme")
+            return raw[:i], raw[i + 1 :]
+        return b"", raw
+    return b"", raw
+
+
+def _valid_optional_port(port: bytes) -> bool:
+    if port == b"":
+        return True
+    return port[:1] == b":" and all(0x30 <= c <= 0x39 for c in port[1:])
+
+
+def _parse_host(host: bytes) -> bytes:
+    if host.startswith(b"["):
+        i = host.rfind(b"]")
+        if i < 0:
+            raise _URLError("missing ']' in host")
+        colon_port = host[i + 1 :]
+        if not _valid_optional_port(colon_port):
+            raise _URLError(f"invalid port {go_quote(colon_port.decode('utf-8', 'replace'))} after host")
+        zone = host[:i].find(b"%25")
+        if zone >= 0:
+            return _unescape(host[:zone], _HOST) + _unescape(host[zone:i], _ZONE) + _unescape(host[i:], _HOST)
+    else:
+        i = host.rfind(b":")
+        if i != -1 and not _valid_optional_port(host[i:]):
+            raise _URLError(f"invalid port {go_quote(host[i:].decode('utf-8', 'replace'))} after host")
+    return _unescape(host, _HOST)
+
+
+def _parse_authority(authority: bytes) -> tuple[Userinfo | None, bytes]:
+    i = authority.rfind(b"@")
+    host = _parse_host(authority[i + 1 :] if i >= 0 else authority)
+    if i < 0:
+        return None, host
+    userinfo = authority[:i]
+    if not all(
+        0x41 <= c <= 0x5A or 0x61 <= c <= 0x7A or 0x30 <= c <= 0x39 or c in _USERINFO_OK for c in userinfo
+    ):
+        raise _URLError("net/url: invalid userinfo")
+    if b":" not in userinfo:
+        return Userinfo(_decode(_unescape(userinfo, _USER_PASSWORD))), host
+    username, _, password = userinfo.partition(b":")
+    return (
+        Userinfo(
+            _decode(_unescape(username, _USER_PASSWORD)), _decode(_unescape(password, _USER_PASSWORD)), True
+        ),
+        host,
+    )
+
+
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+def _parse(raw: bytes, via_request: bool) -> dict[str, object]:
+    """net/url parse: the fields of the URL, or _URLError."""
+    if any(c < 0x20 or c == 0x7F for c in raw):
+        raise _URLError("net/url: invalid control character in URL")
+    if raw == b"" and via_request:
+        raise _URLError("empty url")
+    if raw == b"*":
+        return {"path": "*"}
+    scheme, rest = _split_scheme(raw)
+    fields: dict[str, object] = {"scheme": _decode(scheme).lower()}
+    if rest.endswith(b"?") and rest.count(b"?") == 1:
+        fields["force_query"] = True
+        rest = rest[:-1]
+    else:
+        rest, _, query = rest.partition(b"?")
+        fields["raw_query"] = _decode(query)
+    if not rest.startswith(b"/"):
+        if scheme:
+            fields["opaque"] = _decode(rest)
+            return fields
+        if via_request:
+            raise _URLError("invalid URI for request")
+        if b":" in rest.partition(b"/")[0]:
+            raise _URLError("first path segment in URL cannot contain colon")
+    if (scheme or (not via_request and not rest.startswith(b"///"))) and rest.startswith(b"//"):
+        authority, slash, tail = rest[2:].partition(b"/")
+        rest = slash + tail
+        user, host = _parse_authority(authority)
+        fields["user"], fields["host"] = user, _decode(host)
+    path = _unescape(rest, _PATH)
+    fields["path"] = _decode(path)
+    fields["raw_path"] = "" if _escape(path, _PATH) == rest else _decode(rest)
+    return fields
+
+
+def _parse_error(text: str, err: _URLError) -> CELEvalError:
+    return CELEvalError(f"URL parse error during conversion from string: parse {go_quote(text)}: {err}")
+
+
+def url(text: str) -> URL:
+    raw = text.encode("utf-8")
+    try:
+        _parse(raw, via_request=True)
+        head, hashmark, fragment = raw.partition(b"#")
+        try:
+            fields = _parse(head, via_request=False)
+        except _URLError as err:
+            raise _parse_error(_decode(head), err) from None
+        if hashmark and fragment:
+            unescaped = _unescape(fragment, _FRAGMENT)
+            fields["fragment"] = _decode(unescaped)
+            fields["raw_fragment"] = "" if _escape(unescaped, _FRAGMENT) == fragment else _decode(fragment)
+    except _URLError as err:
+        raise _parse_error(text, err) from None
+    return URL(**fields)  # type: ignore[arg-type]
+
+
+def request_uri_problem(text: str) -> str | None:
+    """The error text of Go's url.ParseRequestURI(text), or None when it parses."""
+    try:
+        _parse(text.encode("utf-8"), via_request=True)
+    except _URLError as err:
+        return f"parse {go_quote(text)}: {err}"
+    return None
+
+
+def is_url(text: str) -> bool:
+    return request_uri_problem(text) is None
+
+
+def _valid_encoded(s: bytes, mode: int) -> bool:
+    return all(c in b"!$&'()*+,;=:@[]%" or not _should_escape(c, mode) for c in s)
+
+
+def escaped_path(u: URL) -> str:
+    raw = u.raw_path.encode("utf-8")
+    if raw and _valid_encoded(raw, _PATH):
+        try:
+            if _decode(_unescape(raw, _PATH)) == u.path:
+                return u.raw_path
+        except _URLError:
+            pass
+    if u.path == "*":
+        return "*"
+    return _decode(_escape(u.path.encode("utf-8"), _PATH))
+
+
+def _escaped_fragment(u: URL) -> str:
+    raw = u.raw_fragment.encode("utf-8")
+    if raw and _valid_encoded(raw, _FRAGMENT):
+        try:
+            if _decode(_unescape(raw, _FRAGMENT)) == u.fragment:
+                return u.raw_fragment
+        except _URLError:
+            pass
+    return _decode(_escape(u.fragment.encode("utf-8"), _FRAGMENT))
+
+
+def url_string(u: URL) -> str:
+    """url.URL.String(): what equality compares."""
+    out = u.scheme + ":" if u.scheme else ""
+    if u.opaque:
+        out += u.opaque
+    else:
+        if u.scheme or u.host or u.user is not None:
+            if u.host or u.path or u.user is not None:
+                out += "//"
+            if u.user is not None:
+                out += _userinfo_string(u.user) + "@"
+            out += _decode(_escape(u.host.encode("utf-8"), _HOST))
+        path = escaped_path(u)
+        if path and path[0] != "/" and u.host:
+            out += "/"
+        if not out and ":" in path.partition("/")[0]:
+            out += "./"
+        out += path
+    if u.force_query or u.raw_query:
+        out += "?" + u.raw_query
+    if u.fragment:
+        out += "#" + _escaped_fragment(u)
+    return out
+
+
+def _userinfo_string(user: Userinfo) -> str:
+    text = _decode(_escape(user.username.encode("utf-8"), _USER_PASSWORD))
+    if user.password_set:
+        text += ":" + _decode(_escape(user.password.encode("utf-8"), _USER_PASSWORD))
+    return text
+
+
+def split_host_port(host_port: str) -> tuple[str, str]:
+    host, port = host_port, ""
+    colon = host.rfind(":")
+    if colon != -1 and _valid_optional_port(host[colon:].encode("utf-8")):
+        host, port = host[:colon], host[colon + 1 :]
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host, port
+
+
+def query(u: URL) -> dict[str, list[str]]:
+    """url.URL.Query(): malformed pairs are dropped silently."""
+    values: dict[str, list[str]] = {}
+    for part in u.raw_query.encode("utf-8").split(b"&"):
+        if not part or b";" in part:
+            continue
+        key, _, value = part.partition(b"=")
+        try:
+            k, v = _unescape(key, _QUERY_COMPONENT), _unescape(value, _QUERY_COMPONENT)
+        except _URLError:
+            continue
+        values.setdefault(_decode(k), []).append(_decode(v))
+    return values
+
+
+_NOMINAL = fixed(1)
+OVERLOADS: tuple[Overload, ...] = (
+    Overload("url", "string_to_url", False, ("string",), "URL", url, traversal(0)),
+    Overload("isURL", "is_url_string", False, ("string",), "bool", is_url, traversal(0)),
+    Overload("getScheme", "url_get_scheme", True, ("URL",), "string", lambda u: u.scheme, _NOMINAL),
+    Overload("getHost", "url_get_host", True, ("URL",), "string", lambda u: u.host, _NOMINAL),
+    Overload(
+        "getHostname",
+        "url_get_hostname",
+        True,
+        ("URL",),
+        "string",
+        lambda u: split_host_port(u.host)[0],
+        _NOMINAL,
+    ),
+    Overload(
+        "getPort", "url_get_port", True, ("URL",), "string", lambda u: split_host_port(u.host)[1], _NOMINAL
+    ),
+    Overload("getEscapedPath", "url_get_escaped_path", True, ("URL",), "string", escaped_path, _NOMINAL),
+    Overload("getQuery", "url_get_query", True, ("URL",), "map(string,list(string))", query, _NOMINAL),
+)

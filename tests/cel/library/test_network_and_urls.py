@@ -1,0 +1,165 @@
+"""URL, IP and CIDR libraries: upstream doc and test rows, Go's parser error texts."""
+
+import pytest
+
+from policies.cel.library import CELEvalError, cel_equals
+from policies.cel.library import netaddr as n
+from policies.cel.library import urls as u
+
+
+@pytest.mark.parametrize(
+    ("text", "scheme", "host", "hostname", "port", "path"),
+    [
+        (
+            "https://user:pass@example.com:80/path?query=val#fragment",
+            "https",
+            "example.com:80",
+            "example.com",
+            "80",
+            "/path",
+        ),
+        ("/absolute-path", "", "", "", "", "/absolute-path"),
+        ("https://[::1]:80/", "https", "[::1]:80", "::1", "80", "/"),
+        ("https://[::1]/", "https", "[::1]", "::1", "", "/"),
+        ("https://127.0.0.1:80/", "https", "127.0.0.1:80", "127.0.0.1", "80", "/"),
+        (
+            "https://example.com/path with spaces/",
+            "https",
+            "example.com",
+            "example.com",
+            "",
+            "/path%20with%20spaces/",
+        ),
+        ("https://example.com", "https", "example.com", "example.com", "", ""),
+    ],
+)
+def test_url_parts(text: str, scheme: str, host: str, hostname: str, port: str, path: str) -> None:
+    parsed = u.url(text)
+    assert (parsed.scheme, parsed.host) == (scheme, host)
+    assert u.split_host_port(parsed.host) == (hostname, port)
+    assert u.escaped_path(parsed) == path
+
+
+def test_url_query() -> None:
+    assert u.query(u.url("https://example.com/path?k1=a&k2=b&k2=c")) == {"k1": ["a"], "k2": ["b", "c"]}
+    assert u.query(u.url("https://example.com/path?key with spaces=value with spaces")) == {
+        "key with spaces": ["value with spaces"]
+    }
+    assert u.query(u.url("https://example.com/path?")) == {}
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("https://a:b:c/", 'invalid port ":c" after host'),
+        ("../relative-path", "invalid URI for request"),
+        ("", "empty url"),
+        ("http://x/%zz", 'invalid URL escape "%zz"'),
+    ],
+)
+def test_bad_urls(text: str, reason: str) -> None:
+    assert not u.is_url(text)
+    with pytest.raises(CELEvalError) as err:
+        u.url(text)
+    assert str(err.value) == f'URL parse error during conversion from string: parse "{text}": {reason}'
+
+
+def test_urls_are_equal_by_their_string() -> None:
+    assert cel_equals(u.url("https://example.com/a%2fb"), u.url("https://example.com/a%2fb"))
+    assert not cel_equals(u.url("https://example.com/a%2fb"), u.url("https://example.com/a/b"))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "127.0.0.256",
+            'IP Address "127.0.0.256" parse error during conversion from string: '
+            'ParseAddr("127.0.0.256"): IPv4 field has value >255',
+        ),
+        (":::1", 'ParseAddr(":::1"): each colon-separated field must have at least one digit (at ":1")'),
+        ("01.2.3.4", "IPv4 field has octet with leading zero"),
+        ("::ffff:1.2.3.4", 'IPv4-mapped IPv6 address "::ffff:1.2.3.4" is not allowed'),
+        ("fe80::1%eth0", 'IP address "fe80::1%eth0" with zone value is not allowed'),
+        ("12345::", "each group must have 4 or less digits"),
+        ("1.2.3", "IPv4 address too short"),
+        ("1:2:3:4:5:6:7", "address string too short"),
+        ("x", 'ParseAddr("x"): unable to parse IP'),
+    ],
+)
+def test_bad_ips(text: str, message: str) -> None:
+    assert not n.is_ip(text)
+    with pytest.raises(CELEvalError) as err:
+        n.parse_ip(text)
+    assert message in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "canonical"),
+    [
+        ("127.0.0.1", True),
+        ("2001:db8::abcd", True),
+        ("2001:DB8::ABCD", False),
+        ("2001:db8::0:0:0:abcd", False),
+        ("2001:db8:0:0:1:0:0:1", False),
+        ("2001:db8::1:0:0:1", True),
+        ("::", True),
+    ],
+)
+def test_is_canonical(text: str, canonical: bool) -> None:
+    assert n.is_canonical(text) is canonical
+
+
+def test_ip_classification() -> None:
+    fn = {o.overload_id: o.impl for o in n.OVERLOADS}
+    checks = [
+        ("ip_family", "127.0.0.1", 4),
+        ("ip_family", "::1", 6),
+        ("ip_is_unspecified", "0.0.0.0", True),
+        ("ip_is_unspecified", "::", True),
+        ("ip_is_unspecified", "::1", False),
+        ("ip_is_loopback", "127.0.0.1", True),
+        ("ip_is_loopback", "192.168.0.1", False),
+        ("ip_is_loopback", "::1", True),
+        ("ip_is_link_local_multicast", "224.0.0.1", True),
+        ("ip_is_link_local_multicast", "224.0.1.1", False),
+        ("ip_is_link_local_multicast", "ff02::1", True),
+        ("ip_is_link_local_multicast", "fd00::1", False),
+        ("ip_is_link_local_unicast", "169.254.169.254", True),
+        ("ip_is_link_local_unicast", "fe80::1", True),
+        ("ip_is_link_local_unicast", "fd80::1", False),
+        ("ip_is_global_unicast", "192.168.0.1", True),
+        ("ip_is_global_unicast", "255.255.255.255", False),
+        ("ip_is_global_unicast", "2001:db8::abcd", True),
+        ("ip_is_global_unicast", "ff00::1", False),
+    ]
+    for overload, text, expected in checks:
+        assert fn[overload](n.parse_ip(text)) == expected, (overload, text)
+
+
+def test_cidr_functions() -> None:
+    c = n.parse_cidr
+    assert n.contains_ip(c("192.168.0.0/24"), n.parse_ip("192.168.0.1"))
+    assert not n.contains_ip(c("192.168.0.0/24"), "192.168.1.1")
+    assert not n.contains_ip(c("2001:db8::/32"), "192.168.0.1")
+    assert n.contains_cidr(c("192.168.0.0/24"), "192.168.0.0/25")
+    assert not n.contains_cidr(c("192.168.0.0/24"), c("192.168.0.0/23"))
+    assert n.contains_cidr(c("192.168.0.0/16"), "192.168.10.0/24")  # fixed upstream in 1.33
+    assert not n.contains_cidr(c("192.168.1.0/24"), "192.168.2.0/24")
+    assert n.cidr_string(n.masked(c("192.168.0.1/24"))) == "192.168.0.0/24"
+    assert n.cidr_string(n.masked(c("2001:db8:1::/32"))) == "2001:db8::/32"
+    assert cel_equals(c("192.168.0.0/24"), n.masked(c("192.168.0.0/24")))
+    assert not cel_equals(c("192.168.0.1/24"), n.masked(c("192.168.0.1/24")))
+
+
+def test_cidr_errors_keep_upstream_quirks() -> None:
+    prefix = "network address parse error during conversion from string: "
+    with pytest.raises(CELEvalError) as err:
+        n.parse_cidr("192.168.0.0/")
+    assert str(err.value) == prefix + prefix + 'netip.ParsePrefix("192.168.0.0/"): bad bits after slash: ""'
+    with pytest.raises(CELEvalError, match="no such overload"):
+        n.contains_ip(n.parse_cidr("10.0.0.0/8"), "not an ip")
+    with pytest.raises(CELEvalError, match="no '/'"):
+        n.contains_cidr(n.parse_cidr("10.0.0.0/8"), "10.0.0.0")
+    for bad in ("1.2.3.4/024", "1.2.3.4/+8", "::1/129", "1.2.3.4/33", "::ffff:1.2.3.4/120"):
+        assert not n.is_cidr(bad)

@@ -1,0 +1,56 @@
+"""The registry's shape: what the type checker and both engines rely on."""
+
+import inspect
+
+from policies.cel.library import OVERLOADS, CallSite
+from policies.cel.library.formats import FORMATS, validate
+
+
+def test_overload_ids_are_unique() -> None:
+    ids = [o.overload_id for o in OVERLOADS]
+    assert len(ids) == len(set(ids))
+
+
+def test_each_impl_accepts_its_declared_operands() -> None:
+    for overload in OVERLOADS:
+        signature = inspect.signature(overload.impl)
+        signature.bind(*range(len(overload.params)))  # raises TypeError on an arity mismatch
+        assert not overload.member or overload.params, overload.overload_id
+
+
+def test_every_cost_rule_estimates_a_range() -> None:
+    for overload in OVERLOADS:
+        site = CallSite(sizes=tuple((0, 10) for _ in overload.params), elem_size=(0, 5))
+        low, high = overload.cost.estimate(site)
+        assert 0 <= low <= high, overload.overload_id
+
+
+def test_k8s_cost_examples() -> None:
+    by_id = {o.overload_id: o for o in OVERLOADS}
+    assert by_id["dra_includes_dyn_dyn"].cost.estimate(CallSite(sizes=((0, 64), (0, 64)))) == (48, 48)
+    assert by_id["dra_includes_dyn_dyn"].cost.actual([[1], 1], True) == 1
+    assert by_id["string_to_quantity"].cost.actual(["1Ki"], None) == 1
+    assert by_id["string_find_string"].cost.actual(["x" * 19, "[0-9]+"], "") == 2 * 2
+    assert by_id["list_int_is_sorted_bool"].cost.actual([[1, 2, 3]], True) == 3
+
+
+def test_named_formats() -> None:
+    assert set(FORMATS) >= {
+        "dns1123Label",
+        "dns1123Subdomain",
+        "dns1035Label",
+        "qualifiedName",
+        "labelValue",
+        "uri",
+        "uuid",
+        "byte",
+        "date",
+        "datetime",
+        "dns1123LabelPrefix",
+    }
+    assert not validate(FORMATS["dns1123Label"], "my-label-name").has_value()
+    assert validate(FORMATS["dns1123Label"], "a.b").value() == ["must not contain dots"]
+    assert not validate(FORMATS["dns1123LabelPrefix"], "my-label-prefix-").has_value()
+    assert validate(FORMATS["uri"], "../x").value() == ['parse "../x": invalid URI for request']
+    assert not validate(FORMATS["datetime"], "2021-01-01T00:00:00Z").has_value()
+    assert validate(FORMATS["date"], "2021-02-30").value() == ["invalid date"]

@@ -110,9 +110,25 @@ class NodeAllocatableResourceClaimStatus(ApiModel):
     overhead: list[NodeAllocatableOverheadResources] | None = None
 
 
+class ContainerExtendedResourceRequest(ApiModel):
+    """Which claim request serves a container's extended resource (DRAExtendedResource)."""
+
+    container_name: str = ""
+    resource_name: str = ""
+    request_name: str = ""
+
+
+class PodExtendedResourceClaimStatus(ApiModel):
+    """The scheduler-made claim behind a pod's extended resources (KEP-5004)."""
+
+    request_mappings: list[ContainerExtendedResourceRequest] | None = None
+    resource_claim_name: str = ""
+
+
 class PodStatus(ApiModel):
     phase: str | None = None
     resource_claim_statuses: list[PodResourceClaimStatus] | None = None
+    extended_resource_claim_status: PodExtendedResourceClaimStatus | None = None
     node_allocatable_resource_claim_statuses: list[NodeAllocatableResourceClaimStatus] | None = None
 
 

@@ -319,6 +319,16 @@ POD: dict[str, Any] = {
     "status": {
         "phase": "Running",
         "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "shared-gpu"}, {"name": "scratch"}],
+        "extendedResourceClaimStatus": {
+            "requestMappings": [
+                {
+                    "containerName": "main",
+                    "resourceName": "example.com/gpu",
+                    "requestName": "container-0-request-0",
+                }
+            ],
+            "resourceClaimName": "trainer-extended-resources-x7k2p",
+        },
         "nodeAllocatableResourceClaimStatuses": [
             {"resourceClaimName": "shared-gpu", "containers": ["main"], "resources": {"cpu": "2"}},
             {

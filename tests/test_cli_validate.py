@@ -295,3 +295,19 @@ def test_multi_line_problems_stay_under_their_prefix(
         "spec.devices.requests[0].exactly.selectors[0].cel.expression: Invalid value: "
     )
     assert all(line.startswith(("    ", f)) for line in out[:-1])
+
+
+def test_a_validation_bug_is_reported_not_raised(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> list[object]:
+        raise ZeroDivisionError("boom")
+
+    monkeypatch.setattr(validate_command, "validate", broken)
+    f = write(tmp_path, "s.yaml", SLICE)
+    code, out, _ = run(capsys, "-f", f)
+    assert code == 1
+    assert out[0] == (
+        f"{f}: document 1: ResourceSlice node-1: <root>: Internal error: draguard could not validate this "
+        "object: ZeroDivisionError('boom')"
+    )

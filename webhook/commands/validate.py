@@ -190,7 +190,11 @@ def _check_one(
         return result
     result.name = obj.key or name
     identity = _identity(obj)
-    errors = validate(obj, olds.get(identity), namespace_labels=namespaces.get(identity[1]))
+    try:
+        errors = validate(obj, olds.get(identity), namespace_labels=namespaces.get(identity[1]))
+    except Exception as err:  # a bug in draguard: say so on this object, keep checking the others
+        result.errors = [f"<root>: Internal error: draguard could not validate this object: {err!r}"]
+        return result
     unknown = [e for e in errors if e.type is ErrorType.UNKNOWN_FIELD]
     result.errors = render(e for e in errors if e.type is not ErrorType.UNKNOWN_FIELD)
     if unknown_fields == "error":

@@ -1,0 +1,80 @@
+"""The allocator's small public types: Features, DeviceID, AllocatedState."""
+
+from __future__ import annotations
+
+import pytest
+
+from policies.allocator import AllocatedState, DeviceID, Features
+from policies.api.kinds import decode
+from policies.api.quantity import Quantity
+from policies.api.resource import API_VERSION, ResourceClaim
+
+
+def test_default_features_are_kube_scheduler_1_36_defaults() -> None:
+    assert Features().names() == [
+        "adminAccess",
+        "prioritizedList",
+        "partitionableDevices",
+        "deviceTaints",
+        "deviceBindingAndStatus",
+        "consumableCapacity",
+    ]
+
+
+def test_features_parse_all_none_and_lists() -> None:
+    assert Features.parse("all").list_type_attributes
+    assert Features.parse("none") == Features.none() == Features.parse("")
+    assert Features.parse("adminAccess, deviceTaints").names() == ["adminAccess", "deviceTaints"]
+
+
+def test_features_parse_rejects_unknown_names_and_lists_valid_ones() -> None:
+    with pytest.raises(ValueError, match=r"unknown allocator feature.*admin_access.*adminAccess"):
+        Features.parse("admin_access")
+
+
+def test_device_id_round_trips_with_slashes_in_the_pool_name() -> None:
+    device = DeviceID.parse("gpu.example.com/rack-1/node-7/gpu-0")
+    assert device == DeviceID("gpu.example.com", "rack-1/node-7", "gpu-0")
+    assert str(device) == "gpu.example.com/rack-1/node-7/gpu-0"
+    with pytest.raises(ValueError, match="driver>/<pool>/<device>"):
+        DeviceID.parse("just-a-name")
+
+
+def allocated_claim(*results: dict[str, object]) -> ResourceClaim:
+    obj = decode(
+        {
+            "apiVersion": API_VERSION,
+            "kind": "ResourceClaim",
+            "metadata": {"name": "c", "namespace": "ns"},
+            "spec": {"devices": {}},
+            "status": {"allocation": {"devices": {"results": list(results)}}},
+        }
+    )
+    assert isinstance(obj, ResourceClaim)
+    return obj
+
+
+def result(device: str, **extra: object) -> dict[str, object]:
+    return {"request": "r", "driver": "d", "pool": "p", "device": device, **extra}
+
+
+def test_allocated_state_from_claims_sorts_results_like_the_scheduler() -> None:
+    share = {"shareID": "11111111-1111-4111-8111-111111111111", "consumedCapacity": {"bw": "10G"}}
+    other_share = {"shareID": "22222222-2222-4222-8222-222222222222", "consumedCapacity": {"bw": "5G"}}
+    claims = [
+        allocated_claim(result("exclusive"), result("admin", adminAccess=True)),
+        allocated_claim(result("shared", **share), result("shared", **other_share)),
+    ]
+
+    state = AllocatedState.from_claims(claims, Features())
+    assert state.allocated_devices == {DeviceID("d", "p", "exclusive")}
+    assert {share_id for _, share_id in state.allocated_shared_device_ids} == {
+        share["shareID"],
+        other_share["shareID"],
+    }
+    assert state.aggregated_capacity[DeviceID("d", "p", "shared")]["bw"] == Quantity.parse("15G")
+
+    # Without consumable capacity a shared result is just an allocated device.
+    plain = AllocatedState.from_claims(claims, Features(consumable_capacity=False))
+    assert plain.allocated_devices == {DeviceID("d", "p", "exclusive"), DeviceID("d", "p", "shared")}
+    assert not plain.aggregated_capacity

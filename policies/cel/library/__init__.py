@@ -35,6 +35,7 @@ from policies.cel.library.errors import CELEvalError
 from policies.cel.library.formatting import StaticArg, format_static_error
 from policies.cel.library.overload import Overload
 from policies.cel.library.regex import RegexError, compile_regex, matches
+from policies.cel.library.semver import parse_semver
 from policies.cel.library.values import CIDR, IP, URL, NamedFormat, Optional, Semver, UInt
 
 OVERLOADS: tuple[Overload, ...] = (
@@ -74,5 +75,6 @@ __all__ = [
     "compile_regex",
     "format_static_error",
     "matches",
+    "parse_semver",
     "value_equal",
 ]

@@ -58,6 +58,15 @@ class CostRule:
     estimate: Callable[[CallSite], CostRange]
     actual: Callable[[Sequence[Any], Any], int]
 
+    def worst_case(self, max_sizes: Sequence[int], elem_max: int | None = None, *, text: bool = False) -> int:
+        """The estimate's upper bound when only the operands' maximum sizes are known."""
+        site = CallSite(
+            sizes=tuple((0, size) for size in max_sizes),
+            elem_size=None if elem_max is None else (0, elem_max),
+            elem_is_text=text,
+        )
+        return self.estimate(site)[1]
+
 
 def _sat(value: int) -> int:
     return min(value, MAX_COST)

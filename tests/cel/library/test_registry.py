@@ -34,6 +34,14 @@ def test_k8s_cost_examples() -> None:
     assert by_id["list_int_is_sorted_bool"].cost.actual([[1, 2, 3]], True) == 3
 
 
+def test_worst_case_uses_maximum_sizes() -> None:
+    by_id = {o.overload_id: o for o in OVERLOADS}
+    # A 64-character attribute through lowerAscii(): ceil(64 x 0.1).
+    assert by_id["string_lower_ascii"].cost.worst_case([64]) == 7
+    # isSorted over 48 strings of at most 64 characters: 48 x (1 + ceil(64 x 0.1)).
+    assert by_id["list_string_is_sorted_bool"].cost.worst_case([48], 64, text=True) == 48 * 8
+
+
 def test_named_formats() -> None:
     assert set(FORMATS) >= {
         "dns1123Label",

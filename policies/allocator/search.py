@@ -397,6 +397,7 @@ class Search:
                 return MAX_EXCEEDED
             return FAIL
 
+        rd.reached = True
         if rd.all_mode and not rd.all_devices:
             return FAIL
         if d >= rd.num_devices:
@@ -418,7 +419,6 @@ class Search:
         picked = self.picked
         allocated = self.ctx.allocated_uids
         check_capacity = self.features.consumable_capacity
-        rd.reached = True
         selector_key = rd.selector_key
         for pos in range(start, len(candidates)):
             device = candidates[pos]

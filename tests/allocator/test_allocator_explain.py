@@ -22,6 +22,7 @@ from policies.allocator import (
     SearchBudget,
 )
 from policies.api.resource import ResourceSlice
+from policies.cel import Environment, SelectorCache
 
 BIG = 'device.attributes["driver-a"].size == "big"'
 
@@ -180,3 +181,27 @@ def test_deep_search_does_not_hit_the_recursion_limit() -> None:
     outcome = allocate([driver_class("class-a", "driver-a")], many, claims)
     assert outcome.error is None and outcome.results is not None
     assert outcome.invocations > 1200
+
+
+# --- selector results shared across Allocators -------------------------------------------------------------
+
+
+def test_a_shared_selector_cache_reuses_results_across_allocators() -> None:
+    cache = SelectorCache(Environment(kind="stored", list_type_attributes=False))
+    slices = one_of_each_reason()
+    classes = {"class-a": driver_class("class-a", "driver-a")}
+    wanted = [claim("c", request("r", "class-a", 1, BIG))]
+    first = Allocator(Features(), AllocatedState(), classes, slices, cel_cache=cache)
+    assert first.allocate(standard_node("node-1"), wanted).results is not None
+    devices = slices[0].spec.devices
+    assert devices
+    binding = cache.bind("driver-a", "pool-a", devices[0])
+    assert binding.results, "the first Allocator's selector results live in the shared cache"
+    second = Allocator(Features(), AllocatedState(), classes, slices, cel_cache=cache)
+    assert second.allocate(standard_node("node-1"), wanted).results is not None
+
+
+def test_a_selector_cache_must_match_the_list_attribute_switch() -> None:
+    cache = SelectorCache(Environment(kind="stored", list_type_attributes=True))
+    with pytest.raises(ValueError, match="list_type_attributes"):
+        Allocator(Features(), AllocatedState(), {}, [], cel_cache=cache)

@@ -36,7 +36,7 @@ from policies.cel.library.formatting import StaticArg, format_static_error
 from policies.cel.library.overload import Overload
 from policies.cel.library.regex import RegexError, compile_regex, matches
 from policies.cel.library.semver import parse_semver
-from policies.cel.library.values import CIDR, IP, URL, NamedFormat, Optional, Semver, UInt
+from policies.cel.library.values import CIDR, IP, URL, DerivedQuantity, NamedFormat, Optional, Semver, UInt
 
 OVERLOADS: tuple[Overload, ...] = (
     *quantity.OVERLOADS,
@@ -61,6 +61,7 @@ __all__ = [
     "CELEvalError",
     "CallSite",
     "CostRule",
+    "DerivedQuantity",
     "NamedFormat",
     "Optional",
     "Overload",

@@ -17,7 +17,7 @@ from typing import Any
 
 from policies.api.quantity import Quantity
 from policies.cel.library.errors import CELEvalError
-from policies.cel.library.values import CIDR, IP, URL, NamedFormat, Optional, Semver, UInt
+from policies.cel.library.values import CIDR, IP, URL, DerivedQuantity, NamedFormat, Optional, Semver, UInt
 
 NO_SUCH_OVERLOAD = "no such overload"
 
@@ -86,8 +86,9 @@ def value_equal(a: Any, b: Any) -> bool | None:
     if isinstance(a, Mapping):
         return isinstance(b, Mapping) and _maps_equal(a, b)
     if isinstance(a, Quantity):
-        # apiservercel.Quantity.Equal: anything but a Quantity is simply unequal.
-        return isinstance(b, Quantity) and a.cmp(b) == 0
+        # apiservercel.Quantity.Equal: anything but a Quantity *value* is simply unequal, and the
+        # results of add()/sub() are pointers upstream (see DerivedQuantity).
+        return isinstance(b, Quantity) and not isinstance(b, DerivedQuantity) and a.cmp(b) == 0
     if isinstance(a, Optional):
         return isinstance(b, Optional) and _optionals_equal(a, b)
     if isinstance(a, Semver | URL | IP | CIDR | NamedFormat):

@@ -4,7 +4,8 @@
 overload, whatever the upstream doc comment shows), ``isInteger``, ``asInteger``,
 ``asApproximateFloat``, ``add``/``sub`` (Quantity or int), ``isGreaterThan``, ``isLessThan`` and
 ``compareTo``. Parse errors are ``resource.ParseQuantity``'s texts, as ``policies.api.quantity``
-words them.
+words them. ``add``/``sub`` results are ``DerivedQuantity`` (Go pointers upstream), which changes
+how ``==`` treats them; see ``values.DerivedQuantity``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from policies.api.quantity import Quantity, QuantityError
 from policies.cel.library.cost import fixed, traversal
 from policies.cel.library.errors import CELEvalError
 from policies.cel.library.overload import Overload
+from policies.cel.library.values import DerivedQuantity
 
 Q = "Quantity"
 _NOMINAL = fixed(1)
@@ -32,6 +34,15 @@ def is_quantity(text: str) -> bool:
     except QuantityError:
         return False
     return True
+
+
+def add(q: Quantity, other: Quantity | int) -> DerivedQuantity:
+    """add(Quantity) and add(int): an int is taken as a DecimalSI quantity (resource.NewQuantity)."""
+    return DerivedQuantity.of(q.add(other if isinstance(other, Quantity) else Quantity.from_int(other)))
+
+
+def sub(q: Quantity, other: Quantity | int) -> DerivedQuantity:
+    return DerivedQuantity.of(q.sub(other if isinstance(other, Quantity) else Quantity.from_int(other)))
 
 
 def as_integer(q: Quantity) -> int:
@@ -68,12 +79,8 @@ OVERLOADS: tuple[Overload, ...] = (
     ),
     Overload("asInteger", "quantity_get_int", True, (Q,), "int", as_integer, _NOMINAL),
     Overload("isInteger", "quantity_is_integer", True, (Q,), "bool", Quantity.is_integer, _NOMINAL),
-    Overload("add", "quantity_add", True, (Q, Q), Q, Quantity.add, _NOMINAL),
-    Overload(
-        "add", "quantity_add_int", True, (Q, "int"), Q, lambda a, n: a.add(Quantity.from_int(n)), _NOMINAL
-    ),
-    Overload("sub", "quantity_sub", True, (Q, Q), Q, Quantity.sub, _NOMINAL),
-    Overload(
-        "sub", "quantity_sub_int", True, (Q, "int"), Q, lambda a, n: a.sub(Quantity.from_int(n)), _NOMINAL
-    ),
+    Overload("add", "quantity_add", True, (Q, Q), Q, add, _NOMINAL),
+    Overload("add", "quantity_add_int", True, (Q, "int"), Q, add, _NOMINAL),
+    Overload("sub", "quantity_sub", True, (Q, Q), Q, sub, _NOMINAL),
+    Overload("sub", "quantity_sub_int", True, (Q, "int"), Q, sub, _NOMINAL),
 )

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from policies.api.quantity import Format, Quantity
 from policies.cel.library.errors import CELEvalError
 
 INT64_MIN = -(1 << 63)
@@ -42,6 +43,27 @@ def check_uint64(value: int) -> UInt:
     if not 0 <= value <= UINT64_MAX:
         raise CELEvalError("unsigned integer overflow")
     return UInt(value)
+
+
+class DerivedQuantity(Quantity):
+    """A Quantity that ``add()``/``sub()`` computed.
+
+    Upstream returns those as Go pointers (``&apiservercel.Quantity{}``) while ``quantity()`` and
+    device capacities are values, and ``apiservercel.Quantity.Equal`` only accepts a *value* on its
+    right-hand side. So ``q.add(1) == quantity("2")`` can be true but ``quantity("2") == q.add(1)``
+    and ``q.add(1) == q.add(1)`` are always false in Kubernetes; equality here keeps that apart.
+    Everything else treats it as an ordinary Quantity.
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, quantity: Quantity) -> DerivedQuantity:
+        # Quantity's pickling state is its full representation (value, Go format, cached text).
+        m, e, dec, fmt, text, original, json_number = quantity.__reduce__()[1]
+        derived = cls._make(m, e, dec, Format(fmt), text, original, json_number)
+        assert isinstance(derived, DerivedQuantity)
+        return derived
 
 
 _NO_VALUE: Any = object()

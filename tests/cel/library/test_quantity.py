@@ -3,7 +3,7 @@
 import pytest
 
 from policies.api.quantity import Quantity
-from policies.cel.library import CELEvalError
+from policies.cel.library import CELEvalError, cel_contains, cel_equals
 from policies.cel.library.quantity import OVERLOADS, as_integer, is_quantity, quantity
 
 FN = {o.overload_id: o.impl for o in OVERLOADS}
@@ -83,3 +83,14 @@ def test_as_approximate_float_and_sign() -> None:
 def test_sign_is_declared_only_as_a_global_function() -> None:
     (sign,) = [o for o in OVERLOADS if o.function == "sign"]
     assert sign.member is False
+
+
+def test_computed_quantities_only_equal_a_plain_quantity_on_the_right() -> None:
+    """Upstream add()/sub() return Go pointers and Quantity.Equal only accepts a value operand."""
+    computed = FN["quantity_add_int"](q("1"), 1)
+    assert cel_equals(computed, q("2"))
+    assert not cel_equals(q("2"), computed)
+    assert not cel_equals(computed, FN["quantity_add_int"](q("1"), 1))
+    assert cel_equals([computed], [q("2")])
+    assert not cel_contains([computed], q("2"))
+    assert FN["quantity_compare_to"](q("2"), computed) == 0  # ordering is unaffected

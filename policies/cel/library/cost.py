@@ -127,16 +127,20 @@ def _traversal_cost(value: Any) -> int:
 
 
 def _estimate_list_scan(site: CallSite) -> CostRange:
-    if site.elem_size is None:
-        return scale(site.size(0), STRING_TRAVERSAL_FACTOR)  # a string receiver (indexOf)
+    """1 per element, plus a traversal of each element when they are strings or bytes."""
     per_element: CostRange = (1, 1)
     if site.elem_is_text:
-        per_element = plus(per_element, scale(site.elem_size, STRING_TRAVERSAL_FACTOR))
+        per_element = plus(per_element, scale(site.elem_size or UNKNOWN_SIZE, STRING_TRAVERSAL_FACTOR))
     return times(site.size(0), per_element)
 
 
 LIST_SCAN = CostRule(
-    "one traversal of the receiver", _estimate_list_scan, lambda args, result: _traversal_cost(args[0])
+    "one traversal of the receiver list", _estimate_list_scan, lambda args, result: _traversal_cost(args[0])
+)
+STRING_SCAN = CostRule(
+    "one traversal of the receiver string",
+    lambda site: scale(site.size(0), STRING_TRAVERSAL_FACTOR),
+    lambda args, result: _traversal_cost(args[0]),
 )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from policies.cel.library.cost import JOIN, LIST_SCAN, traversal
+from policies.cel.library.cost import JOIN, STRING_SCAN, traversal
 from policies.cel.library.errors import CELEvalError
 from policies.cel.library.overload import Overload
 
@@ -129,11 +129,17 @@ def quote(text: str) -> str:
 S = "string"
 OVERLOADS: tuple[Overload, ...] = (
     Overload("charAt", "string_char_at_int", True, (S, "int"), S, char_at),
-    Overload("indexOf", "string_index_of_string", True, (S, S), "int", index_of, LIST_SCAN),
-    Overload("indexOf", "string_index_of_string_int", True, (S, S, "int"), "int", index_of, LIST_SCAN),
-    Overload("lastIndexOf", "string_last_index_of_string", True, (S, S), "int", last_index_of, LIST_SCAN),
+    Overload("indexOf", "string_index_of_string", True, (S, S), "int", index_of, STRING_SCAN),
+    Overload("indexOf", "string_index_of_string_int", True, (S, S, "int"), "int", index_of, STRING_SCAN),
+    Overload("lastIndexOf", "string_last_index_of_string", True, (S, S), "int", last_index_of, STRING_SCAN),
     Overload(
-        "lastIndexOf", "string_last_index_of_string_int", True, (S, S, "int"), "int", last_index_of, LIST_SCAN
+        "lastIndexOf",
+        "string_last_index_of_string_int",
+        True,
+        (S, S, "int"),
+        "int",
+        last_index_of,
+        STRING_SCAN,
     ),
     Overload("lowerAscii", "string_lower_ascii", True, (S,), S, lower_ascii, traversal(0)),
     Overload("upperAscii", "string_upper_ascii", True, (S,), S, upper_ascii, traversal(0)),

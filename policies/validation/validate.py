@@ -31,7 +31,7 @@ from policies.validation.meta import (
     validate_object_meta_update,
     validate_template_object_meta,
 )
-from policies.validation.names import is_dns1123_label
+from policies.validation.names import is_dns1123_label, is_dns1123_subdomain
 from policies.validation.resource import (
     immutable,
     validate_class_spec,
@@ -43,6 +43,9 @@ from policies.validation.unknown import unknown_fields
 
 # Validation does not depend on the time; defaulting needs one (a taint's timeAdded).
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+# Where kubectl puts an object whose manifest names no namespace.
+DEFAULT_NAMESPACE = "default"
 
 META = Path("metadata")
 SPEC = Path("spec")
@@ -113,7 +116,7 @@ def _admin_results(
     if index is None:
         return []
     path = STATUS.child("allocation", "devices", "results").index(index).child("adminAccess")
-    return _admin_denied(path, claim.namespace, labels)
+    return _admin_denied(path, claim.namespace or DEFAULT_NAMESPACE, labels)
 
 
 def _admin_result_index(claim: resource.ResourceClaim) -> int | None:
@@ -131,13 +134,9 @@ def _meta(
     obj: TypedObject,
     old: TypedObject | None,
     namespaced: bool,
-    name_check: Callable[[str], list[str]] | None = None,
+    name_check: Callable[[str], list[str]] = is_dns1123_subdomain,
 ) -> ErrorList:
-    errs = (
-        validate_object_meta(obj.metadata, namespaced, META, name_check)
-        if name_check is not None
-        else validate_object_meta(obj.metadata, namespaced, META)
-    )
+    errs = validate_object_meta(obj.metadata, namespaced, META, name_check)
     if old is not None:
         errs += validate_object_meta_update(obj.metadata, old.metadata, META)
     return errs
@@ -151,7 +150,7 @@ def _claim(obj: TypedObject, old: TypedObject | None, labels: Labels) -> ErrorLi
     assert isinstance(obj, resource.ResourceClaim)
     assert old is None or isinstance(old, resource.ResourceClaim)
     if old is None:
-        errs = _admin_requests(obj.spec, obj.namespace, labels)
+        errs = _admin_requests(obj.spec, obj.namespace or DEFAULT_NAMESPACE, labels)
         errs += _meta(obj, None, True)
         errs += validate_claim_spec(obj.spec, SPEC)
         if _has_status(obj):
@@ -170,7 +169,7 @@ def _template(obj: TypedObject, old: TypedObject | None, labels: Labels) -> Erro
     assert old is None or isinstance(old, resource.ResourceClaimTemplate)
     if old is not None:
         return _meta(obj, old, True) + immutable(obj.spec, old.spec, SPEC)
-    errs = _admin_requests(obj.spec.spec, obj.namespace, labels)
+    errs = _admin_requests(obj.spec.spec, obj.namespace or DEFAULT_NAMESPACE, labels)
     errs += _meta(obj, None, True)
     errs += validate_template_object_meta(obj.spec.metadata, SPEC.child("metadata"))
     errs += validate_claim_spec(obj.spec.spec, SPEC.child("spec"))

@@ -27,9 +27,9 @@ from policies.api.base import TypedObject
 from policies.api.core import Namespace
 from policies.api.kinds import DecodeError, decode
 from policies.validation import ErrorType, render, validate
+from policies.validation.validate import DEFAULT_NAMESPACE
 from webhook.manifests import Document, ManifestError, read_documents
 
-DEFAULT_NAMESPACE = "default"
 NAMESPACED_KINDS = {"ResourceClaim", "ResourceClaimTemplate", "Pod", "ResourceQuota"}
 UNKNOWN_FIELD_MODES = ("error", "warn", "ignore")
 

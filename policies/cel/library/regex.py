@@ -7,8 +7,8 @@ RE2 semantics that Python's ``re`` lacks come for free: ``\\w \\d \\s \\b`` are 
 only matches at the very end, ``a{,3}`` is literal, lookarounds, backreferences and ``\\Z`` are
 errors, repeat counts above 1000 are errors, ``\\pL``, ``[[:alpha:]]``, ``\\Q..\\E``, ``(?U)`` and
 named groups work. Go rejects ``\\C`` (any byte), which C++ RE2 accepts; that is checked here.
-Known gap: C++ RE2 also rejects nested repetitions whose counts multiply past 1000
-(``(a{100}){100}``) with "invalid repeat count", where Go accepts them up to its size limit.
+Lookbehinds read as named groups to Go 1.22+ (the Go Kubernetes 1.36 is built with), so
+``(?<!a)`` is "invalid named capture" there; older Go said "invalid or unsupported Perl syntax".
 
 ``findAll`` follows Go's ``FindAllString``: an empty match right after the previous match is
 skipped, which differs from Python's ``finditer``.

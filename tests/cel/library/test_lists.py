@@ -155,6 +155,30 @@ def test_sort_by_keeps_input_order_for_ties_in_short_lists() -> None:
     assert result == [x for k in range(3) for x, key in zip(items, keys, strict=True) if key == k]
 
 
+# Expected orders printed by Go's sort.Slice (go1.19, the pdqsort that later releases keep) for the
+# same keys: ties in lists longer than 12 elements do not keep their input order.
+GO_TIE_ORDER_30 = [
+    "i12", "i27", "i24", "i3", "i21", "i18", "i6", "i0", "i15", "i9", "i7", "i4", "i10", "i13", "i28",
+    "i1", "i16", "i25", "i22", "i19", "i8", "i20", "i5", "i23", "i2", "i17", "i26", "i11", "i14", "i29",
+]  # fmt: skip
+GO_TIE_ORDER_64 = [
+    "j55", "j63", "j62", "j61", "j60", "j59", "j58", "j57", "j56", "j50", "j45", "j53", "j52", "j51",
+    "j54", "j49", "j48", "j47", "j46", "j35", "j44", "j43", "j42", "j41", "j40", "j39", "j38", "j37",
+    "j36", "j32", "j25", "j31", "j30", "j33", "j34", "j29", "j28", "j27", "j26", "j18", "j15", "j23",
+    "j22", "j21", "j20", "j19", "j24", "j17", "j16", "j6", "j8", "j13", "j12", "j11", "j10", "j9",
+    "j14", "j7", "j5", "j0", "j4", "j3", "j2", "j1",
+]  # fmt: skip
+
+
+def test_sort_by_ties_come_out_in_go_sort_slice_order() -> None:
+    assert extlists.sort_by_associated_keys(
+        [f"i{i}" for i in range(30)], [(i * 7) % 3 for i in range(30)]
+    ) == (GO_TIE_ORDER_30)
+    assert extlists.sort_by_associated_keys(
+        [f"j{i}" for i in range(64)], [(64 - i) // 10 for i in range(64)]
+    ) == (GO_TIE_ORDER_64)
+
+
 def test_first_and_last_are_optionals() -> None:
     assert extlists.first([1, 2]) == Optional.of(1)
     assert extlists.last([1, 2]) == Optional.of(2)

@@ -55,6 +55,9 @@ def test_python_re_disagrees_on_these(text: str, pattern: str) -> None:
         ("*a", "error parsing regexp: missing argument to repetition operator: `*`"),
         ("x\\", "error parsing regexp: trailing backslash at end of expression: ``"),
         ("[z-a]", "error parsing regexp: invalid character class range: `z-a`"),
+        ("[[:foo:]]", "error parsing regexp: invalid character class range: `[:foo:]`"),
+        ("x{2}{3}", "error parsing regexp: invalid nested repetition operator: `{2}{3}`"),
+        ("((a{100}){100})", "error parsing regexp: invalid repeat count: `{100}`"),
     ],
 )
 def test_bad_patterns_fail_with_go_wording(pattern: str, message: str) -> None:
@@ -76,6 +79,8 @@ def test_find_and_find_all_follow_go() -> None:
     assert find_all("123 abc 456", "xyz") == []
     # Go skips an empty match right after a match; Python's finditer does not.
     assert find_all("1, 2, 3, 4", "[0-9]*") == ["1", "", "2", "", "3", "", "4"]
+    assert find_all("baaab", "a|") == ["", "a", "a", "a", ""]
+    assert find_all("héllo", "", 3) == ["", "", ""]
     assert [m.group(0) for m in re.finditer("[0-9]*", "1, 2")] != find_all("1, 2", "[0-9]*")
 
 

@@ -89,6 +89,7 @@ class DeviceInfo:
     __slots__ = (
         "_attributes",
         "_capacities",
+        "_has_policy",
         "cel",
         "consumes",
         "device",
@@ -129,6 +130,7 @@ class DeviceInfo:
         self.no_request_consumption: Consumption | None = None
         self._attributes: dict[str, AttributeValue | None] = _NOTHING
         self._capacities: tuple[CapacityInfo, ...] | None = None
+        self._has_policy: bool | None = None
 
     def remember_cel(self, expression: str, result: bool | Exception) -> None:
         if self.cel is _NOTHING:
@@ -186,6 +188,14 @@ class DeviceInfo:
     @property
     def has_binding_conditions(self) -> bool:
         return bool(self.device.binding_conditions)
+
+    @property
+    def has_capacity_policy(self) -> bool:
+        """Whether any capacity carries a request policy (then amounts must be computed)."""
+        if self._has_policy is None:
+            capacity = self.device.capacity or {}
+            self._has_policy = any(c.request_policy is not None for c in capacity.values())
+        return self._has_policy
 
     @property
     def capacities(self) -> tuple[CapacityInfo, ...]:

@@ -71,9 +71,14 @@ def _chosen(data: ClaimData) -> list[RequestData]:
 
 
 def _config(data: ClaimData) -> list[DeviceAllocationConfiguration]:
+    chosen = _chosen(data)
+    if not data.claim.spec.devices.config and not any(
+        rd.device_class and rd.device_class.spec.config for rd in chosen
+    ):
+        return []
     entries: list[dict[str, Any]] = []
     class_entries: dict[str, range] = {}
-    for rd in _chosen(data):
+    for rd in chosen:
         seen = class_entries.get(rd.class_name)
         if seen is not None:
             for i in seen:
@@ -88,7 +93,6 @@ def _config(data: ClaimData) -> list[DeviceAllocationConfiguration]:
         class_entries[rd.class_name] = range(start, len(entries))
 
     requests = data.claim.spec.devices.requests or []
-    chosen = _chosen(data)
     for item in data.claim.spec.devices.config or []:
         names = list(item.requests) if item.requests is not None else None
         entry = {"source": SOURCE_FROM_CLAIM, "requests": names, "opaque": item.opaque}

@@ -530,14 +530,20 @@ class Search:
             found = rd.consumption[device.index] = Consumption.of(device.capacities, rd.capacity_requests)
         return found
 
-    def _capacity_fits(self, rd: RequestData, device: DeviceInfo) -> bool:
-        """Upstream CmpRequestOverCapacity: enough capacity left, within the request policy."""
-        consumption = self._consumption(rd, device)
+    def _capacity_fits(self, rd: RequestData, device: DeviceInfo, count_in_flight: bool = True) -> bool:
+        """Upstream CmpRequestOverCapacity: enough capacity left, within the request policy.
+
+        A request without capacity requests takes every capacity of an unused device whole,
+        which always fits when there is no policy to violate: that common case needs no
+        arithmetic at all.
+        """
         aggregated = self.ctx.aggregated.get(device.uid)
-        in_flight = self.in_flight.get(device.uid)
+        in_flight = self.in_flight.get(device.uid) if count_in_flight else None
         if aggregated is None and in_flight is None:
-            return consumption.fits_alone
-        return consumption.fits(aggregated, in_flight)
+            if rd.capacity_requests is None and not device.has_capacity_policy:
+                return True
+            return self._consumption(rd, device).fits_alone
+        return self._consumption(rd, device).fits(aggregated, in_flight)
 
     def _allocate_device(self, c: int, rd: RequestData, device: DeviceInfo, must: bool) -> Pick | None:
         """Upstream allocateDevice: final checks, then record the pick (None if rejected)."""
@@ -701,9 +707,7 @@ class Search:
         if not rd.admin and device.uid in self.ctx.allocated_uids:
             return Reason.ALLOCATED
         features = self.features
-        if features.consumable_capacity and not self._consumption(rd, device).fits(
-            self.ctx.aggregated.get(device.uid), None
-        ):
+        if features.consumable_capacity and not self._capacity_fits(rd, device, count_in_flight=False):
             return Reason.CAPACITY
         if device.consumes:
             if not features.partitionable_devices:

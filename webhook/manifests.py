@@ -63,11 +63,22 @@ def _files(path: str) -> list[str]:
     raise ManifestError(f"{path}: no such file or directory")
 
 
+class _Loader(yaml.SafeLoader):
+    """YAML as Kubernetes reads it: timestamps stay strings (``creationTimestamp: 2026-01-01T00:00:00Z``
+    is a string field, and kubectl accepts it unquoted)."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
 def _parse(path: str, text: str) -> list[Any]:
     try:
         if path.endswith(".json"):
             return [json.loads(text)]
-        return [d for d in yaml.safe_load_all(text) if d is not None]
+        return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
     except (yaml.YAMLError, json.JSONDecodeError) as err:
         mark = getattr(err, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""

@@ -72,3 +72,11 @@ def test_decode_problems_name_document_and_field(tmp_path: Path) -> None:
     assert problems[0].startswith(f"{f}: document 1: spec.selectors: Invalid value: 'oops'")
     assert "document 2: apiVersion: Unsupported value: 'resource.k8s.io/v2'" in problems[1]
     assert "document 3: kind: Unsupported value: 'Widget'" in problems[2]
+
+
+def test_unquoted_timestamps_stay_strings(tmp_path: Path) -> None:
+    f = tmp_path / "ts.yaml"
+    stamped = "metadata: {name: gpu, creationTimestamp: 2026-01-01T00:00:00Z}"
+    f.write_text(CLASS.replace("metadata: {name: gpu}", stamped))
+    (loaded,) = load([str(f)])
+    assert loaded.obj.metadata.creation_timestamp == "2026-01-01T00:00:00Z"

@@ -5,6 +5,7 @@ import pytest
 from policies.cel.library import CELEvalError, cel_equals
 from policies.cel.library import netaddr as n
 from policies.cel.library import urls as u
+from policies.cel.library.gofmt import go_quote
 
 
 @pytest.mark.parametrize(
@@ -163,3 +164,71 @@ def test_cidr_errors_keep_upstream_quirks() -> None:
         n.contains_cidr(n.parse_cidr("10.0.0.0/8"), "10.0.0.0")
     for bad in ("1.2.3.4/024", "1.2.3.4/+8", "::1/129", "1.2.3.4/33", "::ffff:1.2.3.4/120"):
         assert not n.is_cidr(bad)
+
+
+# Rows below were printed by Go's net/url and net/netip (go1.19; these code paths are unchanged
+# in the Go that builds Kubernetes 1.36).
+@pytest.mark.parametrize(
+    ("text", "host", "path", "string"),
+    [
+        ("http://[fe80::1%25en0]:8080/", "[fe80::1%en0]:8080", "/", "http://[fe80::1%25en0]:8080/"),
+        ("mailto:joe@example.com", "", "", "mailto:joe@example.com"),
+        ("HTTP://EXAMPLE.com/%7Efoo", "EXAMPLE.com", "/%7Efoo", "http://EXAMPLE.com/%7Efoo"),
+        ("http://x/\u00e9?q=\u00e9#fr\u00e4g", "x", "/%C3%A9", "http://x/%C3%A9?q=\u00e9#fr%C3%A4g"),
+        ("http://x:/p", "x:", "/p", "http://x:/p"),
+        ("*", "", "*", "*"),
+        ("//x/y", "x", "/y", "//x/y"),
+        ("http://a%C3%A9/", "a\u00e9", "/", "http://a%C3%A9/"),
+    ],
+)
+def test_urls_as_go_parses_them(text: str, host: str, path: str, string: str) -> None:
+    parsed = u.url(text)
+    assert (parsed.host, u.escaped_path(parsed), u.url_string(parsed)) == (host, path, string)
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("http://[fe80::1%en0]/", 'invalid URL escape "%en"'),
+        ("http://us er@x/", "net/url: invalid userinfo"),
+        ("http://user@ex ample.com/", 'invalid character " " in host name'),
+        ("http://[::1", "missing ']' in host"),
+        ("http://%41:8080/", 'invalid URL escape "%41"'),
+    ],
+)
+def test_url_errors_as_go_reports_them(text: str, reason: str) -> None:
+    assert u.request_uri_problem(text) == f'parse "{text}": {reason}'
+
+
+def test_query_drops_malformed_pairs_like_go() -> None:
+    assert u.query(u.url("https://example.com/path?a=1;b=2&c=%zz&d=%41")) == {"d": ["A"]}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("1.2.3.4%eth0", 'unexpected character (at "%eth0")'),
+        ("fe80::1%", "zone must be a non-empty string"),
+        ("1::2::3", 'multiple :: in address (at ":3")'),
+        ("0x1.2.3.4", 'unexpected character (at "x1.2.3.4")'),
+        (
+            "1:2:3:4:5:6:7:1.2.3.4",
+            'embedded IPv4 address must replace the final 2 fields of the address (at "1.2.3.4")',
+        ),
+        ("1.2.3.4.5", "IPv4 address too long"),
+        (".1.2.3", 'IPv4 field must have at least one digit (at ".1.2.3")'),
+        ("1..2.3", 'IPv4 field must have at least one digit (at ".2.3")'),
+        ("abcd::ef0g", 'unexpected character, want colon (at "g")'),
+        ("::1:", 'colon must be followed by more characters (at ":")'),
+        ("%x", "missing IPv6 address"),
+    ],
+)
+def test_ip_parse_errors_as_go_reports_them(text: str, message: str) -> None:
+    with pytest.raises(CELEvalError) as err:
+        n.parse_ip(text)
+    assert str(err.value).endswith(f"ParseAddr({go_quote(text)}): {message}")
+
+
+def test_embedded_ipv4_prints_in_hex_like_go() -> None:
+    assert n.ip_string(n.parse_ip("::1.2.3.4")) == "::102:304"
+    assert n.ip_string(n.parse_ip("1:2:3:4:5:6:1.2.3.4")) == "1:2:3:4:5:6:102:304"

@@ -74,7 +74,8 @@ def _sat(value: int) -> int:
 
 def scale(size: SizeRange, factor: float) -> CostRange:
     """checker.SizeEstimate.MultiplyByCostFactor: round each bound up."""
-    return tuple(_sat(math.ceil(bound * factor)) if bound < MAX_COST else MAX_COST for bound in size)  # type: ignore[return-value]
+    low, high = (_sat(math.ceil(bound * factor)) if bound < MAX_COST else MAX_COST for bound in size)
+    return (low, high)
 
 
 def times(a: SizeRange, b: SizeRange) -> CostRange:

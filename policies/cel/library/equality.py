@@ -17,6 +17,7 @@ from typing import Any
 
 from policies.api.quantity import Quantity
 from policies.cel.library.errors import CELEvalError
+from policies.cel.library.urls import url_string
 from policies.cel.library.values import CIDR, IP, URL, DerivedQuantity, NamedFormat, Optional, Semver, UInt
 
 NO_SUCH_OVERLOAD = "no such overload"
@@ -102,8 +103,6 @@ def _object_equal(a: Semver | URL | IP | CIDR | NamedFormat, b: Any) -> bool | N
     if isinstance(a, Semver) and isinstance(b, Semver):
         return a.compare(b) == 0
     if isinstance(a, URL) and isinstance(b, URL):
-        from policies.cel.library.urls import url_string  # urls imports this module
-
         return url_string(a) == url_string(b)
     return bool(a == b)
 
@@ -158,8 +157,12 @@ def cel_compare(a: Any, b: Any) -> int:
         return _compare_numbers(a, b)
     comparable = (bool, str, bytes, datetime.timedelta, datetime.datetime)
     if isinstance(a, comparable) and type(a) is type(b) and not is_number(a):
-        return (a > b) - (a < b)  # type: ignore[operator]
+        return _three_way(a, b)
     raise CELEvalError(NO_SUCH_OVERLOAD)
+
+
+def _three_way(a: Any, b: Any) -> int:
+    return int(a > b) - int(a < b)
 
 
 def _compare_numbers(a: int | float, b: int | float) -> int:

@@ -56,7 +56,6 @@ def _pick(name: str, replace_when: int) -> Callable[[Sequence[Any]], Any]:
                 result = item
         return result
 
-    pick.__name__ = name
     return pick
 
 

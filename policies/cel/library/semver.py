@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from policies.cel.library.cost import fixed, traversal
 from policies.cel.library.errors import CELEvalError
+from policies.cel.library.gofmt import go_quote
 from policies.cel.library.overload import Overload
 from policies.cel.library.values import UINT64_MAX, Semver
 
@@ -18,27 +19,21 @@ _NUMBERS = frozenset("0123456789")
 _ALPHANUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-0123456789")
 
 
-def _go_quote(text: str) -> str:
-    from policies.cel.library.gofmt import go_quote  # gofmt is a leaf module
-
-    return go_quote(text)
-
-
 def _parse_uint(text: str) -> int:
     """strconv.ParseUint(text, 10, 64) with its error texts."""
     if not text or not set(text) <= _NUMBERS:
-        raise CELEvalError(f"strconv.ParseUint: parsing {_go_quote(text)}: invalid syntax")
+        raise CELEvalError(f"strconv.ParseUint: parsing {go_quote(text)}: invalid syntax")
     value = int(text)
     if value > UINT64_MAX:
-        raise CELEvalError(f"strconv.ParseUint: parsing {_go_quote(text)}: value out of range")
+        raise CELEvalError(f"strconv.ParseUint: parsing {go_quote(text)}: value out of range")
     return value
 
 
 def _number_part(text: str, what: str) -> int:
     if not set(text) <= _NUMBERS:
-        raise CELEvalError(f"Invalid character(s) found in {what} number {_go_quote(text)}")
+        raise CELEvalError(f"Invalid character(s) found in {what} number {go_quote(text)}")
     if len(text) > 1 and text[0] == "0":
-        raise CELEvalError(f"{what.capitalize()} number must not contain leading zeroes {_go_quote(text)}")
+        raise CELEvalError(f"{what.capitalize()} number must not contain leading zeroes {go_quote(text)}")
     return _parse_uint(text)
 
 
@@ -47,13 +42,11 @@ def _prerelease(text: str) -> int | str:
         raise CELEvalError("Prerelease is empty")
     if set(text) <= _NUMBERS:
         if len(text) > 1 and text[0] == "0":
-            raise CELEvalError(
-                f"Numeric PreRelease version must not contain leading zeroes {_go_quote(text)}"
-            )
+            raise CELEvalError(f"Numeric PreRelease version must not contain leading zeroes {go_quote(text)}")
         return _parse_uint(text)
     if set(text) <= _ALPHANUM:
         return text
-    raise CELEvalError(f"Invalid character(s) found in prerelease {_go_quote(text)}")
+    raise CELEvalError(f"Invalid character(s) found in prerelease {go_quote(text)}")
 
 
 def parse_semver(text: str) -> Semver:
@@ -75,7 +68,7 @@ def parse_semver(text: str) -> Semver:
         if not item:
             raise CELEvalError("Build meta data is empty")
         if not set(item) <= _ALPHANUM:
-            raise CELEvalError(f"Invalid character(s) found in build meta data {_go_quote(item)}")
+            raise CELEvalError(f"Invalid character(s) found in build meta data {go_quote(item)}")
     return Semver(major, minor, patch, pre, build)
 
 

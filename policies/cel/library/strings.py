@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from policies.cel.library.cost import JOIN, STRING_SCAN, traversal
+from policies.cel.library.equality import cel_type_name
 from policies.cel.library.errors import CELEvalError
 from policies.cel.library.overload import Overload
 
@@ -103,8 +104,6 @@ def join(items: Sequence[Any], separator: str = "") -> str:
     """list(string).join: a list(dyn) holding a non-string fails the way ConvertToNative does."""
     for item in items:
         if not isinstance(item, str):
-            from policies.cel.library.equality import cel_type_name
-
             raise CELEvalError(f"type conversion error from '{cel_type_name(item)}' to 'string'")
     return separator.join(items)
 

@@ -11,6 +11,8 @@ Go strings are byte strings, so the parser works on the UTF-8 bytes; results are
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from policies.cel.library.cost import fixed, traversal
 from policies.cel.library.errors import CELEvalError
 from policies.cel.library.gofmt import go_quote
@@ -163,26 +165,25 @@ def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
-def _parse(raw: bytes, via_request: bool) -> dict[str, object]:
-    """net/url parse: the fields of the URL, or _URLError."""
+def _parse(raw: bytes, via_request: bool) -> URL:
+    """net/url parse (without the fragment), or _URLError with Go's reason."""
     if any(c < 0x20 or c == 0x7F for c in raw):
         raise _URLError("net/url: invalid control character in URL")
     if raw == b"" and via_request:
         raise _URLError("empty url")
     if raw == b"*":
-        return {"path": "*"}
-    scheme, rest = _split_scheme(raw)
-    fields: dict[str, object] = {"scheme": _decode(scheme).lower()}
-    if rest.endswith(b"?") and rest.count(b"?") == 1:
-        fields["force_query"] = True
-        rest = rest[:-1]
+        return URL(path="*")
+    scheme_bytes, rest = _split_scheme(raw)
+    scheme = _decode(scheme_bytes).lower()
+    force_query = rest.endswith(b"?") and rest.count(b"?") == 1
+    if force_query:
+        rest, query = rest[:-1], b""
     else:
         rest, _, query = rest.partition(b"?")
-        fields["raw_query"] = _decode(query)
+    base = URL(scheme=scheme, force_query=force_query, raw_query=_decode(query))
     if not rest.startswith(b"/"):
         if scheme:
-            fields["opaque"] = _decode(rest)
-            return fields
+            return replace(base, opaque=_decode(rest))
         if via_request:
             raise _URLError("invalid URI for request")
         if b":" in rest.partition(b"/")[0]:
@@ -191,11 +192,10 @@ def _parse(raw: bytes, via_request: bool) -> dict[str, object]:
         authority, slash, tail = rest[2:].partition(b"/")
         rest = slash + tail
         user, host = _parse_authority(authority)
-        fields["user"], fields["host"] = user, _decode(host)
+        base = replace(base, user=user, host=_decode(host))
     path = _unescape(rest, _PATH)
-    fields["path"] = _decode(path)
-    fields["raw_path"] = "" if _escape(path, _PATH) == rest else _decode(rest)
-    return fields
+    raw_path = "" if _escape(path, _PATH) == rest else _decode(rest)
+    return replace(base, path=_decode(path), raw_path=raw_path)
 
 
 def _parse_error(text: str, err: _URLError) -> CELEvalError:
@@ -203,21 +203,25 @@ def _parse_error(text: str, err: _URLError) -> CELEvalError:
 
 
 def url(text: str) -> URL:
+    """ParseRequestURI to validate, then Parse (which splits the fragment off) for the value."""
     raw = text.encode("utf-8")
     try:
         _parse(raw, via_request=True)
-        head, hashmark, fragment = raw.partition(b"#")
-        try:
-            fields = _parse(head, via_request=False)
-        except _URLError as err:
-            raise _parse_error(_decode(head), err) from None
-        if hashmark and fragment:
-            unescaped = _unescape(fragment, _FRAGMENT)
-            fields["fragment"] = _decode(unescaped)
-            fields["raw_fragment"] = "" if _escape(unescaped, _FRAGMENT) == fragment else _decode(fragment)
     except _URLError as err:
         raise _parse_error(text, err) from None
-    return URL(**fields)  # type: ignore[arg-type]
+    head, hashmark, fragment = raw.partition(b"#")
+    try:
+        parsed = _parse(head, via_request=False)
+    except _URLError as err:
+        raise _parse_error(_decode(head), err) from None
+    if not (hashmark and fragment):
+        return parsed
+    try:
+        unescaped = _unescape(fragment, _FRAGMENT)
+    except _URLError as err:  # Go names the whole input for fragment errors
+        raise _parse_error(text, err) from None
+    raw_fragment = "" if _escape(unescaped, _FRAGMENT) == fragment else _decode(fragment)
+    return replace(parsed, fragment=_decode(unescaped), raw_fragment=raw_fragment)
 
 
 def request_uri_problem(text: str) -> str | None:

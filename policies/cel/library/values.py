@@ -143,9 +143,12 @@ class Semver:
 
 
 def _compare_prerelease(a: int | str, b: int | str) -> int:
-    if isinstance(a, int) != isinstance(b, int):
-        return -1 if isinstance(a, int) else 1
-    return (a > b) - (a < b)  # type: ignore[operator]
+    """Numeric identifiers sort below alphanumeric ones; alike ones compare naturally (ASCII)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return (a > b) - (a < b)
+    if isinstance(a, str) and isinstance(b, str):
+        return (a > b) - (a < b)
+    return -1 if isinstance(a, int) else 1
 
 
 @dataclass(frozen=True)

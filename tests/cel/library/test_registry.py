@@ -3,6 +3,7 @@
 import inspect
 
 from policies.cel.library import OVERLOADS, CallSite
+from policies.cel.library.cost import REGEX
 from policies.cel.library.formats import FORMATS, validate
 
 
@@ -62,3 +63,35 @@ def test_named_formats() -> None:
     assert validate(FORMATS["uri"], "../x").value() == ['parse "../x": invalid URI for request']
     assert not validate(FORMATS["datetime"], "2021-01-01T00:00:00Z").has_value()
     assert validate(FORMATS["date"], "2021-02-30").value() == ["invalid date"]
+
+
+def test_call_costs_behind_upstream_dra_estimates() -> None:
+    """Pieces of compile_test.go's reference estimates for a 64-character attribute (access = 4)."""
+    by_id = {o.overload_id: o for o in OVERLOADS}
+    # .matches("[^a]?sym") -> 18 = 4 + ceil(65 x 0.1) x ceil(8 x 0.25)
+    assert REGEX.worst_case([64, 8]) == 14
+    # .split("example").size() >= 2 -> 19 = 4 + ceil(64 x 0.2) + size() + >=
+    assert by_id["string_split_string"].cost.worst_case([64, 7]) == 13
+    # .includes(x) -> 52 = 4 + 48
+    assert by_id["dra_includes_dyn_dyn"].cost.worst_case([64, 64]) == 48
+
+
+def test_format_constants_and_named_lookup() -> None:
+    by_id = {o.overload_id: o for o in OVERLOADS}
+    label = by_id["format.dns1123Label"].impl()
+    assert label.name == "DNS1123Label"
+    assert by_id["format-named"].impl("dns1123Label").value() == label
+    assert not by_id["format-named"].impl("noSuchFormat").has_value()
+
+
+def test_name_format_messages() -> None:
+    assert validate(FORMATS["dns1035Label"], "1abc").value() == [
+        "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+        "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
+        "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+    ]
+    assert validate(FORMATS["qualifiedName"], "/x").value() == ["prefix part must be non-empty"]
+    assert validate(FORMATS["labelValue"], "x" * 64).value() == ["must be no more than 63 bytes"]
+    assert not validate(FORMATS["labelValue"], "").has_value()
+    assert validate(FORMATS["uuid"], "123").value() == ["does not match the UUID format"]
+    assert validate(FORMATS["byte"], "a").value() == ["invalid base64"]

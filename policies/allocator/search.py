@@ -368,20 +368,34 @@ class Search:
 
         ``start`` is the position in the node's device list where the scan begins: after the
         previous device of the same request, so that only combinations are tried.
-        """
-        self.invocations += 1
-        if self.invocations >= self._next_budget_check:
-            self._check_budget()
-        if c == len(self.claims):
-            return SUCCESS
-        data = self.claims[c]
-        if r == len(data.requests):
-            outcome = yield (c + 1, 0, 0, 0, False, 0)
-            # Too many devices in a later claim says nothing about this one.
-            return FAIL if outcome == MAX_EXCEEDED else outcome
 
-        alternatives = data.requests[r]
-        rd = alternatives[s]
+        Moving on to the next request or claim ends upstream's function with a call whose result it
+        returns unchanged; here that is a loop, still counted as one step each time. Past a claim
+        boundary, MAX_EXCEEDED from the later claims is reported as FAIL, as upstream does.
+        """
+        crossed = False  # a claim boundary was passed in this loop
+        while True:
+            self.invocations += 1
+            if self.invocations >= self._next_budget_check:
+                self._check_budget()
+            if c == len(self.claims):
+                return SUCCESS
+            data = self.claims[c]
+            if r == len(data.requests):
+                c, r, s, d, in_sub, start = c + 1, 0, 0, 0, False, 0
+                crossed = True
+                continue
+            alternatives = data.requests[r]
+            rd = alternatives[s]
+            if rd.parent is not None and not in_sub:
+                break
+            rd.reached = True
+            if rd.all_mode and not rd.all_devices:
+                return FAIL
+            if d < rd.num_devices:
+                break
+            r, s, d, in_sub, start = r + 1, 0, 0, False, 0
+
         if rd.parent is not None and not in_sub:
             all_exceeded = True
             for k in range(len(alternatives)):
@@ -394,17 +408,12 @@ class Search:
                     return SUCCESS
             if all_exceeded:
                 self.result_limit_hit = True
-                return MAX_EXCEEDED
+                return FAIL if crossed else MAX_EXCEEDED
             return FAIL
 
-        rd.reached = True
-        if rd.all_mode and not rd.all_devices:
-            return FAIL
-        if d >= rd.num_devices:
-            return (yield (c, r + 1, 0, 0, False, 0))
         if len(data.picks) + rd.num_devices - d > RESULTS_MAX:
             self.result_limit_hit = True
-            return MAX_EXCEEDED
+            return FAIL if crossed else MAX_EXCEEDED
 
         if rd.all_mode:
             pick = self._allocate_device(c, rd, rd.all_devices[d], must=True)
@@ -413,7 +422,7 @@ class Search:
             outcome = yield (c, r, s, d + 1, in_sub, 0)
             if outcome != SUCCESS:
                 self._undo(c, pick)
-            return outcome
+            return FAIL if crossed and outcome == MAX_EXCEEDED else outcome
 
         candidates = self.view.candidates
         picked = self.picked
@@ -447,7 +456,7 @@ class Search:
                 return SUCCESS
             self._undo(c, pick)
             if outcome == MAX_EXCEEDED:
-                return MAX_EXCEEDED
+                return FAIL if crossed else MAX_EXCEEDED
         return FAIL
 
     def _check_budget(self) -> None:

@@ -116,6 +116,14 @@ def traversal(index: int, factor: float = 1.0) -> CostRule:
     )
 
 
+def parse_traversal(index: int, factor: float = 1.0) -> CostRule:
+    """A global parsing function (``quantity``, ``semver``, ``cidr``, ``ip``...): the Kubernetes
+    estimator only prices these when called on a target, which a global call never has, so the
+    estimate is cel-go's default 1 while the runtime tracker still charges the traversal."""
+    runtime = traversal(index, factor)
+    return CostRule(f"1 (estimate); {runtime.description} (runtime)", lambda site: (1, 1), runtime.actual)
+
+
 def _traversal_cost(value: Any) -> int:
     """k8s ``traversalCost``: strings by length (truncated), containers by their contents."""
     if isinstance(value, str | bytes):

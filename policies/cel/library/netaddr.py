@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from policies.cel.library.cost import CallSite, CostRule, fixed, plus, scale, traversal
+from policies.cel.library.cost import CallSite, CostRule, fixed, parse_traversal, plus, scale
 from policies.cel.library.errors import CELEvalError
 from policies.cel.library.gofmt import go_quote
 from policies.cel.library.overload import Overload
@@ -306,14 +306,16 @@ def _contains_cost(base_estimate: tuple[int, int], base_actual: int, parses_stri
 
 
 _NOMINAL = fixed(1)
-_PARSE = traversal(0)
+_PARSE = parse_traversal(0)
 _IP_COMPARE = ((1, 4), 1)  # (4..16 + 4..16) bytes x 0.1
 _CIDR_COMPARE = ((3, 7), 3)  # the same, + masking 4..16 bytes x 0.1, + 1
 
 OVERLOADS: tuple[Overload, ...] = (
     Overload("ip", "string_to_ip", False, ("string",), "IP", parse_ip, _PARSE),
     Overload("isIP", "is_ip", False, ("string",), "bool", is_ip, _PARSE),
-    Overload("ip.isCanonical", "ip_is_canonical", False, ("string",), "bool", is_canonical, traversal(0, 2)),
+    Overload(
+        "ip.isCanonical", "ip_is_canonical", False, ("string",), "bool", is_canonical, parse_traversal(0, 2)
+    ),
     Overload("family", "ip_family", True, ("IP",), "int", lambda ip: 4 if ip.bits == 32 else 6, _NOMINAL),
     Overload("isUnspecified", "ip_is_unspecified", True, ("IP",), "bool", lambda ip: ip.value == 0, _NOMINAL),
     Overload("isLoopback", "ip_is_loopback", True, ("IP",), "bool", _is_loopback, _NOMINAL),

@@ -11,14 +11,14 @@ how ``==`` treats them; see ``values.DerivedQuantity``.
 from __future__ import annotations
 
 from policies.api.quantity import Quantity, QuantityError
-from policies.cel.library.cost import fixed, traversal
+from policies.cel.library.cost import fixed, parse_traversal
 from policies.cel.library.errors import CELEvalError
 from policies.cel.library.overload import Overload
 from policies.cel.library.values import DerivedQuantity
 
 Q = "Quantity"
 _NOMINAL = fixed(1)
-_PARSE = traversal(0)
+_PARSE = parse_traversal(0)
 
 
 def quantity(text: str) -> Quantity:

@@ -9,7 +9,7 @@ reinterpreted as int64, as Go's ``types.Int(v.Major)`` does.
 
 from __future__ import annotations
 
-from policies.cel.library.cost import fixed, traversal
+from policies.cel.library.cost import fixed, parse_traversal
 from policies.cel.library.errors import CELEvalError
 from policies.cel.library.gofmt import go_quote
 from policies.cel.library.overload import Overload
@@ -107,7 +107,7 @@ def _as_int64(value: int) -> int:
 
 S = "Semver"
 _NOMINAL = fixed(1)
-_PARSE = traversal(0)
+_PARSE = parse_traversal(0)
 
 OVERLOADS: tuple[Overload, ...] = (
     Overload("semver", "string_to_semver", False, ("string",), S, semver, _PARSE),

@@ -325,7 +325,8 @@ def query(u: URL) -> dict[str, list[str]]:
 _NOMINAL = fixed(1)
 OVERLOADS: tuple[Overload, ...] = (
     Overload("url", "string_to_url", False, ("string",), "URL", url, traversal(0)),
-    Overload("isURL", "is_url_string", False, ("string",), "bool", is_url, traversal(0)),
+    # isURL is in neither list of the Kubernetes estimator: cel-go's default 1 both ways.
+    Overload("isURL", "is_url_string", False, ("string",), "bool", is_url, _NOMINAL),
     Overload("getScheme", "url_get_scheme", True, ("URL",), "string", lambda u: u.scheme, _NOMINAL),
     Overload("getHost", "url_get_host", True, ("URL",), "string", lambda u: u.host, _NOMINAL),
     Overload(

@@ -95,3 +95,14 @@ def test_name_format_messages() -> None:
     assert not validate(FORMATS["labelValue"], "").has_value()
     assert validate(FORMATS["uuid"], "123").value() == ["does not match the UUID format"]
     assert validate(FORMATS["byte"], "a").value() == ["invalid base64"]
+
+
+def test_global_parsers_estimate_one_but_charge_the_traversal_at_run_time() -> None:
+    """cost.go prices quantity()/semver()/cidr()/ip()... only when called on a target."""
+    by_id = {o.overload_id: o for o in OVERLOADS}
+    text = "1" * 95
+    for overload_id in ("string_to_quantity", "string_to_semver", "string_to_cidr", "string_to_ip", "is_ip"):
+        assert by_id[overload_id].cost.worst_case([1000]) == 1, overload_id
+        assert by_id[overload_id].cost.actual([text], None) == 10, overload_id
+    assert by_id["ip_is_canonical"].cost.actual([text], None) == 19
+    assert by_id["string_to_url"].cost.worst_case([1000]) == 100  # url() is priced by its argument

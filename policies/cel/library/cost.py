@@ -126,7 +126,9 @@ def parse_traversal(index: int, factor: float = 1.0) -> CostRule:
 
 def _traversal_cost(value: Any) -> int:
     """k8s ``traversalCost``: strings by length (truncated), containers by their contents."""
-    if isinstance(value, str | bytes):
+    if isinstance(value, str):  # Go's len(): UTF-8 bytes, unlike Size() which counts runes
+        return int(len(value.encode("utf-8")) * STRING_TRAVERSAL_FACTOR)
+    if isinstance(value, bytes):
         return int(len(value) * STRING_TRAVERSAL_FACTOR)
     if isinstance(value, list | tuple):
         return sum(_traversal_cost(item) for item in value)

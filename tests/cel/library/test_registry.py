@@ -106,3 +106,10 @@ def test_global_parsers_estimate_one_but_charge_the_traversal_at_run_time() -> N
         assert by_id[overload_id].cost.actual([text], None) == 10, overload_id
     assert by_id["ip_is_canonical"].cost.actual([text], None) == 19
     assert by_id["string_to_url"].cost.worst_case([1000]) == 100  # url() is priced by its argument
+
+
+def test_list_scan_counts_string_bytes_and_truncates() -> None:
+    by_id = {o.overload_id: o for o in OVERLOADS}
+    # traversalCost: uint64(len(bytes) x 0.1) per string -- "é" x 10 is 20 bytes -> 2, "abc" -> 0.
+    assert by_id["list_string_is_sorted_bool"].cost.actual([["\u00e9" * 10, "abc"]], True) == 2
+    assert by_id["string_index_of_string"].cost.actual(["\u00e9" * 10, "x"], -1) == 2

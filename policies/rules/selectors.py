@@ -1,0 +1,374 @@
+"""Rule ``selectors``: CEL selectors that do not compile, match nothing, fail, or misspell a name.
+
+A selector that does not compile is denied with its field path and column (compiled in the API
+server's "new expressions" environment, as upstream ``validateCELExpression`` in
+``pkg/apis/resource/validation/validation.go`` does). Everything else is a warning, because the
+cluster may change: each new selector is evaluated against the snapshot's devices in the "stored
+expressions" environment the scheduler uses, combined like the allocator combines them (a
+request's selectors only see the devices its class selects, dra-reference 4.8), and the rule warns
+when it matches no device, fails on some devices (a runtime error aborts the pod's scheduling,
+dra-reference 3.2) or reads an attribute or capacity that no device publishes (a misspelled name
+silently matches nothing).
+
+Ratcheting: on UPDATE, expressions that the old object already had are neither denied nor
+evaluated again, like upstream's stored-expression check, so objects written before a stricter
+environment stay updatable and unrelated updates do not repeat old warnings.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from policies.api.base import TypedObject
+from policies.api.resource import (
+    DeviceClaim,
+    DeviceClass,
+    DeviceSelector,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
+from policies.cel import (
+    CompileError,
+    DeviceBinding,
+    Environment,
+    EvalError,
+    Program,
+    SelectorCache,
+    compile_expression,
+)
+from policies.config import SelectorsConfig
+from policies.rules.common import LISTED, a_few, object_key
+from policies.rules.engine import Context, Finding, Request, RuleUnavailable
+from policies.snapshot import Snapshot
+from policies.validation.cel import NEW_EXPRESSIONS
+
+STORED_EXPRESSIONS = Environment(kind="stored")
+_KINDS = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate")
+
+
+@dataclass(frozen=True)
+class Selector:
+    """One CEL expression and the field path it was written at."""
+
+    path: str
+    expression: str
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a set of selectors narrows down: a class (``class_name`` empty) or one (sub)request."""
+
+    path: str
+    class_name: str
+    selectors: tuple[Selector, ...]
+
+
+# --- where the selectors are -------------------------------------------------------------------
+
+
+def _selectors(path: str, selectors: Sequence[DeviceSelector] | None) -> tuple[Selector, ...]:
+    # A selector without `cel` is the API server's to reject ("Required value"); nothing to check.
+    return tuple(
+        Selector(f"{path}.selectors[{i}].cel.expression", s.cel.expression)
+        for i, s in enumerate(selectors or ())
+        if s.cel is not None
+    )
+
+
+def _claim_targets(path: str, devices: DeviceClaim) -> Iterator[Target]:
+    for i, request in enumerate(devices.requests or ()):
+        if request.exactly is not None:
+            at = f"{path}.requests[{i}].exactly"
+            yield Target(at, request.exactly.device_class_name, _selectors(at, request.exactly.selectors))
+        for j, sub in enumerate(request.first_available or ()):
+            at = f"{path}.requests[{i}].firstAvailable[{j}]"
+            yield Target(at, sub.device_class_name, _selectors(at, sub.selectors))
+
+
+def targets(obj: TypedObject) -> tuple[Target, ...]:
+    """The selector groups of a DeviceClass, ResourceClaim or ResourceClaimTemplate."""
+    if isinstance(obj, DeviceClass):
+        return (Target("spec", "", _selectors("spec", obj.spec.selectors)),)
+    if isinstance(obj, ResourceClaim):
+        return tuple(_claim_targets("spec.devices", obj.spec.devices))
+    if isinstance(obj, ResourceClaimTemplate):
+        return tuple(_claim_targets("spec.spec.devices", obj.spec.spec.devices))
+    return ()
+
+
+def _expressions(obj: TypedObject | None) -> frozenset[str]:
+    if obj is None:
+        return frozenset()
+    return frozenset(s.expression for t in targets(obj) for s in t.selectors)
+
+
+# --- the devices of the cluster ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """The devices of the current pool generations, and the attribute/capacity names published
+    per domain (``{"gpu.example.com": {"model", ...}}``), for the misspelling check."""
+
+    devices: tuple[DeviceBinding, ...]
+    drivers: frozenset[str]
+    names: Mapping[str, Mapping[str, frozenset[str]]]
+
+
+def current_slices(slices: Iterable[ResourceSlice]) -> list[ResourceSlice]:
+    """Slices of the highest generation of each pool: older ones are being replaced (dra-reference 1.3)."""
+    slices = list(slices)
+    newest: dict[tuple[str, str], int] = {}
+    for s in slices:
+        key = (s.spec.driver, s.spec.pool.name)
+        newest[key] = max(newest.get(key, s.spec.pool.generation), s.spec.pool.generation)
+    return [s for s in slices if s.spec.pool.generation == newest[(s.spec.driver, s.spec.pool.name)]]
+
+
+def _published(devices: Sequence[DeviceBinding]) -> dict[str, dict[str, frozenset[str]]]:
+    names: dict[str, dict[str, set[str]]] = {"attribute": {}, "capacity": {}}
+    for device in devices:
+        for kind, maps in (("attribute", device.attributes), ("capacity", device.capacity)):
+            for domain, values in maps.items():
+                names[kind].setdefault(domain, set()).update(values)
+    return {kind: {d: frozenset(ids) for d, ids in by_domain.items()} for kind, by_domain in names.items()}
+
+
+# --- evaluation ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one selector did to a set of devices."""
+
+    total: int
+    matched: tuple[DeviceBinding, ...]
+    errors: tuple[tuple[str, str], ...]
+
+
+# The stop-gap until policies.cel reports the names a program reads from its AST (asked for in
+# /work/helpers/cel-notes.md): the plain forms `device.attributes["d"].id`, `.?id`, `["id"]`,
+# `[?"id"]` and `"id" in device.attributes["d"]`. Names read through cel.bind or a comprehension
+# variable are not seen, so the check can miss a misspelling but never invents one.
+_QUOTED = r"""(?P<q{n}>['"])(?P<{name}>[^'"\\]*)(?P=q{n})"""
+_MAP = r"device\s*\.\s*(?P<kind>attributes|capacity)\s*\[\s*" + _QUOTED.format(n=1, name="domain") + r"\s*\]"
+_READ = re.compile(
+    _MAP
+    + r"\s*(?:\.\s*\??\s*(?P<field>[A-Za-z_][A-Za-z0-9_]*)\b(?!\s*\()"
+    + r"|\[\s*\??\s*" + _QUOTED.format(n=2, name="key") + r"\s*\])"
+)
+_TESTED = re.compile(_QUOTED.format(n=0, name="ident") + r"\s+in\s+" + _MAP)
+_KIND = {"attributes": "attribute", "capacity": "capacity"}
+
+
+def names_read(expression: str) -> list[tuple[str, str, str]]:
+    """``(kind, domain, id)`` of the attributes (kind ``attribute``) and capacities an expression reads."""
+    found: list[tuple[str, str, str]] = []
+    for match in _READ.finditer(expression):
+        found.append((_KIND[match["kind"]], match["domain"], match["field"] or match["key"]))
+    for match in _TESTED.finditer(expression):
+        found.append((_KIND[match["kind"]], match["domain"], match["ident"]))
+    return list(dict.fromkeys(found))
+
+
+def _closest(word: str, choices: Iterable[str]) -> str | None:
+    found = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+# --- the rule ------------------------------------------------------------------------------------
+
+
+class SelectorsRule:
+    """Deny selectors that do not compile; warn about the ones that will not select what was meant."""
+
+    name = "selectors"
+    mutating = False
+
+    def __init__(self) -> None:
+        self._cache = SelectorCache(STORED_EXPRESSIONS)
+        self._inventory: tuple[Snapshot, Inventory] | None = None
+
+    def applies(self, request: Request, ctx: Context) -> bool:
+        return (
+            request.kind in _KINDS
+            and request.operation in ("CREATE", "UPDATE")
+            and not request.sub_resource
+            and request.obj is not None
+        )
+
+    def check(self, request: Request, ctx: Context) -> Sequence[Finding]:
+        assert request.obj is not None
+        where = f"{request.kind} {object_key(request.obj)}"
+        stored = _expressions(request.old) if request.operation == "UPDATE" else frozenset()
+        new = [
+            t for t in targets(request.obj)
+            if request.operation == "CREATE" or any(s.expression not in stored for s in t.selectors)
+        ]
+        denials = [d for t in new for s in t.selectors if s.expression not in stored
+                   for d in _compile_error(where, s)]
+        if denials or not new:
+            return denials
+        if not ctx.snapshot_fresh:
+            raise RuleUnavailable("the cluster snapshot is stale: selectors not checked against devices")
+        inventory = self._inventory_of(ctx.snapshot)
+        settings = ctx.config.rules.selectors
+        return [
+            f for t in new for f in self._check_target(where, t, stored, inventory, ctx.snapshot, settings)
+        ]
+
+    def _inventory_of(self, snapshot: Snapshot) -> Inventory:
+        """The snapshot's devices, bound once per snapshot (and once per slice generation overall)."""
+        if self._inventory is not None and self._inventory[0] is snapshot:
+            return self._inventory[1]
+        devices = tuple(
+            self._cache.bind(s.spec.driver, s.spec.pool.name, device, s.metadata.generation)
+            for s in current_slices(snapshot.slices)
+            for device in s.spec.devices or ()
+        )
+        inventory = Inventory(devices, frozenset(d.driver for d in devices), _published(devices))
+        self._inventory = (snapshot, inventory)
+        return inventory
+
+    def _check_target(
+        self,
+        where: str,
+        target: Target,
+        stored: frozenset[str],
+        inventory: Inventory,
+        snapshot: Snapshot,
+        settings: SelectorsConfig,
+    ) -> list[Finding]:
+        new = [s for s in target.selectors if s.expression not in stored]
+        findings: list[Finding] = []
+        if settings.warn_unknown_attributes and inventory.devices:
+            findings += [f for s in new for f in _unknown_names(where, s, inventory)]
+        scope = self._scope(where, target, inventory, snapshot, settings)
+        if isinstance(scope, list):
+            return findings + scope
+        candidates, scope_name = scope
+        programs = _programs(target.selectors)
+        outcomes = {s: self._outcome(p, candidates) for s, p in programs.items()}
+        for selector in new:
+            if selector in outcomes:
+                findings += _outcome_findings(where, selector, outcomes[selector], scope_name, settings)
+        if (
+            settings.warn_no_match
+            and len(programs) > 1
+            and all(o.matched for o in outcomes.values())
+            and not any(self._all_match(programs, d) for d in candidates)
+        ):
+            findings.append(_warn(where, f"{target.path}.selectors match none of the {len(candidates)} "
+                                  f"{scope_name} together, although each of them matches some"))
+        return findings
+
+    def _scope(
+        self, where: str, target: Target, inventory: Inventory, snapshot: Snapshot, settings: SelectorsConfig
+    ) -> tuple[tuple[DeviceBinding, ...], str] | list[Finding]:
+        """The devices a target's selectors choose from, and how to name them; or, when there are
+        none to choose from (unknown class, or a class that selects nothing), the warnings to give."""
+        if not target.class_name:
+            return inventory.devices, "devices in the cluster"
+        device_class = snapshot.classes.get(target.class_name)
+        field = f'{target.path}.deviceClassName: DeviceClass "{target.class_name}"'
+        if device_class is None:
+            missing = f"{field} does not exist (yet); the request cannot be allocated until it does"
+            return [_warn(where, missing)]
+        programs = _programs(_selectors("spec", device_class.spec.selectors))
+        candidates = tuple(d for d in inventory.devices if self._all_match(programs, d))
+        if not candidates:
+            if not settings.warn_no_match:
+                return []
+            total = len(inventory.devices)
+            return [_warn(where, f"{field} selects none of the {total} devices in the cluster")]
+        return candidates, f'devices of DeviceClass "{target.class_name}"'
+
+    def _outcome(self, program: Program, devices: Sequence[DeviceBinding]) -> Outcome:
+        matched: list[DeviceBinding] = []
+        errors: list[tuple[str, str]] = []
+        for device in devices:
+            try:
+                if self._cache.matches(program, device):
+                    matched.append(device)
+            except EvalError as err:
+                errors.append((device.device_id, err.message))
+        return Outcome(len(devices), tuple(matched), tuple(errors))
+
+    def _all_match(self, programs: Mapping[Selector, Program], device: DeviceBinding) -> bool:
+        """The allocator's verdict for a device: every selector true; an error counts as no."""
+        try:
+            return all(self._cache.matches(p, device) for p in programs.values())
+        except EvalError:
+            return False
+
+
+def _warn(where: str, message: str) -> Finding:
+    return Finding("warn", f"{where}: {message}")
+
+
+def _compile_error(where: str, selector: Selector) -> list[Finding]:
+    try:
+        compile_expression(selector.expression, NEW_EXPRESSIONS)
+    except CompileError as err:
+        at = f" at column {err.column}" if err.column is not None else ""
+        return [Finding("deny", f"{where}: {selector.path}: invalid CEL expression{at}: {err.message}")]
+    return []
+
+
+def _programs(selectors: Sequence[Selector]) -> dict[Selector, Program]:
+    """Selectors compiled as the scheduler compiles stored ones; one that does not compile there is
+    left out (it was denied when written, or predates this environment)."""
+    programs: dict[Selector, Program] = {}
+    for selector in selectors:
+        try:
+            programs[selector] = compile_expression(selector.expression, STORED_EXPRESSIONS)
+        except CompileError:
+            continue
+    return programs
+
+
+def _outcome_findings(
+    where: str, selector: Selector, outcome: Outcome, scope: str, settings: SelectorsConfig
+) -> list[Finding]:
+    findings = []
+    if outcome.errors:
+        findings.append(_warn(where, (
+            f"{selector.path} fails on {len(outcome.errors)} of the {outcome.total} {scope}, and a "
+            f"failing selector aborts scheduling of any pod whose search reaches such a device: "
+            f"{_failures(outcome.errors)}; make the expression safe for every device "
+            "(guard optional names with has() or \"name\" in ...)"
+        )))
+    if settings.warn_no_match and not outcome.matched and len(outcome.errors) < outcome.total:
+        findings.append(_warn(where, f"{selector.path} matches none of the {outcome.total} {scope}"))
+    return findings
+
+
+def _failures(errors: Sequence[tuple[str, str]]) -> str:
+    """``<why> on <devices>``, grouped by reason: most often every device fails the same way."""
+    by_reason: dict[str, list[str]] = {}
+    for device, reason in errors:
+        by_reason.setdefault(reason, []).append(device)
+    return "; ".join(f"{reason} on {a_few(devices)}" for reason, devices in list(by_reason.items())[:LISTED])
+
+
+def _unknown_names(where: str, selector: Selector, inventory: Inventory) -> list[Finding]:
+    findings = []
+    for kind, domain, ident in names_read(selector.expression):
+        published = inventory.names[kind]
+        if ident in published.get(domain, ()):
+            continue
+        if domain in published:
+            guess = _closest(ident, published[domain])
+            suggestion = f"{domain}/{guess}" if guess else None
+        else:
+            guess = _closest(domain, published)
+            suggestion = f"{guess}/{ident}" if guess else None
+        owner = f"of driver {domain}" if domain in inventory.drivers else "in the cluster"
+        hint = f'; did you mean "{suggestion}"?' if suggestion else ""
+        findings.append(_warn(where, f'{selector.path} reads {kind} "{domain}/{ident}", which no device '
+                              f"{owner} publishes{hint}"))
+    return findings

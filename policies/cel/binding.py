@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from policies.cel.environment import DEFAULT_ENVIRONMENT, Environment
+from policies.cel.library import CELEvalError, Semver
+from policies.cel.library.semver import parse_semver
 
 if TYPE_CHECKING:
     from policies.api.resource import Device, DeviceAttribute
@@ -63,9 +65,11 @@ def _attribute_value(attribute: DeviceAttribute, list_types: bool) -> Any:
     raise ValueError("unsupported attribute value")
 
 
-def _semver(text: str) -> Any:
-    # Placeholder until the Semver type of policies.cel.library lands: keep the text.
-    return text
+def _semver(text: str) -> Semver:
+    try:
+        return parse_semver(text)
+    except CELEvalError as exc:
+        raise ValueError(f"parse semantic version: {exc}") from None
 
 
 def bind_device(
@@ -85,7 +89,7 @@ def bind_device(
     capacity: dict[str, dict[str, Any]] = {}
     for name, cap in (device.capacity or {}).items():
         domain, ident = split_qualified_name(name, driver)
-        capacity.setdefault(domain, {})[ident] = str(cap.value)  # placeholder: tagged Quantity later
+        capacity.setdefault(domain, {})[ident] = cap.value
     return DeviceBinding(
         driver=driver,
         name=device.name,

@@ -1,59 +1,139 @@
-"""Compiling selectors once and evaluating them against device bindings."""
+"""Compiling selectors once and evaluating them against device bindings.
+
+``compile_expression`` runs draguard's front end (parser, type checker and validators, cost
+estimator) and caches the result by (expression, environment), like upstream's ``cel.Cache``. The
+engine programs are lowered lazily, per engine, on first evaluation.
+
+``Program.matches`` memoises results by *projection*: the values of exactly the device paths the
+expression reads (plus the conversion error every evaluation on a broken device reports). A CEL
+expression is a pure function of its inputs, so two devices that agree on those values get the
+same answer; across a cluster of identical GPUs most evaluations become one dictionary lookup.
+"""
 
 from __future__ import annotations
 
-import logging
-import re
+import datetime
 from collections import OrderedDict
+from functools import cached_property
 from typing import Any
 
-import cel as rust_cel
-
+from policies.api.quantity import Quantity
 from policies.cel.binding import DeviceBinding
+from policies.cel.checker import Checked, check
+from policies.cel.cost import Estimate, estimate
+from policies.cel.engines import COST_LIMIT, ENGINES, MISSING, Runner, UnitError, input_value
 from policies.cel.environment import DEFAULT_ENVIRONMENT, Environment
 from policies.cel.errors import CompileError, EvalError
+from policies.cel.library import Semver, cel_type_name
+from policies.cel.lower import Input, Plan, lower
+from policies.cel.parser import check_depth, parse
 
-# CELSelectorExpressionMaxLength (resource/v1/types.go); the Rust parser also crashes the process
-# on very deep input, so the limit is enforced before any parsing.
+# CELSelectorExpressionMaxLength (resource/v1/types.go). Checked before parsing: besides being
+# the API limit, very large inputs would crash the Rust engine's parser.
 MAX_EXPRESSION_LENGTH = 10 * 1024
-# CELSelectorExpressionMaxCost (resource/v1/types.go).
-MAX_COST = 1_000_000
+# CELSelectorExpressionMaxCost (resource/v1/types.go): the estimate limit for new selectors and
+# the runtime limit for every evaluation.
+MAX_COST = COST_LIMIT
+# Results memoised per program, by projection; cleared when full (bounded memory).
+MEMO_SIZE = 65_536
 
-# The Rust engine logs every failing Python callback at WARNING; a failing callback is an ordinary
-# CEL runtime error here, reported through EvalError.
-logging.getLogger("cel").disabled = True
+_MISSING_KEY = ("\x00missing",)
 
-_POSITION = re.compile(r"<input>:(\d+):(\d+)")
+
+def _memo_key(value: Any) -> Any:
+    """A hashable key that tells apart every value CEL can tell apart (True vs 1, 1 vs 1.0,
+    1536Mi vs 1.5Gi, 1.0.0+a vs 1.0.0+b through its string)."""
+    kind = type(value)
+    if kind is str:
+        return value
+    if kind in (bool, int, float):
+        return (kind, value)
+    if kind is list:
+        return (list, tuple(_memo_key(v) for v in value))
+    if kind is dict:
+        return (dict, tuple((k, _memo_key(v)) for k, v in value.items()))
+    if isinstance(value, Quantity):
+        return (Quantity, value.__reduce__()[1])
+    if isinstance(value, Semver):
+        return (Semver, str(value))
+    return (kind, repr(value))
 
 
 class Program:
-    """A compiled selector: evaluate it with ``matches(binding)``."""
+    """A compiled selector. ``estimated_cost`` is the worst-case cost (cel-go's estimator)."""
 
-    def __init__(self, expression: str, env: Environment, compiled: Any, estimated_cost: int) -> None:
+    def __init__(self, expression: str, env: Environment, checked: Checked, cost: Estimate) -> None:
         self.expression = expression
         self.env = env
-        self.estimated_cost = estimated_cost
-        self._compiled = compiled
+        self.checked = checked
+        self.cost = cost
+        self.estimated_cost = cost.max
+        # Estimates over the limit mean evaluations must account for cost as they go.
+        self.guarded = cost.max > MAX_COST
+        self._memo: dict[tuple[Any, ...], bool | str] = {}
+
+    def __repr__(self) -> str:
+        return f"Program({self.expression!r}, cost={self.estimated_cost})"
+
+    @cached_property
+    def plan(self) -> Plan:
+        return lower(self.checked, self.cost, ENGINES[self.env.engine]().caps, MAX_COST)
+
+    @cached_property
+    def device_inputs(self) -> tuple[Input, ...]:
+        """The inputs read from the device (constants are the same for every device)."""
+        return tuple(inp for inp in self.plan.inputs.values() if inp.kind != "const")
+
+    @cached_property
+    def runner(self) -> Runner:
+        return Runner(self.plan, ENGINES[self.env.engine]())
+
+    def projection(self, device: DeviceBinding) -> tuple[Any, ...]:
+        """The values of the device paths this program reads, as a memo key."""
+        out = []
+        for inp in self.device_inputs:
+            value = input_value(inp, device)
+            out.append(_MISSING_KEY if value is MISSING else _memo_key(value))
+        return tuple(out)
 
     def matches(self, device: DeviceBinding) -> bool:
-        """True if the selector accepts the device; EvalError names the device on failure."""
+        """True if the selector accepts the device; EvalError (naming the device) otherwise."""
         if device.error:
             raise EvalError(device.error, device.device_id)
-        variables = {
-            "device": {
-                "driver": device.driver,
-                "attributes": device.attributes,
-                "capacity": device.capacity,
-                "allowMultipleAllocations": device.allow_multiple_allocations,
-            }
-        }
+        key = self.projection(device)
+        found = self._memo.get(key)
+        if found is None:
+            found = self._evaluate(device)
+            if len(self._memo) >= MEMO_SIZE:
+                self._memo.clear()
+            self._memo[key] = found
+        if isinstance(found, str):
+            raise EvalError(found, device.device_id)
+        return found
+
+    def evaluate(self, device: DeviceBinding) -> Any:
+        """The raw result value (no memo, no bool conversion); raises EvalError."""
+        if device.error:
+            raise EvalError(device.error, device.device_id)
         try:
-            result = self._compiled.execute(variables)
-        except Exception as exc:
-            raise EvalError(str(exc), device.device_id) from None
-        if not isinstance(result, bool):
-            raise EvalError(f"CEL result of type {type(result).__name__} could not be converted to bool")
-        return result
+            return self.runner.evaluate(device)
+        except UnitError as exc:
+            raise EvalError(exc.message, device.device_id) from None
+
+    def _evaluate(self, device: DeviceBinding) -> bool | str:
+        try:
+            value = self.runner.evaluate(device)
+        except UnitError as exc:
+            return exc.message
+        if isinstance(value, bool):
+            return value
+        return f"CEL result of type {_type_name(value)} could not be converted to bool"
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, datetime.datetime | datetime.timedelta):
+        return "google.protobuf." + ("Timestamp" if isinstance(value, datetime.datetime) else "Duration")
+    return cel_type_name(value)
 
 
 _CACHE: OrderedDict[tuple[str, Environment], Program] = OrderedDict()
@@ -67,15 +147,13 @@ def compile_expression(expression: str, env: Environment = DEFAULT_ENVIRONMENT) 
     if program is not None:
         _CACHE.move_to_end(key)
         return program
-    if len(expression.encode()) > MAX_EXPRESSION_LENGTH:
-        raise CompileError(f"expression too long: must have at most {MAX_EXPRESSION_LENGTH} bytes")
-    try:
-        compiled = rust_cel.compile(expression)
-    except ValueError as exc:
-        found = _POSITION.search(str(exc))
-        column = int(found.group(2)) if found else None
-        raise CompileError(f"compilation failed: {exc}", column) from None
-    program = Program(expression, env, compiled, 0)
+    size = len(expression.encode())
+    if size > MAX_EXPRESSION_LENGTH:
+        raise CompileError(f"must have at most {MAX_EXPRESSION_LENGTH} bytes, got {size}")
+    root = parse(expression)
+    check_depth(expression, root)
+    checked = check(root, expression, env)
+    program = Program(expression, env, checked, estimate(checked))
     _CACHE[key] = program
     if len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)

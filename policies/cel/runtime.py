@@ -1,0 +1,164 @@
+"""Standard CEL operations whose engine-native versions differ from cel-go, over plain Python values.
+
+The lowering calls these instead of the engine's operator wherever the static types allow a
+difference: equality and membership on values that may be Kubernetes objects (``Semver ==
+string`` is an error in cel-go, Quantity equality is by value), ordering with doubles or dynamic
+operands (NaN cannot be ordered), ``size()`` of strings (code points, not bytes), map access with
+numeric keys of another type, conversions the engines lack or print differently, ``matches`` (RE2),
+optional-typed access, and the map insert of the two-variable comprehension macros.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from policies.cel.conversions import convert
+from policies.cel.library import CELEvalError, Optional, UInt, cel_compare, cel_contains, cel_equals, matches
+from policies.cel.library.equality import map_lookup
+
+NO_SUCH_OVERLOAD = "no such overload"
+
+
+def eq(a: Any, b: Any) -> bool:
+    return cel_equals(a, b)
+
+
+def ne(a: Any, b: Any) -> bool:
+    return not cel_equals(a, b)
+
+
+def lt(a: Any, b: Any) -> bool:
+    return cel_compare(a, b) < 0
+
+
+def le(a: Any, b: Any) -> bool:
+    return cel_compare(a, b) <= 0
+
+
+def gt(a: Any, b: Any) -> bool:
+    return cel_compare(a, b) > 0
+
+
+def ge(a: Any, b: Any) -> bool:
+    return cel_compare(a, b) >= 0
+
+
+def in_(item: Any, container: Any) -> bool:
+    if isinstance(container, list | tuple):
+        return cel_contains(container, item)
+    if isinstance(container, Mapping):
+        return map_lookup(container, item)[0]
+    raise CELEvalError(NO_SUCH_OVERLOAD)
+
+
+def size(value: Any) -> int:
+    """cel-go size(): strings count code points (Python str length), not UTF-8 bytes."""
+    if isinstance(value, str | bytes | list | tuple | Mapping):
+        return len(value)
+    raise CELEvalError(NO_SUCH_OVERLOAD)
+
+
+def index(container: Any, key: Any) -> Any:
+    """``container[key]``: lists by integral number, maps by key with numeric keys cross-matched."""
+    if isinstance(container, list | tuple):
+        if isinstance(key, bool) or not isinstance(key, int | float):
+            raise CELEvalError(NO_SUCH_OVERLOAD)
+        if isinstance(key, float) and not key.is_integer():
+            raise CELEvalError(f"unsupported index value {key}")
+        i = int(key)
+        if not 0 <= i < len(container):
+            raise CELEvalError(f"index out of bounds: {i}")
+        return container[i]
+    if isinstance(container, Mapping):
+        found, value = map_lookup(container, key)
+        if not found:
+            raise CELEvalError(f"no such key: {key}")
+        return value
+    raise CELEvalError(NO_SUCH_OVERLOAD)
+
+
+def opt_index(container: Any, key: Any) -> Optional:
+    """``container[?key]`` and ``container.?key``: an optional, empty when the key is absent."""
+    if isinstance(container, Optional):
+        if not container.has_value():
+            return container
+        container = container.value()
+    try:
+        return Optional.of(index(container, key))
+    except CELEvalError as exc:
+        if str(exc).startswith(("no such key", "index out of bounds")):
+            return Optional.none()
+        raise
+
+
+def opt_chain(container: Optional, key: Any) -> Optional:
+    """``opt.field`` / ``opt[key]`` on an optional: absent stays absent, a missing key is an error."""
+    if not container.has_value():
+        return container
+    return Optional.of(index(container.value(), key))
+
+
+def opt_list(flags: Sequence[bool], *items: Any) -> list[Any]:
+    """``[a, ?b, c]``: optional elements (flag true) are included only when they hold a value."""
+    out: list[Any] = []
+    for optional, item in zip(flags, items, strict=True):
+        if not optional:
+            out.append(item)
+        elif not isinstance(item, Optional):
+            raise CELEvalError(NO_SUCH_OVERLOAD)
+        elif item.has_value():
+            out.append(item.value())
+    return out
+
+
+def opt_map(flags: Sequence[bool], *pairs: Any) -> dict[Any, Any]:
+    """``{k: v, ?k2: v2}`` with the same rule, duplicate keys being an error as in cel-go."""
+    out: dict[Any, Any] = {}
+    for i, optional in enumerate(flags):
+        key, value = pairs[2 * i], pairs[2 * i + 1]
+        if optional:
+            if not isinstance(value, Optional):
+                raise CELEvalError(NO_SUCH_OVERLOAD)
+            if not value.has_value():
+                continue
+            value = value.value()
+        if map_lookup(out, key)[0]:
+            raise CELEvalError(f"Failed with repeated key: {key}")
+        out[key] = value
+    return out
+
+
+def map_insert(mapping: Mapping[Any, Any], key_or_entry: Any, *value: Any) -> dict[Any, Any]:
+    """cel.@mapInsert of transformMap/transformMapEntry: a new map, a duplicate key is an error."""
+    entries = dict(key_or_entry) if not value else {key_or_entry: value[0]}
+    if not value and not isinstance(key_or_entry, Mapping):
+        raise CELEvalError(NO_SUCH_OVERLOAD)
+    out = dict(mapping)
+    for key, item in entries.items():
+        if map_lookup(out, key)[0]:
+            raise CELEvalError(f"insert failed: key {key} already exists")
+        out[key] = item
+    return out
+
+
+def to_string(value: Any) -> str:
+    return convert("string", value)  # type: ignore[no-any-return]
+
+
+def to_bool(value: Any) -> bool:
+    return convert("bool", value)  # type: ignore[no-any-return]
+
+
+def to_timestamp(value: Any) -> Any:
+    return convert("timestamp", value)
+
+
+def to_uint(value: Any) -> UInt:
+    return convert("uint", value)  # type: ignore[no-any-return]
+
+
+def regex_matches(text: Any, pattern: Any) -> bool:
+    if not isinstance(text, str) or not isinstance(pattern, str):
+        raise CELEvalError(NO_SUCH_OVERLOAD)
+    return matches(text, pattern)

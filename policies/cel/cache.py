@@ -23,17 +23,23 @@ class SelectorCache:
     def __init__(self, env: Environment = DEFAULT_ENVIRONMENT, max_devices: int = 200_000) -> None:
         self.env = env
         self.max_devices = max_devices
-        self._bindings: OrderedDict[tuple[str, str, str], tuple[object, DeviceBinding]] = OrderedDict()
+        # (driver, pool, device) -> (generation, the Device object, its binding)
+        self._bindings: OrderedDict[tuple[str, str, str], tuple[int | None, Device, DeviceBinding]] = (
+            OrderedDict()
+        )
 
     def bind(self, driver: str, pool: str, device: Device, generation: int | None = None) -> DeviceBinding:
-        """The binding of a device, rebuilt only when the slice generation (or object) changed."""
+        """The binding of a device, rebuilt only when the slice changed: a different ``generation``
+        (the slice's metadata.generation) or, when the generation is unknown, a different Device
+        object (models are immutable, so a changed slice is a new object)."""
         key = (driver, pool, device.name)
-        stamp: object = generation if generation is not None else id(device)
         found = self._bindings.get(key)
-        if found is not None and found[0] == stamp:
-            return found[1]
+        if found is not None:
+            same = found[0] == generation if generation is not None else found[1] is device
+            if same:
+                return found[2]
         binding = bind_device(driver, device, self.env, pool=pool)
-        self._bindings[key] = (stamp, binding)
+        self._bindings[key] = (generation, device, binding)
         if len(self._bindings) > self.max_devices:
             self._bindings.popitem(last=False)
         return binding

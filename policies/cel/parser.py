@@ -60,7 +60,29 @@ MAX_RECURSION_DEPTH = 250
 MAX_CODE_POINTS = 100_000
 
 RESERVED_IDENTIFIERS = frozenset(
-    ["as", "break", "const", "continue", "else", "false", "for", "function", "if", "import", "in", "let", "loop", "package", "namespace", "null", "return", "true", "var", "void", "while"]
+    {
+        "as",
+        "break",
+        "const",
+        "continue",
+        "else",
+        "false",
+        "for",
+        "function",
+        "if",
+        "import",
+        "in",
+        "let",
+        "loop",
+        "package",
+        "namespace",
+        "null",
+        "return",
+        "true",
+        "var",
+        "void",
+        "while",
+    }
 )
 KEYWORDS = {"true": "TRUE", "false": "FALSE", "null": "NULL", "in": "IN"}
 

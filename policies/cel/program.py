@@ -88,6 +88,18 @@ class Program:
     def runner(self) -> Runner:
         return Runner(self.plan, ENGINES[self.env.engine]())
 
+    def names_read(self) -> tuple[tuple[str, str, str], ...]:
+        """The attribute and capacity names the expression reads by constant path, as
+        ``(kind, domain, id)`` with kind ``attribute`` or ``capacity``: every
+        ``device.attributes["d"].id`` (also ``.?id``, ``["id"]``, ``has(...)``, ``"id" in ...`` and
+        through ``cel.bind``). Names computed at run time are not listed."""
+        names = {
+            ("attribute" if inp.section == "attributes" else "capacity", inp.domain, inp.ident)
+            for inp in self.plan.inputs.values()
+            if inp.kind in ("value", "has")
+        }
+        return tuple(sorted(names))
+
     def projection(self, device: DeviceBinding) -> tuple[Any, ...]:
         """The values of the device paths this program reads, as a memo key."""
         out = []

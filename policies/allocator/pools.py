@@ -17,7 +17,6 @@ Upstream 1.36: ``GatherPools`` and ``buildPool`` in
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 from policies.allocator.capacity import nanos
 from policies.allocator.devices import DeviceInfo, SliceInfo
@@ -73,17 +72,26 @@ class Pool:
         return f"{self.driver}/{self.name}"
 
 
-@dataclass(frozen=True)
 class NodeView:
     """Everything one node sees, computed once per node and Allocator."""
 
-    node_name: str | None
-    labels: Mapping[str, str]
-    pools: tuple[Pool, ...]
-    # Devices of usable pools in search order (pool, slice, device).
-    candidates: tuple[DeviceInfo, ...]
-    # Per-device node selection: device index -> reachable from the node (or the parse error).
-    device_on_node: Mapping[int, bool | NodeSelectorError]
+    __slots__ = ("candidates", "device_on_node", "labels", "node_name", "pools")
+
+    def __init__(
+        self,
+        node_name: str | None,
+        labels: Mapping[str, str],
+        pools: list[Pool],
+        candidates: list[DeviceInfo],
+        device_on_node: dict[int, bool | NodeSelectorError],
+    ) -> None:
+        self.node_name = node_name
+        self.labels = labels
+        self.pools = pools
+        # Devices of usable pools in search order (pool, slice, device).
+        self.candidates = candidates
+        # Per-device node selection: device index -> reachable from the node (or the parse error).
+        self.device_on_node = device_on_node
 
     @property
     def any_invalid(self) -> bool:
@@ -116,12 +124,17 @@ def gather(
             pools.append(pool)
     pools.sort(key=lambda p: (p.has_binding_conditions, p.driver, p.name))
 
-    devices = [d for p in pools if p.usable for s in p.slices for d in s.devices]
+    devices: list[DeviceInfo] = []
     on_node: dict[int, bool | NodeSelectorError] = {}
-    for device in devices:
-        if device.slice.per_device:
-            on_node[device.index] = _device_on_node(device, node_name, labels)
-    return NodeView(node_name, labels, tuple(pools), tuple(devices), on_node)
+    for pool in pools:
+        if not pool.usable:
+            continue
+        for info in pool.slices:
+            devices += info.devices
+            if info.per_device:
+                for device in info.devices:
+                    on_node[device.index] = _device_on_node(device, node_name, labels)
+    return NodeView(node_name, labels, pools, devices, on_node)
 
 
 def _relevant(info: SliceInfo, node_name: str | None, labels: Mapping[str, str]) -> bool:
@@ -217,13 +230,15 @@ def _build(pool: Pool, slices: list[SliceInfo], others: list[SliceInfo], feature
     if pool.invalid_reason is None:
         pool.slices = device_slices
         pool.other_slices = others
-        pool.has_binding_conditions = any(d.has_binding_conditions for s in device_slices for d in s.devices)
+        pool.has_binding_conditions = any(
+            d.binding_conditions for s in device_slices for d in s.obj.spec.devices or ()
+        )
 
 
 def _duplicate_device(slices: list[SliceInfo]) -> str | None:
     names: set[str] = set()
     for info in slices:
-        for device in info.devices:
+        for device in info.obj.spec.devices or ():
             if device.name in names:
                 return f"duplicate device name {device.name}"
             names.add(device.name)

@@ -10,9 +10,10 @@ off until a driver pod selector is configured.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 Mode = Literal["enforce", "warn", "audit"]
@@ -52,6 +53,15 @@ class Subjects(ConfigModel):
     users: tuple[str, ...] = ()
     groups: tuple[str, ...] = ()
 
+    def include(self, username: str, groups: Iterable[str]) -> bool:
+        """Whether a request's user is one of these subjects (by name or by any group)."""
+        return username in self.users or not set(groups).isdisjoint(self.groups)
+
+    def describe(self) -> str:
+        """``users a, b; groups c`` for messages that say who may do something."""
+        named = (("users", self.users), ("groups", self.groups))
+        return "; ".join(f"{kind} {', '.join(names)}" for kind, names in named if names) or "nobody"
+
 
 class DriverIdentity(ConfigModel):
     """A DRA driver and the identities allowed to publish its ResourceSlices."""
@@ -63,11 +73,34 @@ class DriverIdentity(ConfigModel):
     # Node identities (system:node:<name>) may write slices of this driver for their own node.
     nodes: bool = False
 
+    @field_validator("service_accounts")
+    @classmethod
+    def _namespace_and_name(cls, accounts: tuple[str, ...]) -> tuple[str, ...]:
+        for account in accounts:
+            namespace, _, name = account.partition(":")
+            if not namespace or not name or ":" in name:
+                raise ValueError(f"{account!r} must be <namespace>:<name>, e.g. gpu-driver:kubelet-plugin")
+        return accounts
+
+    def usernames(self) -> frozenset[str]:
+        """The usernames the API server gives this driver's identities."""
+        return frozenset(self.users) | {f"system:serviceaccount:{sa}" for sa in self.service_accounts}
+
 
 class PersonasConfig(RuleConfig):
     mode: Mode = "warn"
     admins: Subjects = Field(default_factory=lambda: Subjects(groups=("system:masters",)))
     drivers: tuple[DriverIdentity, ...] = ()
+    # May delete any ResourceSlice: the garbage collector removes the slices of a deleted Node (its
+    # owner). Which username it has depends on kube-controller-manager's --use-service-account-credentials.
+    slice_cleaners: Subjects = Field(
+        default_factory=lambda: Subjects(
+            users=(
+                "system:kube-controller-manager",
+                "system:serviceaccount:kube-system:generic-garbage-collector",
+            )
+        )
+    )
 
 
 class LabelSelector(ConfigModel):

@@ -94,7 +94,6 @@ class DeviceInfo:
         "consumes",
         "device",
         "index",
-        "key",
         "multi",
         "no_request_consumption",
         "slice",
@@ -110,7 +109,6 @@ class DeviceInfo:
         self.uid = uid
         self.slice = slice_info
         self.device = device
-        self.key = (slice_info.driver, slice_info.pool_name, device.name)
         self.multi = bool(device.allow_multiple_allocations)
         self.taints = taints
         self.consumes: tuple[CounterUse, ...] = (
@@ -141,6 +139,11 @@ class DeviceInfo:
         if self.verdicts is _NOTHING:
             self.verdicts = {}
         self.verdicts[key] = code
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """(driver, pool, device): the device's identity."""
+        return (self.slice.driver, self.slice.pool_name, self.device.name)
 
     @property
     def name(self) -> str:

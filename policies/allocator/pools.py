@@ -99,7 +99,8 @@ class NodeView:
 
     def pool_of(self, device: DeviceInfo) -> Pool:
         """The pool a candidate device belongs to."""
-        return next(p for p in self.pools if p.driver == device.key[0] and p.name == device.key[1])
+        info = device.slice
+        return next(p for p in self.pools if p.driver == info.driver and p.name == info.pool_name)
 
 
 def gather(

@@ -111,6 +111,14 @@ class DrainConfig(RuleConfig):
     # None: the guard is inactive (draguard cannot tell driver pods apart).
     driver_pod_selector: LabelSelector | None = None
 
+    @field_validator("driver_pod_selector")
+    @classmethod
+    def _selects_something_specific(cls, selector: LabelSelector | None) -> LabelSelector | None:
+        # An empty selector matches every pod: workload pods would then block each other's eviction.
+        if selector is not None and not selector.match_labels:
+            raise ValueError("matchLabels must name the labels of the DRA driver pods, e.g. app: gpu-driver")
+        return selector
+
 
 class RulesConfig(ConfigModel):
     selectors: SelectorsConfig = Field(default_factory=SelectorsConfig)

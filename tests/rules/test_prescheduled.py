@@ -9,6 +9,7 @@ from rule_fixtures import admission, cluster, context
 
 from policies.rules.engine import RuleUnavailable, decide
 from policies.rules.prescheduled import PrescheduledRewrite, PrescheduledRule
+from policies.rules.registry import RULES
 
 ADVICE = (
     "Use a kubernetes.io/hostname node selector instead of spec.nodeName (spec.nodeSelector "
@@ -138,3 +139,17 @@ def test_bad_claim_reference_is_named() -> None:
         'pod team-a/p sets spec.nodeName node-1, which bypasses the scheduler, so nothing will allocate its '
         'devices: pod claim "odd": sets neither resourceClaimName nor resourceClaimTemplateName. '
     )
+
+
+def test_registry_runs_both_variants_from_one_config_section() -> None:
+    assert [(r.name, r.mutating) for r in RULES] == [
+        ("selectors", False), ("prescheduled", False), ("prescheduled", True),
+        ("personas", False), ("drain", False),
+    ]
+    request = admission(pod("node-2", RUNNING))
+    ctx = context(prescheduled={"mutate": True})
+    mutated = decide(request, [r for r in RULES if r.mutating], ctx)
+    validated = decide(request, [r for r in RULES if not r.mutating], ctx)
+    assert mutated.allowed and [op["op"] for op in mutated.patch] == ["remove", "add"]
+    assert validated.allowed and validated.outcomes == ()
+    assert not decide(request, [r for r in RULES if not r.mutating], context()).allowed

@@ -153,7 +153,7 @@ class Outcome:
 # The stop-gap until policies.cel reports the names a program reads from its AST (asked for in
 # /work/helpers/cel-notes.md): the plain forms `device.attributes["d"].id`, `.?id`, `["id"]`,
 # `[?"id"]` and `"id" in device.attributes["d"]`. Names read through cel.bind or a comprehension
-# variable are not seen, so the check can miss a misspelling but never invents one.
+# variable are not seen, so the check can miss a misspelling (it only warns, never denies).
 _QUOTED = r"""(?P<q{n}>['"])(?P<{name}>[^'"\\]*)(?P=q{n})"""
 _MAP = r"device\s*\.\s*(?P<kind>attributes|capacity)\s*\[\s*" + _QUOTED.format(n=1, name="domain") + r"\s*\]"
 _READ = re.compile(

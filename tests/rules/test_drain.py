@@ -127,3 +127,17 @@ def test_stale_snapshot_cannot_decide() -> None:
     stale = Context(fresh.snapshot, fresh.config, fresh.now, snapshot_fresh=False)
     with pytest.raises(RuleUnavailable, match="snapshot is stale"):
         DrainRule().check(eviction("plugin-node-1"), stale)
+
+
+def test_warn_mode_lets_the_eviction_through_with_the_reason() -> None:
+    decision = decide(eviction("plugin-node-1"), [DrainRule()], drain_context(mode="warn"))
+    assert decision.allowed
+    assert decision.warnings == (HELD.format(claims="team-a/running-job"),)
+
+
+def test_eviction_without_a_pod_name_is_not_a_driver_pod() -> None:
+    nameless = Request(
+        uid="e2", operation="CREATE", group="", version="v1", kind="Eviction", resource="pods",
+        sub_resource="eviction", namespace="gpu-driver", name="", user=ADMIN, raw={"kind": "Eviction"},
+    )
+    assert messages(nameless, drain_context()) == []

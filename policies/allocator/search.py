@@ -660,6 +660,45 @@ class Search:
             for counter, amount in counters:
                 in_set[counter] -= amount
 
+    # --- quick rejection (opt-in) ------------------------------------------------------------------
+
+    def hopeless(self) -> bool:
+        """Whether some request can never get enough devices on this node, whatever else is picked.
+
+        A device that fails a check on its own (selectors, already allocated, capacity, counters,
+        taints) fails it in every branch of the search, so counting the devices that pass tells
+        whether the search can succeed at all. The answer is the one upstream's exhaustive search
+        would reach, without its cost (but with a different step count). Whenever the search could
+        instead end in an error (a selector that fails to evaluate, an All-mode request with
+        constraints), this says False and the full search runs.
+        """
+        if any(rd.all_mode and rd.trackers for data in self.claims for alts in data.requests for rd in alts):
+            return False
+        short = False
+        for data in self.claims:
+            for alternatives in data.requests:
+                counts = [self._usable_count(rd) for rd in alternatives]
+                if any(count is None for count in counts):
+                    return False
+                if all(
+                    count is not None and count < rd.num_devices
+                    for count, rd in zip(counts, alternatives, strict=True)
+                ):
+                    short = True
+        return short
+
+    def _usable_count(self, rd: RequestData) -> int | None:
+        """Devices that pass every check on their own; None if a selector fails to evaluate."""
+        if rd.all_mode:
+            return len(rd.all_devices) if rd.all_devices else -1
+        usable = 0
+        for device in self.view.candidates:
+            code = self._static_reason(rd, device)
+            if code == Reason.SELECTOR_ERROR:
+                return None
+            usable += code == _USABLE
+        return usable
+
     # --- explanations ------------------------------------------------------------------------------
 
     def explain(self) -> Explanation:
@@ -721,9 +760,14 @@ class Search:
         if device.consumes:
             if not features.partitionable_devices:
                 return Reason.PARTITIONABLE_OFF
-            pool = self.view.pool_of(device)
+            # A shared device already in use took its counters with its first share.
+            shared_in_use = (
+                features.consumable_capacity and device.multi and device.uid in self.ctx.aggregated
+            )
             alone = {name: dict(counters) for name, counters in device.consumes}
-            if not _counters_ok(self.ctx.counters_available(pool), alone):
+            if not shared_in_use and not _counters_ok(
+                self.ctx.counters_available(self.view.pool_of(device)), alone
+            ):
                 return Reason.COUNTERS
         if features.device_taints and device.taints and _tainted(device.taints, rd.tolerations):
             return Reason.TAINTED

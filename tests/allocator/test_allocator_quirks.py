@@ -508,3 +508,26 @@ def test_allocated_devices_are_skipped_by_device_id() -> None:
         [driver_class("class-a", "driver-a")], slices, [claim("c", request("r", "class-a"))], allocated=state
     )
     assert picked(outcome) == [["r:driver-a/pool-1/device-1"]]
+
+
+def test_quirk_allow_multiple_allocations_is_visible_to_selectors_with_the_feature_off() -> None:
+    # dra-reference 4.16a: stored selectors always see device.allowMultipleAllocations.
+    slices = [
+        resource_slice(
+            "s",
+            "driver-a",
+            "pool-1",
+            [{"name": "dedicated"}, {"name": "shared", "allowMultipleAllocations": True}],
+        )
+    ]
+    multi_only = device_class("class-a", 'device.driver == "driver-a" && device.allowMultipleAllocations')
+    outcome = allocate(
+        [multi_only],
+        slices,
+        [claim("c", request("r", "class-a"))],
+        features=Features(consumable_capacity=False),
+    )
+    # Without the feature the device is allocated like any other: no shareID, no consumed capacity.
+    assert picked(outcome) == [["r:driver-a/pool-1/shared"]]
+    assert outcome.results is not None
+    assert "shareID" not in outcome.results[0].to_json()["devices"]["results"][0]

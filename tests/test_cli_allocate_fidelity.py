@@ -331,3 +331,128 @@ def test_all_nodes_devices_give_no_node_selector(tmp_path: Path, capsys: pytest.
     ]
     entry = only(run(tmp_path, capsys, docs))
     assert entry["results"] == [{"devices": {"results": [result("gpu", GPU, "shared", "s-0")]}}]
+
+
+def opaque(driver: str, **parameters: Any) -> dict[str, Any]:
+    return {"driver": driver, "parameters": parameters}
+
+
+def test_config_class_entries_first_then_claim_entries_repeated_per_named_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Allocate, "Populate configs" (1.36, dra-reference 4.16): each class contributes its config
+    # once with the names of every request using it; then claim configs in claim order: a config
+    # without requests is copied as is, a config naming requests is appended once per top-level
+    # request it names (the 1.36 duplicate quirk; 1.37's "all requests -> nil" rewrite is not in 1.36).
+    docs = [
+        node("node-1"),
+        device_class("gpu", GPU, config=[{"opaque": opaque(GPU, mode="fast")}]),
+        device_class("nic", NIC),
+        resource_slice("gpus", GPU, "node-1", ["gpu-0", "gpu-1"], nodeName="node-1"),
+        resource_slice("nics", NIC, "node-1", ["nic-0"], nodeName="node-1"),
+        claim(
+            "c",
+            request("a", "gpu"),
+            request("net", "nic"),
+            request("b", "gpu"),
+            config=[
+                {"requests": ["a", "net"], "opaque": opaque(GPU, shared=True)},
+                {"opaque": opaque(NIC, mtu=9000)},
+            ],
+        ),
+    ]
+    entry = only(run(tmp_path, capsys, docs))
+    config = entry["results"][0]["devices"]["config"]
+    both = {"source": "FromClaim", "requests": ["a", "net"], "opaque": opaque(GPU, shared=True)}
+    assert config == [
+        {"source": "FromClass", "requests": ["a", "b"], "opaque": opaque(GPU, mode="fast")},
+        both,
+        both,
+        {"source": "FromClaim", "opaque": opaque(NIC, mtu=9000)},
+    ]
+
+
+# --- DeviceTaintRules (overlaid by the scheduler's ResourceSlice tracker, dra-reference 1.4) ------------
+
+
+def taint_rule(name: str, selector: dict[str, Any] | None, effect: str = "NoSchedule") -> dict[str, Any]:
+    spec: dict[str, Any] = {"taint": {"key": "rule", "value": name, "effect": effect}}
+    if selector is not None:
+        spec["deviceSelector"] = selector
+    return {
+        "apiVersion": "resource.k8s.io/v1beta2",
+        "kind": "DeviceTaintRule",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def taint_docs(*rules: dict[str, Any], **exactly: Any) -> list[dict[str, Any]]:
+    return [
+        node("node-1"),
+        device_class("gpu", GPU),
+        device_class("nic", NIC),
+        resource_slice("gpus", GPU, "node-1", ["dev-0", "dev-1"], nodeName="node-1"),
+        resource_slice("nics", NIC, "node-1", ["dev-0"], nodeName="node-1"),
+        *rules,
+        claim("c", request("gpu", "gpu", **exactly), request("nic", "nic")),
+    ]
+
+
+def picked(entry: dict[str, Any]) -> list[str] | None:
+    """``driver/pool/device`` of every result of the only claim, or None if it did not fit."""
+    (allocation,) = entry["results"]
+    if allocation is None:
+        return None
+    return [f"{r['driver']}/{r['pool']}/{r['device']}" for r in allocation["devices"]["results"]]
+
+
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        # driver + device name: only the GPU dev-0, the NIC dev-0 of the other driver stays clean.
+        ({"driver": GPU, "device": "dev-0"}, [f"{GPU}/node-1/dev-1", f"{NIC}/node-1/dev-0"]),
+        # device name alone: both drivers' dev-0 -> the NIC request cannot be served.
+        ({"device": "dev-0"}, None),
+        # pool of another name: nothing tainted.
+        ({"pool": "node-2"}, [f"{GPU}/node-1/dev-0", f"{NIC}/node-1/dev-0"]),
+        # the empty selector matches every device.
+        ({}, None),
+        # no selector at all matches no device (DeviceTaintSelector docs: "Without a selector, no
+        # devices are matched").
+        (None, [f"{GPU}/node-1/dev-0", f"{NIC}/node-1/dev-0"]),
+    ],
+)
+def test_device_taint_rule_selectors(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    selector: dict[str, Any] | None,
+    expected: list[str] | None,
+) -> None:
+    # The scheduler's resourceslice tracker appends the rule's taint to every device the selector
+    # matches (driver, pool, device compared as exact strings, unset = any); allocateDevice then
+    # refuses untolerated NoSchedule/NoExecute taints (taintPreventsAllocation).
+    entry = only(run(tmp_path, capsys, taint_docs(taint_rule("r", selector))))
+    assert picked(entry) == expected
+    assert entry["error"] is None
+
+
+def test_device_taint_rule_with_effect_none_does_not_block(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # taintPreventsAllocation: only NoSchedule and NoExecute prevent allocation.
+    entry = only(run(tmp_path, capsys, taint_docs(taint_rule("r", {}, effect="None"))))
+    assert picked(entry) == [f"{GPU}/node-1/dev-0", f"{NIC}/node-1/dev-0"]
+
+
+def test_device_taint_rule_taint_is_tolerated_and_toleration_copied(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A GPU request tolerating key "rule" (Exists) gets the tainted dev-0; its result carries the
+    # toleration verbatim. The NIC request does not tolerate and the rule only selects the GPU driver.
+    toleration = {"key": "rule", "operator": "Exists", "effect": "NoSchedule"}
+    docs = taint_docs(taint_rule("r", {"driver": GPU}), tolerations=[toleration])
+    entry = only(run(tmp_path, capsys, docs))
+    gpu, nic = entry["results"][0]["devices"]["results"]
+    assert gpu == result("gpu", GPU, "node-1", "dev-0", tolerations=[toleration])
+    assert nic == result("nic", NIC, "node-1", "dev-0")

@@ -456,3 +456,177 @@ def test_device_taint_rule_taint_is_tolerated_and_toleration_copied(
     gpu, nic = entry["results"][0]["devices"]["results"]
     assert gpu == result("gpu", GPU, "node-1", "dev-0", tolerations=[toleration])
     assert nic == result("nic", NIC, "node-1", "dev-0")
+
+
+# --- allocated state (what the scheduler hands the allocator, dra-reference 4.2) -------------------------
+
+
+def test_admin_access_allocations_do_not_block(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # foreachAllocatedDevice (scheduler plugin, allocateddevices.go) skips results with
+    # adminAccess: true, so gpu-0 is free for a normal request.
+    holder = allocated(
+        claim("monitor", request("watch", "gpu", adminAccess=True)),
+        result("watch", GPU, "node-1", "gpu-0", adminAccess=True),
+        node_name="node-1",
+    )
+    docs = [
+        node("node-1"),
+        device_class("gpu", GPU),
+        resource_slice("s", GPU, "node-1", ["gpu-0"], nodeName="node-1"),
+        holder,
+        claim("c", request("gpu", "gpu")),
+    ]
+    assert picked(only(run(tmp_path, capsys, docs))) == [f"{GPU}/node-1/gpu-0"]
+
+
+SHARE_A = "11111111-1111-4111-8111-111111111111"
+SHARE_B = "22222222-2222-4222-8222-222222222222"
+
+
+def share_docs(wanted: str | None) -> list[dict[str, Any]]:
+    """A multi-allocatable 80Gi GPU already shared twice (30Gi + 20Gi) and a claim for ``wanted``."""
+    gpu = {"name": "gpu-0", "allowMultipleAllocations": True, "capacity": {"memory": {"value": "80Gi"}}}
+    holders = [
+        allocated(
+            claim(name, request("gpu", "gpu")),
+            result("gpu", GPU, "node-1", "gpu-0", shareID=share, consumedCapacity={"memory": amount}),
+            node_name="node-1",
+        )
+        for name, share, amount in (("one", SHARE_A, "30Gi"), ("two", SHARE_B, "20Gi"))
+    ]
+    extra = {"capacity": {"requests": {"memory": wanted}}} if wanted else {}
+    return [
+        node("node-1"),
+        device_class("gpu", GPU),
+        resource_slice("s", GPU, "node-1", [gpu], nodeName="node-1"),
+        *holders,
+        claim("c", request("gpu", "gpu", **extra)),
+    ]
+
+
+@pytest.mark.parametrize(("wanted", "fits"), [("30Gi", True), ("30721Mi", False), (None, False)])
+def test_shares_in_use_add_up_their_consumed_capacity(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], wanted: str | None, fits: bool
+) -> None:
+    # Scheduler (consumable capacity on): results with a shareID go to AllocatedSharedDeviceIDs and
+    # their consumedCapacity is summed into AggregatedCapacity (50Gi). CmpRequestOverCapacity:
+    # 50Gi + request <= 80Gi. Without a capacity request a policy-free capacity is consumed whole.
+    entry = only(run(tmp_path, capsys, share_docs(wanted)))
+    assert entry["allocated"] is fits and entry["error"] is None
+    if fits:
+        (device,) = entry["results"][0]["devices"]["results"]
+        assert device["consumedCapacity"] == {"memory": "30Gi"}
+        assert UUID_RE.match(device["shareID"])
+
+
+def test_shares_are_exclusive_allocations_without_consumable_capacity(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # foreachAllocatedDevice only treats shareID results as shares when DRAConsumableCapacity is
+    # on; otherwise the device goes to AllocatedDevices, and allocateDevice ignores
+    # allowMultipleAllocations with the feature off: gpu-0 is simply in use.
+    features = "adminAccess,prioritizedList,partitionableDevices,deviceTaints,deviceBindingAndStatus"
+    entry = only(run(tmp_path, capsys, share_docs(None), "--features", features))
+    assert entry["allocated"] is False and entry["error"] is None
+
+
+# --- the dry-run layer (scheduler PreFilter/Filter around the allocator, dra-reference 4.18) -------------
+
+
+def pod(name: str, *claims: dict[str, Any], statuses: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "uid": "0a0a0a0a-0000-4000-8000-000000000001"},
+        "spec": {"containers": [{"name": "app", "image": "app"}], "resourceClaims": list(claims)},
+    }
+    if statuses is not None:
+        body["status"] = {"resourceClaimStatuses": statuses}
+    return body
+
+
+def template(name: str, *requests: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": V1,
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"spec": {"devices": {"requests": list(requests)}}},
+    }
+
+
+def pod_docs() -> list[dict[str, Any]]:
+    """node-2 before node-1; the pod uses a claim already allocated on node-2 plus a template."""
+    existing = allocated(
+        claim("shared", request("gpu", "gpu")), result("gpu", GPU, "node-2", "gpu-0"), node_name="node-2"
+    )
+    return [
+        node("node-2"),
+        node("node-1"),
+        device_class("gpu", GPU),
+        resource_slice("n1", GPU, "node-1", ["gpu-0"], nodeName="node-1"),
+        resource_slice("n2", GPU, "node-2", ["gpu-0", "gpu-1"], nodeName="node-2"),
+        existing,
+        template("one-gpu", request("gpu", "gpu")),
+        claim("unrelated", request("gpu", "gpu", count=2)),
+        pod(
+            "app",
+            {"name": "mine", "resourceClaimTemplateName": "one-gpu"},
+            {"name": "data", "resourceClaimName": "shared"},
+        ),
+    ]
+
+
+def test_pod_claims_in_pod_order_nodes_in_input_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # PreFilter: the pod's claims in spec.resourceClaims order, the template instantiated; Filter per
+    # node: the allocated claim's nodeSelector must match (node-1 fails, not an error), the rest goes
+    # through the allocator, which sees node-2/gpu-0 as in use. The claim "unrelated" is not the
+    # pod's and is not allocated here.
+    doc = run(tmp_path, capsys, pod_docs())
+    on_node2, on_node1 = doc["nodes"]
+    assert on_node2["node"] == "node-2" and on_node1["node"] == "node-1"
+    assert on_node1["allocated"] is False and on_node1["error"] is None
+    assert on_node1["results"] == [None, None]
+    assert on_node2["allocated"] is True and on_node2["error"] is None
+    mine, data = on_node2["results"]
+    assert mine == {
+        "devices": {"results": [result("gpu", GPU, "node-2", "gpu-1")]},
+        "nodeSelector": pinned("node-2"),
+    }
+    assert data == {
+        "devices": {"results": [result("gpu", GPU, "node-2", "gpu-0")]},
+        "nodeSelector": pinned("node-2"),
+    }
+
+
+def test_without_pod_unallocated_claims_in_file_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue text: the claims to allocate are the unallocated ResourceClaims in file order; the
+    # allocator walks them in that order, so "second" (first in the file) gets gpu-0.
+    docs = [
+        node("node-1"),
+        device_class("gpu", GPU),
+        resource_slice("s", GPU, "node-1", ["gpu-0", "gpu-1"], nodeName="node-1"),
+        claim("second", request("gpu", "gpu")),
+        allocated(claim("done", request("gpu", "gpu")), result("gpu", GPU, "node-1", "gpu-9")),
+        claim("first", request("gpu", "gpu")),
+    ]
+    entry = only(run(tmp_path, capsys, docs))
+    assert [r["devices"]["results"][0]["device"] for r in entry["results"]] == ["gpu-0", "gpu-1"]
+
+
+def test_unknown_class_is_an_error_on_every_node(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # validateDeviceRequest: classLister.Get fails -> Allocate returns an error (not "does not fit").
+    docs = [
+        node("node-1"),
+        node("node-2"),
+        device_class("gpu", GPU),
+        resource_slice("s", GPU, "node-1", ["gpu-0"], nodeName="node-1"),
+        claim("c", request("gpu", "no-such-class")),
+    ]
+    doc = run(tmp_path, capsys, docs)
+    for entry in doc["nodes"]:
+        assert entry["allocated"] is False and entry["results"] == [None]
+        assert "could not retrieve device class no-such-class" in entry["error"]

@@ -109,7 +109,7 @@ def claims_to_allocate(snapshot: Snapshot, pod: Pod | None) -> list[ResourceClai
     return [c for c in snapshot.claims.values() if not _is_allocated(c)]
 
 
-def _allocated_claim_problem(claim: ResourceClaim, node: Node, pod: Pod | None) -> str | None:
+def allocated_claim_problem(claim: ResourceClaim, node: Node, pod: Pod | None) -> str | None:
     """Why an already-allocated claim cannot be used on ``node``, or None if it can."""
     assert claim.status is not None and claim.status.allocation is not None
     selector = claim.status.allocation.node_selector
@@ -152,7 +152,7 @@ class DryRun:
 
     def on_node(self, node: Node) -> NodeAnswer:
         for claim in self.claims:
-            if _is_allocated(claim) and (problem := _allocated_claim_problem(claim, node, self.pod)):
+            if _is_allocated(claim) and (problem := allocated_claim_problem(claim, node, self.pod)):
                 return NodeAnswer(node.name, False, (None,) * len(self.claims), reason=problem)
         outcome = self.allocator.allocate(node, self.pending)
         explanation = outcome.explanation.to_json() if outcome.explanation is not None else None

@@ -21,7 +21,7 @@ from typing import Any
 
 from policies.api.base import ObjectMeta
 from policies.api.core import Node, Pod, PodResourceClaim
-from policies.dryrun import _allocated_claim_problem
+from policies.dryrun import allocated_claim_problem
 from policies.rules.common import object_key
 from policies.rules.engine import Context, Finding, Request, RuleUnavailable
 from policies.snapshot import Snapshot
@@ -74,7 +74,7 @@ def _claim_problem(pod: Pod, ref: PodResourceClaim, snapshot: Snapshot, node: No
         return f"claim {pod.namespace}/{ref.resource_claim_name} does not exist"
     if claim.status is None or claim.status.allocation is None:
         return f"claim {claim.key} is not allocated"
-    return _allocated_claim_problem(claim, node, None)
+    return allocated_claim_problem(claim, node, None)
 
 
 def hostname_of(snapshot: Snapshot, node_name: str) -> str | None:

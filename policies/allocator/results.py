@@ -123,3 +123,66 @@ def _node_selector(data: ClaimData, node_name: str) -> NodeSelector | None:
     except NodeSelectorError as err:
         raise AllocationError(f"create NodeSelector for claim {data.claim.name}: {err}") from None
     return builder.build()
+
+
+# --- the result as Go's encoding/json prints it -----------------------------------------------------------
+#
+# The AllocationResult built above keeps Go's in-memory shape (an empty but non-nil list stays a list,
+# as upstream's reflect.DeepEqual-based tests require). Printed by the API server or kubectl, Go drops
+# every ``omitempty`` field that is empty and writes map keys sorted; this renders that form. Required
+# fields (no ``omitempty`` in ``k8s.io/api/resource/v1`` and ``core/v1`` types.go) are listed per object.
+
+_RESULT_REQUIRED = frozenset({"request", "driver", "pool", "device"})
+_CONFIG_REQUIRED = frozenset({"source"})
+_OPAQUE_REQUIRED = frozenset({"driver", "parameters"})
+_REQUIREMENT_REQUIRED = frozenset({"key", "operator"})
+
+
+def allocation_result_json(result: AllocationResult) -> dict[str, Any]:
+    """``result`` as upstream would serialise it: empty optional fields left out, map keys sorted."""
+    data = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    devices = data.get("devices") or {}
+    rendered: dict[str, Any] = {}
+    if devices.get("results"):
+        rendered["results"] = [_device_result_json(r) for r in devices["results"]]
+    if devices.get("config"):
+        rendered["config"] = [_config_json(c) for c in devices["config"]]
+    # DeviceAllocationResult is a struct: encoding/json prints it even when empty.
+    out: dict[str, Any] = {"devices": rendered}
+    if "nodeSelector" in data:
+        selector = data["nodeSelector"]
+        out["nodeSelector"] = {
+            "nodeSelectorTerms": [_term_json(t) for t in selector.get("nodeSelectorTerms") or []],
+            **_omit_empty({k: v for k, v in selector.items() if k != "nodeSelectorTerms"}),
+        }
+    out.update(_omit_empty({k: v for k, v in data.items() if k not in ("devices", "nodeSelector")}))
+    return out
+
+
+def _device_result_json(item: dict[str, Any]) -> dict[str, Any]:
+    out = _omit_empty(item, _RESULT_REQUIRED)
+    if "tolerations" in out:
+        out["tolerations"] = [_omit_empty(t) for t in out["tolerations"]]
+    if "consumedCapacity" in out:
+        out["consumedCapacity"] = dict(sorted(out["consumedCapacity"].items()))
+    return out
+
+
+def _config_json(item: dict[str, Any]) -> dict[str, Any]:
+    out = _omit_empty(item, _CONFIG_REQUIRED)
+    if "opaque" in out:
+        out["opaque"] = _omit_empty(out["opaque"], _OPAQUE_REQUIRED)
+    return out
+
+
+def _term_json(term: dict[str, Any]) -> dict[str, Any]:
+    out = _omit_empty(term)
+    for key in ("matchExpressions", "matchFields"):
+        if key in out:
+            out[key] = [_omit_empty(r, _REQUIREMENT_REQUIRED) for r in out[key]]
+    return out
+
+
+def _omit_empty(item: dict[str, Any], required: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Drop ``omitempty`` members that are empty; ``False`` and ``0`` are pointers here and stay."""
+    return {k: v for k, v in item.items() if k in required or v not in ("", [], {}, None)}

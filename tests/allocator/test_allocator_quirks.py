@@ -531,3 +531,47 @@ def test_quirk_allow_multiple_allocations_is_visible_to_selectors_with_the_featu
     assert picked(outcome) == [["r:driver-a/pool-1/shared"]]
     assert outcome.results is not None
     assert "shareID" not in outcome.results[0].to_json()["devices"]["results"][0]
+
+
+def test_quirk_failed_capacity_recheck_leaves_the_constraint_updated() -> None:
+    # dra-reference 4.7: in All mode the device list is computed before anything is in flight.
+    # req-0 first takes 1 of shared-d's 2 units; req-1 (all of d and f, 2 units each, distinct x)
+    # then adds shared-d to its distinct constraint, fails the capacity re-check and does not take
+    # the constraint back. After req-0 moves to shared-e, the stale "a" makes shared-d look like a
+    # duplicate of itself, and All mode turns that into an error instead of a result.
+    def shared(name: str, x: str) -> dict[str, Any]:
+        return {
+            "name": name,
+            "allowMultipleAllocations": True,
+            "attributes": {"x": {"string": x}},
+            "capacity": {"units": {"value": "2"}},
+        }
+
+    slices = [
+        resource_slice(
+            "s",
+            "driver-a",
+            "pool-1",
+            [shared("shared-d", "a"), shared("shared-e", "c"), shared("shared-f", "b")],
+        )
+    ]
+    x_in = 'device.attributes["driver-a"].x in {}'
+    first = request("req-0", "class-a", 1, x_in.format('["a", "c"]'), capacity={"requests": {"units": "1"}})
+    every = {
+        "name": "req-1",
+        "exactly": {
+            "deviceClassName": "class-a",
+            "allocationMode": "All",
+            "selectors": [{"cel": {"expression": x_in.format('["a", "b"]')}}],
+            "capacity": {"requests": {"units": "2"}},
+        },
+    }
+    constraints = [{"requests": ["req-1"], "distinctAttribute": "driver-a/x"}]
+    outcome = allocate(
+        [driver_class("class-a", "driver-a")], slices, [claim("c", first, every, constraints=constraints)]
+    )
+    assert outcome.results is None
+    assert str(outcome.error) == (
+        "claim ns/c, request req-1: cannot add device driver-a/pool-1/shared-d because a claim constraint "
+        "would not be satisfied"
+    )

@@ -630,3 +630,25 @@ def test_unknown_class_is_an_error_on_every_node(tmp_path: Path, capsys: pytest.
     for entry in doc["nodes"]:
         assert entry["allocated"] is False and entry["results"] == [None]
         assert "could not retrieve device class no-such-class" in entry["error"]
+
+
+def test_requested_amounts_taken_as_is_still_print_canonically(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GetConsumedCapacityFromRequest: without a request policy the consumed amount is the requested
+    # Quantity itself (DeepCopy). Go never keeps the text a Quantity was parsed from: MarshalJSON
+    # writes String(), the canonical form, so "1024Mi" prints "1Gi" and "1000m" prints "1".
+    gpu = {
+        "name": "gpu-0",
+        "allowMultipleAllocations": True,
+        "capacity": {"memory": {"value": "80Gi"}, "lanes": {"value": "4"}},
+    }
+    docs = [
+        node("node-1"),
+        device_class("gpu", GPU),
+        resource_slice("s", GPU, "node-1", [gpu], nodeName="node-1"),
+        claim("c", request("gpu", "gpu", capacity={"requests": {"memory": "1024Mi", "lanes": "1000m"}})),
+    ]
+    entry = only(run(tmp_path, capsys, docs))
+    (device,) = entry["results"][0]["devices"]["results"]
+    assert device["consumedCapacity"] == {"lanes": "1", "memory": "1Gi"}

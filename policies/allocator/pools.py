@@ -237,12 +237,14 @@ def _build(pool: Pool, slices: list[SliceInfo], others: list[SliceInfo], feature
 
 
 def _duplicate_device(slices: list[SliceInfo]) -> str | None:
-    names: set[str] = set()
-    for info in slices:
-        for device in info.obj.spec.devices or ():
-            if device.name in names:
-                return f"duplicate device name {device.name}"
-            names.add(device.name)
+    names = [device.name for info in slices for device in info.obj.spec.devices or ()]
+    if len(set(names)) == len(names):
+        return None
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            return f"duplicate device name {name}"
+        seen.add(name)
     return None
 
 

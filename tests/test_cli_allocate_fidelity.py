@@ -652,3 +652,52 @@ def test_requested_amounts_taken_as_is_still_print_canonically(
     entry = only(run(tmp_path, capsys, docs))
     (device,) = entry["results"][0]["devices"]["results"]
     assert device["consumedCapacity"] == {"lanes": "1", "memory": "1Gi"}
+
+
+@pytest.mark.parametrize(
+    ("toleration", "tolerated"),
+    [
+        ({"operator": "Exists"}, True),  # empty key + Exists tolerates everything
+        ({"key": "maintenance", "operator": "Exists", "effect": "NoSchedule"}, False),  # effect differs
+        ({"key": "maintenance", "operator": "Equal", "value": "planned", "effect": "NoExecute"}, True),
+        ({"key": "maintenance", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 0}, True),
+    ],
+)
+def test_toleration_matching_follows_resourceclaim_tolerates_taint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], toleration: dict[str, Any], tolerated: bool
+) -> None:
+    # resourceclaim.ToleratesTaint: effect must be empty or equal, key empty or equal, Exists
+    # matches any value, Equal compares values; tolerationSeconds plays no part in allocation.
+    gpu = {"name": "gpu-0", "taints": [{"key": "maintenance", "value": "planned", "effect": "NoExecute"}]}
+    docs = [
+        node("node-1"),
+        device_class("gpu", GPU),
+        resource_slice("s", GPU, "node-1", [gpu], nodeName="node-1"),
+        claim("c", request("gpu", "gpu", tolerations=[toleration])),
+    ]
+    entry = only(run(tmp_path, capsys, docs))
+    assert entry["allocated"] is tolerated and entry["error"] is None
+
+
+def test_multi_term_slice_node_selector_is_an_error_after_the_search(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GatherPools accepts the slice (nodeaffinity ORs the terms, the second matches node-1); the
+    # search picks its device; createNodeSelector then refuses a selector with 2 terms and Allocate
+    # returns "create NodeSelector for claim c: unsupported ResourceSlice.NodeSelector with 2 terms".
+    terms = [
+        {"matchExpressions": [{"key": "region", "operator": "In", "values": ["r9"]}]},
+        {"matchExpressions": [{"key": "region", "operator": "In", "values": ["r1"]}]},
+    ]
+    docs = [
+        node("node-1", region="r1"),
+        device_class("gpu", GPU),
+        resource_slice("s", GPU, "shared", ["gpu-0"], nodeSelector={"nodeSelectorTerms": terms}),
+        claim("c", request("gpu", "gpu")),
+    ]
+    entry = only(run(tmp_path, capsys, docs))
+    assert entry["allocated"] is False and entry["results"] == [None]
+    assert (
+        "create NodeSelector for claim c: unsupported ResourceSlice.NodeSelector with 2 terms"
+        in entry["error"]
+    )

@@ -307,10 +307,16 @@ class CelpyEngine(Engine):
         member = re.search(r"no such member in mapping: '?([^']*)'?", text)
         if member is not None:
             return f"no such key: {member.group(1)}"
+        detail = exc.args[2] if len(exc.args) > 2 and isinstance(exc.args[2], tuple) else ()
+        if text == "no such key" and detail:
+            return f"no such key: {detail[0]}"
+        if len(exc.args) > 1 and exc.args[1] is IndexError:
+            return "index out of bounds"
         if "overflow" in text:
             return "integer overflow"
-        if "divide by zero" in text or "division by zero" in text or isinstance(exc, ZeroDivisionError):
-            return "division by zero"
+        if "zero" in text:
+            modulo = any("modulo" in str(d) and "division" not in str(d) for d in detail)
+            return "modulus by zero" if modulo else "division by zero"
         if "no matching overload" in text or "no such overload" in text:
             return "no such overload"
         return text
@@ -447,8 +453,7 @@ class Runner:
 
         def charged(*args: Any) -> Any:
             frame = current_frame()
-            sizes = tuple((_size(a), _size(a)) for a in args)
-            worst = rule.estimate(CallSite(sizes, literals=args))[1]
+            worst = rule.estimate(_runtime_site(args))[1]
             if frame.cost + worst > frame.limit:
                 frame.charge(worst)
             result = fn(*args)
@@ -536,6 +541,8 @@ class Runner:
         rows = _iteration_rows(target, len(loop.iter_vars))
         kind = loop.kind
         assert loop.body is not None
+        body = _Step(self, loop.body, loop.iter_vars)
+        guard = _Step(self, loop.guard, loop.iter_vars) if loop.guard is not None else None
         error: UnitError | None = None
         count = 0
         out_list: list[Any] = []
@@ -543,20 +550,18 @@ class Runner:
         for row in rows:
             frame.charge(loop.charge)
             params = {**captured, **dict(zip(loop.iter_vars, row, strict=True))}
-            if loop.guard is not None:
-                try:
-                    keep = self.run_unit(loop.guard, params)
-                except UnitError as exc:
-                    error = error or exc
+            if guard is not None:
+                keep = guard.run(params)
+                if isinstance(keep, UnitError):
+                    error = error or keep
                     continue
                 if keep is not True:
                     if keep is not False:
                         error = error or UnitError("no such overload")
                     continue
-            try:
-                value = self.run_unit(loop.body, params)
-            except UnitError as exc:
-                error = error or exc
+            value = body.run(params)
+            if isinstance(value, UnitError):
+                error = error or value
                 continue
             if kind in ("all", "exists"):
                 if not isinstance(value, bool):
@@ -573,10 +578,9 @@ class Runner:
                 out_list.append(value)
             elif kind == "transformMap":
                 out_map = _insert(out_map, {row[0]: value})
-            else:  # transformMapEntry
-                if not isinstance(value, Mapping):
-                    error = error or UnitError("no such overload")
-                    continue
+            elif not isinstance(value, Mapping):  # transformMapEntry
+                error = error or UnitError("no such overload")
+            else:
                 out_map = _insert(out_map, value)
         if error is not None:
             raise error
@@ -585,6 +589,37 @@ class Runner:
         if kind == "exists_one":
             return count == 1
         return out_map if kind in ("transformMap", "transformMapEntry") else out_list
+
+
+class _Step:
+    """One loop program (body or guard) within one run of a comprehension.
+
+    A program that reads none of the iteration variables computes the same outcome on every
+    iteration (CEL is pure), so it runs once; later iterations reuse the outcome and are charged
+    the cost that first run accounted for, as if it had run again. This keeps the runtime guard
+    exact for expressions like nested all() over constant lists while making them cheap to reject.
+    """
+
+    def __init__(self, runner: Runner, unit: Unit, iter_vars: tuple[str, ...]) -> None:
+        self.runner = runner
+        self.unit = unit
+        self.fixed = not (unit.uses & set(iter_vars))
+        self.outcome: tuple[Any, int] | None = None
+
+    def run(self, params: dict[str, Any]) -> Any:
+        """The value, or the UnitError, of one iteration."""
+        frame = current_frame()
+        if self.outcome is not None:
+            frame.charge(self.outcome[1])
+            return self.outcome[0]
+        before = frame.cost
+        try:
+            value: Any = self.runner.run_unit(self.unit, params)
+        except UnitError as exc:
+            value = exc
+        if self.fixed:
+            self.outcome = (value, frame.cost - before)
+        return value
 
 
 def _insert(mapping: dict[Any, Any], entries: Mapping[Any, Any]) -> dict[Any, Any]:
@@ -606,3 +641,15 @@ def _iteration_rows(target: Any, nvars: int) -> list[tuple[Any, ...]]:
 
 def _size(value: Any) -> int:
     return len(value) if isinstance(value, str | bytes | list | tuple | Mapping) else 1
+
+
+def _runtime_site(args: tuple[Any, ...]) -> CallSite:
+    """The estimator's view of a call with these actual arguments (exact sizes)."""
+    sizes = tuple((_size(a), _size(a)) for a in args)
+    elem: tuple[int, int] | None = None
+    text = False
+    if args and isinstance(args[0], list | tuple):
+        longest = max((_size(x) for x in args[0]), default=0)
+        elem = (0, longest)
+        text = any(isinstance(x, str | bytes) for x in args[0])
+    return CallSite(sizes, elem, text, args)

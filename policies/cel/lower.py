@@ -28,6 +28,7 @@ values at its boundary (see ``policies.cel.engines``).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,7 +70,12 @@ _BINARY = {
     "_/_": ("/", _PREC_MUL),
     "_%_": ("%", _PREC_MUL),
 }
-_ORDERING = {"_<_": runtime.lt, "_<=_": runtime.le, "_>_": runtime.gt, "_>=_": runtime.ge}
+_ORDERING = {
+    "_<_": ("_lt", runtime.lt),
+    "_<=_": ("_le", runtime.le),
+    "_>_": ("_gt", runtime.gt),
+    "_>=_": ("_ge", runtime.ge),
+}
 _NATIVE_MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
 _SAFE_ORDER_KINDS = frozenset({"int", "uint", "string", "bool", "bytes", "timestamp", "duration"})
 
@@ -117,6 +123,7 @@ class Unit:
     source: str
     inputs: tuple[Input, ...]
     params: tuple[str, ...]
+    uses: frozenset[str] = frozenset()  # the params the source really reads
 
 
 @dataclass
@@ -252,7 +259,7 @@ class _Lowering:
         for name in captured:  # the caller must pass them, so they are used there too
             if self.unit_locals:
                 self.unit_locals[-1].add(name)
-        return Unit(frag.text, tuple(inputs.values()), params + captured), captured
+        return Unit(frag.text, tuple(inputs.values()), params + captured, frozenset(used)), captured
 
     # -- entry --
 
@@ -485,7 +492,7 @@ class _Lowering:
             not all(ty.kind in _SAFE_ORDER_KINDS for ty in types)
             or (types[0] != types[1] and not self.caps.cross_numeric)
         ):
-            return self.lib_call(f"_order{fn}", _ORDERING[fn], args)
+            return self.lib_call(*_ORDERING[fn], args)
         return self.binary(op, prec, args[0], args[1])
 
     def conversion(self, e: Call, args: list[_Frag], overloads: list[OverloadDecl]) -> _Frag:
@@ -505,7 +512,7 @@ class _Lowering:
                 return self.member(args[0], fn, args[1:])
             return self.call(fn, args)
         impl = _OPTIONAL_FUNCTIONS[fn]
-        return self.lib_call(f"_opt_{fn.replace('.', '_')}", impl, args)
+        return self.lib_call(re.sub(r"\W", "_", f"_opt_{fn}"), impl, args)
 
     def optional_access(self, container: Expr, key: Expr, scope: Scope) -> _Frag:
         """``x.?f`` / ``x[?k]``: through device paths when static, else a helper."""
@@ -573,7 +580,8 @@ class _Lowering:
         if len(overloads) == 1:
             o = overloads[0]
             assert o.impl is not None
-            return self.call(self.helper(f"_f_{o.id}{suffix}", o.impl, o if charged else None), args)
+            name = re.sub(r"\W", "_", f"_f_{o.id}{suffix}")
+            return self.call(self.helper(name, o.impl, o if charged else None), args)
         name = (
             f"_d_{e.function.replace('.', '_').replace('@', '')}_{len(operands)}_{int(e.target is not None)}"
         )

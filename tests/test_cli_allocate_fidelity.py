@@ -701,3 +701,29 @@ def test_multi_term_slice_node_selector_is_an_error_after_the_search(
         "create NodeSelector for claim c: unsupported ResourceSlice.NodeSelector with 2 terms"
         in entry["error"]
     )
+
+
+def test_selector_runtime_error_only_on_nodes_where_the_search_reaches_a_bad_device(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # isSelectable evaluates the class selector lazily, device by device in search order, and a
+    # CEL runtime error (missing attribute key) aborts Allocate. node-1's first device satisfies
+    # the claim before the attribute-less one is looked at; node-2 only has the attribute-less one.
+    model = {"name": "gpu-0", "attributes": {"model": {"string": "a100"}}}
+    docs = [
+        node("node-1"),
+        node("node-2"),
+        {
+            "apiVersion": V1,
+            "kind": "DeviceClass",
+            "metadata": {"name": "a100"},
+            "spec": {"selectors": [{"cel": {"expression": f'device.attributes["{GPU}"].model == "a100"'}}]},
+        },
+        resource_slice("n1", GPU, "node-1", [model, "gpu-1"], nodeName="node-1"),
+        resource_slice("n2", GPU, "node-2", ["gpu-0"], nodeName="node-2"),
+        claim("c", request("gpu", "a100")),
+    ]
+    on_node1, on_node2 = run(tmp_path, capsys, docs)["nodes"]
+    assert on_node1["allocated"] is True and on_node1["error"] is None
+    assert on_node2["allocated"] is False and on_node2["results"] == [None]
+    assert "class a100: selector #0" in on_node2["error"] and "CEL runtime error" in on_node2["error"]

@@ -727,3 +727,64 @@ def test_selector_runtime_error_only_on_nodes_where_the_search_reaches_a_bad_dev
     assert on_node1["allocated"] is True and on_node1["error"] is None
     assert on_node2["allocated"] is False and on_node2["results"] == [None]
     assert "class a100: selector #0" in on_node2["error"] and "CEL runtime error" in on_node2["error"]
+
+
+# --- request validation before the search (validateDeviceRequest, dra-reference 4.5) ---------------------
+
+
+def sub(name: str, class_name: str, count: int = 1, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "deviceClassName": class_name, **({"count": count} if count != 1 else {}), **extra}
+
+
+def validation_docs(*requests: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        node("node-1"),
+        device_class("gpu", GPU),
+        resource_slice("s", GPU, "node-1", ["gpu-0", "gpu-1"], nodeName="node-1"),
+        claim("c", *requests),
+    ]
+
+
+def test_every_alternative_is_validated_before_searching(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Allocate validates each subrequest up front (validateDeviceRequest per firstAvailable entry),
+    # so a missing class in the second alternative is fatal although the first would fit. The
+    # subrequest accessor's name() is the subrequest's own name ("fallback", not "gpu/fallback").
+    docs = validation_docs({"name": "gpu", "firstAvailable": [sub("big", "gpu"), sub("fallback", "missing")]})
+    entry = only(run(tmp_path, capsys, docs))
+    assert entry["allocated"] is False
+    assert "claim default/c, request fallback: could not retrieve device class missing" in entry["error"]
+
+
+def test_admin_access_false_is_still_refused_without_the_feature(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # validateDeviceRequest: hasAdminAccess() is "field set", so adminAccess: false with the
+    # AdminAccess feature off is the error "admin access is requested, but the feature is disabled".
+    docs = validation_docs(request("gpu", "gpu", adminAccess=False))
+    entry = only(run(tmp_path, capsys, docs, "--features", "prioritizedList,deviceTaints"))
+    assert (
+        "claim default/c, request gpu: admin access is requested, but the feature is disabled"
+        in entry["error"]
+    )
+
+
+def test_claim_limit_counts_the_smallest_alternative(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # minDevicesPerClaim adds, for a firstAvailable request, the minimum over its subrequests:
+    # 20 + min(20, 1) = 21 <= 32 passes validation (and then does not fit: no error); 20 + 13 = 33
+    # is the error "number of requested devices 33 exceeds the claim limit of 32".
+    fits = validation_docs(
+        request("many", "gpu", count=20),
+        {"name": "alt", "firstAvailable": [sub("a", "gpu", 20), sub("b", "gpu")]},
+    )
+    entry = only(run(tmp_path, capsys, fits))
+    assert entry["allocated"] is False and entry["error"] is None
+    too_many = validation_docs(
+        request("many", "gpu", count=20),
+        {"name": "alt", "firstAvailable": [sub("a", "gpu", 20), sub("b", "gpu", 13)]},
+    )
+    entry = only(run(tmp_path, capsys, too_many))
+    assert "claim default/c: number of requested devices 33 exceeds the claim limit of 32" in entry["error"]

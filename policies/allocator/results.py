@@ -144,7 +144,10 @@ def allocation_result_json(result: AllocationResult) -> dict[str, Any]:
     devices = data.get("devices") or {}
     rendered: dict[str, Any] = {}
     if devices.get("results"):
-        rendered["results"] = [_device_result_json(r) for r in devices["results"]]
+        models = result.devices.results if result.devices and result.devices.results else []
+        rendered["results"] = [
+            _device_result_json(r, m) for r, m in zip(devices["results"], models, strict=True)
+        ]
     if devices.get("config"):
         rendered["config"] = [_config_json(c) for c in devices["config"]]
     # DeviceAllocationResult is a struct: encoding/json prints it even when empty.
@@ -159,12 +162,13 @@ def allocation_result_json(result: AllocationResult) -> dict[str, Any]:
     return out
 
 
-def _device_result_json(item: dict[str, Any]) -> dict[str, Any]:
+def _device_result_json(item: dict[str, Any], model: DeviceRequestAllocationResult) -> dict[str, Any]:
     out = _omit_empty(item, _RESULT_REQUIRED)
     if "tolerations" in out:
         out["tolerations"] = [_omit_empty(t) for t in out["tolerations"]]
-    if "consumedCapacity" in out:
-        out["consumedCapacity"] = dict(sorted(out["consumedCapacity"].items()))
+    if "consumedCapacity" in out and model.consumed_capacity:
+        # Go's MarshalJSON writes String(), the canonical form, never the text a value was parsed from.
+        out["consumedCapacity"] = {name: str(q) for name, q in sorted(model.consumed_capacity.items())}
     return out
 
 

@@ -52,3 +52,18 @@ def test_consumed_capacity_prints_sorted_and_admin_access_only_when_true() -> No
     assert list(printed["consumedCapacity"]) == ["bandwidth", "queues"]
     assert "adminAccess" not in printed
     assert printed["shareID"] == "00000000-0000-4000-8000-000000000001"
+
+
+def test_consumed_capacity_prints_canonical_quantities() -> None:
+    # Without a policy the consumed amount is the requested Quantity itself; Go prints its String().
+    device = {
+        "name": "gpu-0",
+        "allowMultipleAllocations": True,
+        "capacity": {"memory": {"value": "80Gi"}, "lanes": {"value": "4"}},
+    }
+    slices = [resource_slice("s", "driver-a", "pool-1", [device])]
+    wanted = request("r", "class-a", capacity={"requests": {"memory": "1024Mi", "lanes": "1000m"}})
+    outcome = allocate(CLASSES, slices, [claim("c", wanted)])
+    assert outcome.results is not None
+    [printed] = allocation_result_json(outcome.results[0])["devices"]["results"]
+    assert printed["consumedCapacity"] == {"lanes": "1", "memory": "1Gi"}

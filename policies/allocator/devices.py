@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from policies.allocator.capacity import CapacityInfo, nanos
 from policies.allocator.constraints import AttributeValue
-from policies.allocator.state import DeviceID
 from policies.api.base import NodeSelector
 from policies.api.resource import Device, DeviceTaint, DeviceTaintRule, ResourceSlice
 
@@ -181,16 +180,8 @@ class DeviceInfo:
     def node_selector(self) -> NodeSelector | None:
         return self.device.node_selector
 
-    @property
-    def device_id(self) -> DeviceID:
-        return DeviceID(*self.key)
-
     def __str__(self) -> str:
         return "/".join(self.key)
-
-    @property
-    def has_binding_conditions(self) -> bool:
-        return bool(self.device.binding_conditions)
 
     @property
     def has_capacity_policy(self) -> bool:

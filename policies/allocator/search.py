@@ -110,7 +110,6 @@ class RequestData:
         "all_mode",
         "base_name",
         "capacity_requests",
-        "claim_index",
         "claim_key",
         "class_name",
         "class_selectors",
@@ -132,13 +131,11 @@ class RequestData:
 
     def __init__(
         self,
-        claim_index: int,
         claim_key: str,
         request: ExactDeviceRequest | DeviceSubRequest,
         name: str,
         parent: str | None,
     ) -> None:
-        self.claim_index = claim_index
         self.claim_key = claim_key
         self.name = name
         self.parent = parent
@@ -170,14 +167,13 @@ class RequestData:
 class ClaimData:
     """A claim being allocated: its requests, constraint trackers and the devices picked so far."""
 
-    __slots__ = ("claim", "key", "picks", "requests", "selected", "trackers")
+    __slots__ = ("claim", "key", "picks", "requests", "selected")
 
     def __init__(self, claim: ResourceClaim) -> None:
         self.claim = claim
         self.key = claim.key
         # One list per request: the request itself, or its firstAvailable alternatives.
         self.requests: list[list[RequestData]] = []
-        self.trackers: list[Tracker] = []
         self.picks: list[Pick] = []
         self.selected: list[int] = []
 
@@ -221,10 +217,10 @@ class Search:
 
     def prepare(self) -> None:
         """Turn every request into RequestData; raises AllocationError with upstream's wording."""
-        for index, data in enumerate(self.claims):
+        for data in self.claims:
             minimum = 0
             for request in data.claim.spec.devices.requests or []:
-                alternatives = self._alternatives(index, data, request)
+                alternatives = self._alternatives(data, request)
                 data.requests.append(alternatives)
                 data.selected.append(0)
                 minimum += min(rd.num_devices for rd in alternatives)
@@ -235,7 +231,7 @@ class Search:
                 )
             self._add_trackers(data)
 
-    def _alternatives(self, index: int, data: ClaimData, request: DeviceRequest) -> list[RequestData]:
+    def _alternatives(self, data: ClaimData, request: DeviceRequest) -> list[RequestData]:
         subs = request.first_available or []
         if subs and not self.features.prioritized_list:
             raise AllocationError(
@@ -255,23 +251,22 @@ class Search:
                         "DRAConsumableCapacity feature is disabled"
                     )
         if subs:
-            return [self._request_data(index, data, sub, sub.name, request.name) for sub in subs]
+            return [self._request_data(data, sub, sub.name, request.name) for sub in subs]
         if request.exactly is None:
             raise AllocationError(
                 f"claim {data.key}, request {request.name}: neither exactly nor firstAvailable is set "
                 "(unsupported request type?)"
             )
-        return [self._request_data(index, data, request.exactly, request.name, None)]
+        return [self._request_data(data, request.exactly, request.name, None)]
 
     def _request_data(
         self,
-        index: int,
         data: ClaimData,
         request: ExactDeviceRequest | DeviceSubRequest,
         name: str,
         parent: str | None,
     ) -> RequestData:
-        rd = RequestData(index, data.key, request, name, parent)
+        rd = RequestData(data.key, request, name, parent)
         where = f"claim {data.key}, request {name}"
         for i, selector in enumerate(rd.selectors):
             if selector.cel is None:
@@ -333,7 +328,6 @@ class Search:
                 raise AllocationError(
                     f"claim {data.key}, constraint #{i}: empty constraint (unsupported constraint type?)"
                 )
-            data.trackers.append(tracker)
             names = set(constraint.requests or ())
             for alternatives in data.requests:
                 for rd in alternatives:

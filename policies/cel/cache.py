@@ -1,4 +1,10 @@
-"""Selector results cached per device binding, invalidated when the device's slice changes."""
+"""Selector results cached per device binding, invalidated when the device's slice changes.
+
+The allocator checks the same selectors against the same devices on every Allocate call of a
+snapshot (and across snapshots, as long as the slices did not change). Results therefore live in
+the device's binding (``DeviceBinding.results``, by program), and bindings are kept by slice and
+slice generation: a new generation builds new bindings, so a stale result can never be returned.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +16,15 @@ from policies.cel.environment import DEFAULT_ENVIRONMENT, Environment
 from policies.cel.program import Program
 
 if TYPE_CHECKING:
-    from policies.api.resource import Device
+    from policies.api.resource import Device, ResourceSlice
+
+_MISS = object()
 
 
 class SelectorCache:
-    """Bindings by (driver, pool, device, slice generation) and, inside each, results by program.
+    """Bindings by slice (or device) and generation, and inside each binding results by program.
 
-    A new generation of a slice replaces the bindings of its devices, so stale results can never
-    be returned. Errors are cached too (the same device fails the same way every time).
+    Errors are cached too: the same device fails the same selector the same way every time.
     """
 
     def __init__(self, env: Environment = DEFAULT_ENVIRONMENT, max_devices: int = 200_000) -> None:
@@ -27,6 +34,12 @@ class SelectorCache:
         self._bindings: OrderedDict[tuple[str, str, str], tuple[int | None, Device, DeviceBinding]] = (
             OrderedDict()
         )
+        # (driver, pool, slice name) -> (generation, the slice object, its devices' bindings)
+        self._slices: OrderedDict[
+            tuple[str, str, str], tuple[int | None, ResourceSlice, tuple[DeviceBinding, ...]]
+        ]
+        self._slices = OrderedDict()
+        self._slice_devices = 0
 
     def bind(self, driver: str, pool: str, device: Device, generation: int | None = None) -> DeviceBinding:
         """The binding of a device, rebuilt only when the slice changed: a different ``generation``
@@ -34,31 +47,53 @@ class SelectorCache:
         object (models are immutable, so a changed slice is a new object)."""
         key = (driver, pool, device.name)
         found = self._bindings.get(key)
-        if found is not None:
-            same = found[0] == generation if generation is not None else found[1] is device
-            if same:
-                return found[2]
+        if found is not None and (found[0] == generation if generation is not None else found[1] is device):
+            return found[2]
         binding = bind_device(driver, device, self.env, pool=pool)
         self._bindings[key] = (generation, device, binding)
         if len(self._bindings) > self.max_devices:
             self._bindings.popitem(last=False)
         return binding
 
+    def bind_slice(self, slc: ResourceSlice) -> tuple[DeviceBinding, ...]:
+        """The bindings of all devices of a slice, in order; one lookup per slice when unchanged
+        (same metadata.generation, or the same object when the generation is unknown)."""
+        spec = slc.spec
+        key = (spec.driver, spec.pool.name, slc.metadata.name or "")
+        generation = slc.metadata.generation
+        found = self._slices.get(key)
+        if found is not None and (found[0] == generation if generation is not None else found[1] is slc):
+            return found[2]
+        bindings = tuple(
+            bind_device(spec.driver, d, self.env, pool=spec.pool.name) for d in spec.devices or ()
+        )
+        if found is not None:
+            self._slice_devices -= len(found[2])
+        self._slices[key] = (generation, slc, bindings)
+        self._slice_devices += len(bindings)
+        while len(self._slices) > 1 and self._slice_devices > self.max_devices:
+            self._slice_devices -= len(self._slices.popitem(last=False)[1][2])
+        return bindings
+
     def matches(self, program: Program, binding: DeviceBinding) -> bool:
         """program.matches(binding), memoised in the binding; errors are re-raised each time."""
-        results = binding.results
-        found = results.get(program)
-        if found is None:
+        found = binding.results.get(program, _MISS)
+        if found is True or found is False:
+            return found
+        if found is _MISS:
             try:
-                found = program.matches(binding)
+                result: bool | Exception = program.matches(binding)
             except Exception as exc:
-                found = exc
-            results[program] = found
+                result = exc
+            binding.results[program] = result
+            found = result
         if isinstance(found, Exception):
             raise found
-        return found
+        return bool(found)
 
     def invalidate(self, driver: str, pool: str | None = None) -> None:
         """Drop the bindings of a driver (or one of its pools), e.g. when a slice is deleted."""
         for key in [k for k in self._bindings if k[0] == driver and (pool is None or k[1] == pool)]:
             del self._bindings[key]
+        for key in [k for k in self._slices if k[0] == driver and (pool is None or k[1] == pool)]:
+            self._slice_devices -= len(self._slices.pop(key)[2])

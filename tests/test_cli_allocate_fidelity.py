@@ -788,3 +788,24 @@ def test_claim_limit_counts_the_smallest_alternative(
     )
     entry = only(run(tmp_path, capsys, too_many))
     assert "claim default/c: number of requested devices 33 exceeds the claim limit of 32" in entry["error"]
+
+
+def test_objects_sharing_a_name_are_all_allocator_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The upstream allocator takes slices and claims as lists and never keys them by name (its own
+    # test table reuses "slice-1" in two pools and "claim-0" twice). Fed the same objects, it uses
+    # both slices and returns one result per claim: claim 1 gets pool-a/gpu-a, claim 2 pool-b/gpu-b.
+    docs = [
+        node("node-1"),
+        device_class("gpu", GPU),
+        resource_slice("slice-1", GPU, "pool-a", ["gpu-a"], nodeName="node-1"),
+        resource_slice("slice-1", GPU, "pool-b", ["gpu-b"], nodeName="node-1"),
+        claim("claim-0", request("gpu", "gpu")),
+        claim("claim-0", request("gpu", "gpu")),
+    ]
+    entry = only(run(tmp_path, capsys, docs))
+    assert [[r["pool"] for r in res["devices"]["results"]] for res in entry["results"]] == [
+        ["pool-a"],
+        ["pool-b"],
+    ]

@@ -335,3 +335,14 @@ def test_counter_cache_keyed_by_pool_name_outlives_the_node() -> None:
     warm = allocator(slices)
     assert devices(warm.allocate(NODE1, [claim("c", "any", count=2)])) is None  # only gpu-0 there
     assert devices(warm.allocate(NODE2, [claim("c", "nic", count=2)])) == [f"{NIC}/p/nic-0", f"{NIC}/p/nic-1"]
+
+
+def test_pool_with_an_empty_binding_conditions_list_still_goes_last() -> None:
+    # GatherPools/poolHasBindingConditions tests `device.BindingConditions != nil`: an explicitly
+    # empty list (kept by a JSON/YAML decode) moves the pool behind the others, although isSelectable
+    # (len(...) > 0) does not treat the device as having conditions. So pool "a" is searched after "b".
+    slices = [
+        pool_slice("a", GPU, "a", [{"name": "dev", "bindingConditions": []}], nodeName="node-1"),
+        pool_slice("b", GPU, "b", ["dev"], nodeName="node-1"),
+    ]
+    assert devices(allocator(slices).allocate(NODE1, [claim("c", "gpu")])) == [f"{GPU}/b/dev"]

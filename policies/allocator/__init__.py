@@ -17,7 +17,13 @@ backtracking search), ``constraints``, ``capacity`` (consumable capacity), ``res
 from policies.allocator.allocator import AllocationOutcome, Allocator
 from policies.allocator.budget import SearchBudget
 from policies.allocator.errors import AllocationError, FailedOnNodeError, SearchAbortedError
-from policies.allocator.explain import ConstraintRejection, Explanation, PoolProblem, RequestExplanation
+from policies.allocator.explain import (
+    ConstraintRejection,
+    Explanation,
+    PoolProblem,
+    RequestExplanation,
+    SelectorRejection,
+)
 from policies.allocator.features import Features
 from policies.allocator.state import AllocatedState, DeviceID
 
@@ -35,4 +41,5 @@ __all__ = [
     "RequestExplanation",
     "SearchAbortedError",
     "SearchBudget",
+    "SelectorRejection",
 ]

@@ -66,6 +66,24 @@ class ConstraintRejection:
 
 
 @dataclass(frozen=True)
+class SelectorRejection:
+    """One class or request selector and how many of the node's devices it turned down."""
+
+    source: str  # "class" or "request"
+    index: int
+    expression: str
+    devices: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "index": self.index,
+            "expression": self.expression,
+            "devices": self.devices,
+        }
+
+
+@dataclass(frozen=True)
 class RequestExplanation:
     """How the node's devices fared against one request (or one subrequest alternative)."""
 
@@ -78,6 +96,7 @@ class RequestExplanation:
     considered: int
     rejected: dict[str, int] = field(default_factory=dict)
     constraints: tuple[ConstraintRejection, ...] = ()
+    selectors: tuple[SelectorRejection, ...] = ()
     usable: int = 0
 
     def to_json(self) -> dict[str, Any]:
@@ -91,12 +110,19 @@ class RequestExplanation:
             "considered": self.considered,
             "rejected": dict(self.rejected),
             "constraints": [c.to_json() for c in self.constraints],
+            "selectors": [s.to_json() for s in self.selectors],
             "usable": self.usable,
         }
 
+    def _selector_detail(self, reason: Reason) -> str:
+        """`` (selector #0 <expression>: 3)`` after the class or request selector count."""
+        source = {Reason.CLASS_SELECTOR: "class", Reason.REQUEST_SELECTOR: "request"}.get(reason)
+        details = [f"#{s.index} {s.expression}: {s.devices}" for s in self.selectors if s.source == source]
+        return f" (selector {'; '.join(details)})" if details else ""
+
     def summary(self) -> str:
         parts = [
-            f"{count} {REASON_TEXT[reason][1]}"
+            f"{count} {REASON_TEXT[reason][1]}{self._selector_detail(reason)}"
             for reason, (key, _) in REASON_TEXT.items()
             if (count := self.rejected.get(key, 0))
         ]

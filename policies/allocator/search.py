@@ -34,6 +34,7 @@ from policies.allocator.explain import (
     PoolProblem,
     Reason,
     RequestExplanation,
+    SelectorRejection,
 )
 from policies.allocator.features import Features
 from policies.allocator.nodes import NodeSelectorError
@@ -714,16 +715,29 @@ class Search:
 
     def _explain_request(self, data: ClaimData, rd: RequestData) -> RequestExplanation:
         counts: dict[int, int] = {}
+        by_selector: dict[tuple[str, int], int] = {}
         for device in self.view.candidates:
             code = self._static_reason(rd, device)
             if code == _USABLE:
                 code = rd.why.get(device.index, _USABLE)
+            elif code in (Reason.CLASS_SELECTOR, Reason.REQUEST_SELECTOR):
+                key = _refusing_selector(rd, device, code)
+                by_selector[key] = by_selector.get(key, 0) + 1
             counts[code] = counts.get(code, 0) + 1
         rejected = {text[0]: counts[reason] for reason, text in REASON_TEXT.items() if counts.get(reason)}
         constraints = tuple(
             _constraint_rejection(tracker, counts.get(Reason.CONSTRAINT + tracker.index, 0))
             for tracker in rd.trackers
             if counts.get(Reason.CONSTRAINT + tracker.index)
+        )
+        selectors = tuple(
+            SelectorRejection(
+                source,
+                index,
+                _expression(rd.class_selectors if source == "class" else rd.selectors, index),
+                devices,
+            )
+            for (source, index), devices in sorted(by_selector.items())
         )
         return RequestExplanation(
             claim=data.key,
@@ -735,6 +749,7 @@ class Search:
             considered=len(self.view.candidates),
             rejected=rejected,
             constraints=constraints,
+            selectors=selectors,
             usable=counts.get(_USABLE, 0),
         )
 
@@ -806,6 +821,22 @@ def _counters_ok(available: CounterSets, consumed: CounterSets) -> bool:
             if value < (used.get(counter, 0) if used else 0):
                 return False
     return True
+
+
+def _refusing_selector(rd: RequestData, device: DeviceInfo, code: int) -> tuple[str, int]:
+    """Which selector turned the device down: the first one whose cached result is false."""
+    source, selectors = (
+        ("class", rd.class_selectors) if code == Reason.CLASS_SELECTOR else ("request", rd.selectors)
+    )
+    for index, selector in enumerate(selectors):
+        if selector.cel is not None and device.cel.get(selector.cel.expression) is False:
+            return source, index
+    return source, 0
+
+
+def _expression(selectors: list[DeviceSelector], index: int) -> str:
+    cel = selectors[index].cel if index < len(selectors) else None
+    return cel.expression if cel is not None else ""
 
 
 def _constraint_rejection(tracker: Tracker, devices: int) -> ConstraintRejection:

@@ -68,6 +68,10 @@ def test_explanation_counts_each_reason_once_per_device() -> None:
     assert req.considered == 5
     assert req.rejected == {"classSelector": 1, "requestSelector": 1, "allocated": 1, "tainted": 1}
     assert req.usable == 1
+    assert [(s.source, s.index, s.expression, s.devices) for s in req.selectors] == [
+        ("class", 0, 'device.driver == "driver-a"', 1),
+        ("request", 0, BIG, 1),
+    ]
     message = explanation.message()
     assert "claim ns/gpus, request req-0 (class class-a) needs 2 device(s)" in message
     assert "1 are already allocated" in message and "1 usable" in message

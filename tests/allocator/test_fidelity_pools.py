@@ -346,3 +346,40 @@ def test_pool_with_an_empty_binding_conditions_list_still_goes_last() -> None:
         pool_slice("b", GPU, "b", ["dev"], nodeName="node-1"),
     ]
     assert devices(allocator(slices).allocate(NODE1, [claim("c", "gpu")])) == [f"{GPU}/b/dev"]
+
+
+# --- the variant structured.NewAllocator picks ------------------------------------------------------------
+
+STABLE_ONLY = Features(
+    admin_access=True,
+    prioritized_list=True,
+    partitionable_devices=True,
+    device_taints=True,
+    device_binding_and_status=False,
+    consumable_capacity=False,
+    list_type_attributes=False,
+)
+
+
+def unsorted_pool() -> list[ResourceSlice]:
+    return [
+        pool_slice("slice-b", GPU, "p", ["b"], count=2, nodeName="node-1"),
+        pool_slice("slice-a", GPU, "p", ["a"], count=2, nodeName="node-1"),
+    ]
+
+
+def test_incubating_variant_searches_slices_by_name() -> None:
+    # Default (1.36 scheduler) features need the incubating variant: buildPool sorts a pool's
+    # slices by name (upstream case lexicographical-sorting-slices), so slice-a's device comes first.
+    alloc = Allocator(Features(), AllocatedState(), CLASSES, unsorted_pool())
+    assert devices(alloc.allocate(NODE1, [claim("c", "gpu")])) == [f"{GPU}/p/a"]
+
+
+def test_stable_variant_searches_slices_in_input_order() -> None:
+    # structured.NewAllocator (allocator.go) uses the first variant whose supported features cover
+    # the requested ones; with only AdminAccess/PrioritizedList/PartitionableDevices/DeviceTaints
+    # that is "stable", whose GatherPools keeps each pool's slices in the order given and does not
+    # sort them (the lexicographical-sorting tests exist for incubating/experimental only,
+    # dra-reference 4.1 and 5.16). So slice-b's device comes first.
+    alloc = Allocator(STABLE_ONLY, AllocatedState(), CLASSES, unsorted_pool())
+    assert devices(alloc.allocate(NODE1, [claim("c", "gpu")])) == [f"{GPU}/p/b"]

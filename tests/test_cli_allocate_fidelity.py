@@ -809,3 +809,22 @@ def test_objects_sharing_a_name_are_all_allocator_input(
         ["pool-a"],
         ["pool-b"],
     ]
+
+
+def test_binds_to_node_pins_the_result_even_without_the_binding_feature(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # createNodeSelector reads device.BindsToNode unconditionally; only devices with binding
+    # conditions depend on DeviceBindingAndStatus (isSelectable). A bindsToNode device without
+    # conditions is therefore usable with the feature off and still pins the result to the node.
+    docs = [
+        node("node-1"),
+        device_class("gpu", GPU),
+        resource_slice("fabric", GPU, "fabric", [{"name": "gpu-0", "bindsToNode": True}], allNodes=True),
+        claim("c", request("gpu", "gpu")),
+    ]
+    features = "adminAccess,prioritizedList,partitionableDevices,deviceTaints,consumableCapacity"
+    entry = only(run(tmp_path, capsys, docs, "--features", features))
+    assert entry["results"] == [
+        {"devices": {"results": [result("gpu", GPU, "fabric", "gpu-0")]}, "nodeSelector": pinned("node-1")}
+    ]

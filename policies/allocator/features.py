@@ -43,20 +43,23 @@ class Features:
     def parse(cls, text: str) -> Features:
         """``"all"``, ``"none"`` or a comma-separated list of switch names (exactly those on).
 
-        An empty string means none. Unknown names are an error that lists the valid ones.
+        An empty string means none. Names are matched case-insensitively; unknown names are an
+        error that lists the valid ones.
         """
         words = [w.strip() for w in text.split(",") if w.strip()]
         if words == ["all"]:
             return cls(**{f.name: True for f in fields(cls)})
         if words in ([], ["none"]):
             return cls.none()
-        unknown = [w for w in words if w not in _NAMES]
+        # Case-insensitive, so Go's field names (AdminAccess) work as well as the camelCase ones.
+        by_lower = {name.lower(): attr for name, attr in _NAMES.items()}
+        unknown = [w for w in words if w.lower() not in by_lower]
         if unknown:
             raise ValueError(
                 f"unknown allocator feature(s) {', '.join(unknown)}: use 'all', 'none' or a comma-separated "
                 f"list of {', '.join(_NAMES)}"
             )
-        on = {_NAMES[w] for w in words}
+        on = {by_lower[w.lower()] for w in words}
         return cls(**{f.name: f.name in on for f in fields(cls)})
 
     def names(self) -> list[str]:

@@ -25,6 +25,7 @@ def test_features_parse_all_none_and_lists() -> None:
     assert Features.parse("all").list_type_attributes
     assert Features.parse("none") == Features.none() == Features.parse("")
     assert Features.parse("adminAccess, deviceTaints").names() == ["adminAccess", "deviceTaints"]
+    assert Features.parse("AdminAccess,DeviceTaints") == Features.parse("adminAccess,deviceTaints")
 
 
 def test_features_parse_rejects_unknown_names_and_lists_valid_ones() -> None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from policies.allocator import AllocatedState, AllocationOutcome, Allocator, DeviceID, Features
 from policies.api.core import Node
 from policies.api.kinds import decode
@@ -375,6 +377,12 @@ def test_incubating_variant_searches_slices_by_name() -> None:
     assert devices(alloc.allocate(NODE1, [claim("c", "gpu")])) == [f"{GPU}/p/a"]
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="not emulated by design (allocator engineer, allocator-notes 08:50): draguard always runs the "
+    "incubating variant; upstream structured.NewAllocator (allocator.go) picks 'stable' for stable-only "
+    "feature sets, which keeps a pool's slices in input order (dra-reference 4.1, 5.16)",
+)
 def test_stable_variant_searches_slices_in_input_order() -> None:
     # structured.NewAllocator (allocator.go) uses the first variant whose supported features cover
     # the requested ones; with only AdminAccess/PrioritizedList/PartitionableDevices/DeviceTaints

@@ -828,3 +828,30 @@ def test_binds_to_node_pins_the_result_even_without_the_binding_feature(
     assert entry["results"] == [
         {"devices": {"results": [result("gpu", GPU, "fabric", "gpu-0")]}, "nodeSelector": pinned("node-1")}
     ]
+
+
+def test_objects_without_namespace_live_in_default_like_kubectl_puts_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Applied with kubectl, a claim or template without metadata.namespace lands in "default", where
+    # the pod (namespace default) finds it; the scheduler then allocates it like any pod claim.
+    # (draguard validate already checks namespace-less claims as in "default", commit 69c2d27.)
+    bare_claim = claim("data", request("gpu", "gpu"))
+    del bare_claim["metadata"]["namespace"]
+    bare_template = template("one-gpu", request("gpu", "gpu"))
+    del bare_template["metadata"]["namespace"]
+    docs = [
+        node("node-1"),
+        device_class("gpu", GPU),
+        resource_slice("s", GPU, "node-1", ["gpu-0", "gpu-1"], nodeName="node-1"),
+        bare_claim,
+        bare_template,
+        pod(
+            "app",
+            {"name": "mine", "resourceClaimTemplateName": "one-gpu"},
+            {"name": "data", "resourceClaimName": "data"},
+        ),
+    ]
+    entry = only(run(tmp_path, capsys, docs))
+    assert entry["allocated"] is True
+    assert [r["devices"]["results"][0]["device"] for r in entry["results"]] == ["gpu-0", "gpu-1"]

@@ -182,7 +182,9 @@ _RUST_ERRORS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
 
 class RustEngine(Engine):
     name = "rust"
-    caps = Capabilities("rust", optional_values=True, cross_numeric=True, conversions=_RUST_CONVERSIONS)
+    caps = Capabilities(
+        "rust", optional_values=True, cross_numeric=True, presence_errors=True, conversions=_RUST_CONVERSIONS
+    )
 
     def compile(self, source: str, functions: dict[str, Callable[..., Any]]) -> Any:
         return rust_cel.compile(source), functions
@@ -266,6 +268,7 @@ class CelpyEngine(Engine):
         "celpy",
         optional_values=False,
         cross_numeric=False,
+        presence_errors=False,
         conversions=frozenset(
             {
                 "int64_to_int64",

@@ -87,6 +87,7 @@ class Capabilities:
     name: str
     optional_values: bool  # optional.of/none(), hasValue/value/orValue/or on optionals
     cross_numeric: bool  # 1 == 1.0, 1 < 2u
+    presence_errors: bool  # has(a.b.c) fails when a.b does, instead of being false
     conversions: frozenset[str]  # conversion overload ids it implements like cel-go
 
 
@@ -394,10 +395,9 @@ class _Lowering:
             if base is not None and base.kind == "domain":
                 return _Frag(self.input("has", base.section, base.domain, e.field), _PREC_MEMBER, 0)
             operand = self.emit(e.operand, scope)
-            if t.is_optional(self.type(e.operand)):
-                return self.lib_call(
-                    "_has_opt", _has_optional, [operand, _Frag(_string_literal(e.field), 8, 0)]
-                )
+            if t.is_optional(self.type(e.operand)) or not self.caps.presence_errors:
+                name = _Frag(_string_literal(e.field), _PREC_MEMBER, 0)
+                return self.lib_call("_has", runtime.has_field, [operand, name])
             operand = self.wrap(operand, _PREC_MEMBER)
             return _Frag(f"has({operand.text}.{e.field})", _PREC_MEMBER, operand.depth + 1)
         operand_type = self.type(e.operand)
@@ -747,18 +747,6 @@ def _literal_value(e: Literal) -> Any:
 def _unbound(*args: Any) -> Any:
     """Placeholder for loop helpers; each engine binds the real implementation."""
     raise AssertionError("loop helpers are bound by the engine")
-
-
-def _has_optional(container: Any, field_name: str) -> bool:
-    from policies.cel.library import CELEvalError, Optional
-
-    if isinstance(container, Optional):
-        if not container.has_value():
-            return False
-        container = container.value()
-    if isinstance(container, dict):
-        return field_name in container
-    raise CELEvalError(runtime.NO_SUCH_OVERLOAD)
 
 
 def _optional_functions() -> dict[str, Callable[..., Any]]:

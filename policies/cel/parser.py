@@ -329,22 +329,45 @@ class _Parser:
         self.expr_depth -= 1
         return cond
 
-    # Binary operators by precedence level (higher binds tighter); all are left-associative.
-    _LEVEL: dict[str, int] = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 3, "<=": 3, ">": 3, ">=": 3, "IN": 3}
+    # Relation and arithmetic operators by precedence level (higher binds tighter).
+    _LEVEL: dict[str, int] = {"==": 3, "!=": 3, "<": 3, "<=": 3, ">": 3, ">=": 3, "IN": 3}
     _LEVEL.update({"+": 4, "-": 4, "*": 5, "/": 5, "%": 5})
 
     def parse_binary(self) -> Expr:
-        """conditionalOr / conditionalAnd / relation / calc, by operator precedence without
-        recursing per level (long chains like 1 + 1 + ... must not exhaust Python's stack)."""
+        """conditionalOr: conditionalAnd ('||' conditionalAnd)*, as a balanced tree like cel-go's
+        logic manager builds (so a long chain of || is not a deep tree)."""
+        return self.logical("||", LOGICAL_OR, lambda: self.logical("&&", LOGICAL_AND, self.parse_relation))
+
+    def logical(self, op: str, function: str, term: Callable[[], Expr]) -> Expr:
+        terms = [term()]
+        ops: list[Token] = []
+        while self.peek().kind == op:
+            ops.append(self.advance())
+            terms.append(term())
+        return self.balanced(function, terms, ops)
+
+    def balanced(self, function: str, terms: list[Expr], ops: list[Token]) -> Expr:
+        if len(terms) == 1:
+            return terms[0]
+        mid = len(terms) // 2
+        left = self.balanced(function, terms[:mid], ops[: mid - 1])
+        right = self.balanced(function, terms[mid:], ops[mid:])
+        return self.call(function, [left, right], ops[mid - 1].offset)
+
+    def parse_relation(self) -> Expr:
+        """relation and calc: left-associative by precedence, without recursing per operator
+        (cel-go's left-recursive rules allow at most 250 operators in a chain)."""
         operands = [self.parse_operand()]
         ops: list[tuple[int, Token]] = []
+        count = 0
         while self.peek().kind in self._LEVEL:
             level = self._LEVEL[self.peek().kind]
             while ops and ops[-1][0] >= level:
                 self.reduce(operands, ops.pop()[1])
             ops.append((level, self.advance()))
             operands.append(self.parse_operand())
-            if len(ops) > MAX_RECURSION_DEPTH:
+            count += 1
+            if count > MAX_RECURSION_DEPTH:
                 raise self.error(None, f"expression recursion limit exceeded: {MAX_RECURSION_DEPTH}")
         while ops:
             self.reduce(operands, ops.pop()[1])
@@ -353,11 +376,6 @@ class _Parser:
     def reduce(self, operands: list[Expr], tok: Token) -> None:
         rhs = operands.pop()
         lhs = operands.pop()
-        if tok.kind in ("||", "&&"):
-            operands.append(
-                self.call(LOGICAL_OR if tok.kind == "||" else LOGICAL_AND, [lhs, rhs], tok.offset)
-            )
-            return
         name = BINARY_OPERATORS["in" if tok.kind == "IN" else tok.kind]
         operands.append(self.expand(name, [lhs, rhs], tok.offset, None))
 
@@ -646,19 +664,12 @@ def _has(p: _Parser, target: Expr | None, args: list[Expr], offset: int) -> Expr
     return Select(p.new_id(), arg.offset, arg.operand, arg.field, True)
 
 
-def _check_iter_var(p: _Parser, e: Expr) -> str:
-    name = p.var_name(e)
-    if name == ACCUMULATOR:
-        raise p.error(e.offset, "iteration variable overwrites accumulator variable")
-    return name
-
-
 def _quantifier(kind: str) -> MacroFn:
     """all / exists / exists_one with one or two iteration variables."""
 
     def build(p: _Parser, target: Expr | None, args: list[Expr], offset: int) -> Expr:
         assert target is not None
-        names = [_check_iter_var(p, a) for a in args[:-1]]
+        names = [p.var_name(a) for a in args[:-1]]
         if len(names) == 2 and names[0] == names[1]:
             raise p.error(args[1].offset, f"duplicate variable name: {names[0]}")
         pred = args[-1]
@@ -704,7 +715,7 @@ def _collect(kind: str) -> MacroFn:
         assert target is not None
         two = kind.startswith("transform")
         nvars = 2 if two else 1
-        names = [_check_iter_var(p, a) for a in args[:nvars]]
+        names = [p.var_name(a) for a in args[:nvars]]
         if two and names[0] == names[1]:
             raise p.error(args[1].offset, f"duplicate variable name: {names[0]}")
         rest = args[nvars:]

@@ -78,6 +78,17 @@ def index(container: Any, key: Any) -> Any:
     raise CELEvalError(NO_SUCH_OVERLOAD)
 
 
+def has_field(container: Any, name: str) -> bool:
+    """``has(x.f)`` once ``x`` is evaluated (an optional x tests its value, an empty one is false)."""
+    if isinstance(container, Optional):
+        if not container.has_value():
+            return False
+        container = container.value()
+    if isinstance(container, Mapping):
+        return map_lookup(container, name)[0]
+    raise CELEvalError(NO_SUCH_OVERLOAD)
+
+
 def opt_index(container: Any, key: Any) -> Optional:
     """``container[?key]`` and ``container.?key``: an optional, empty when the key is absent."""
     if isinstance(container, Optional):

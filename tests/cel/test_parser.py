@@ -1,0 +1,93 @@
+"""The parser follows cel-go's grammar: precedence, literals, limits, reserved words, macros."""
+
+from __future__ import annotations
+
+import pytest
+
+from policies.cel import CompileError, compile_expression
+from policies.cel.parser import parse, unescape
+from policies.cel.syntax import Call, Comprehension, Literal, Select
+
+
+def _error(expression: str) -> CompileError:
+    with pytest.raises(CompileError) as caught:
+        compile_expression(expression)
+    return caught.value
+
+
+def test_precedence_builds_the_expected_tree() -> None:
+    tree = parse("a || b && c == d + e * f")
+    assert isinstance(tree, Call) and tree.function == "_||_"
+    rhs = tree.args[1]
+    assert isinstance(rhs, Call) and rhs.function == "_&&_"
+    eq = rhs.args[1]
+    assert isinstance(eq, Call) and eq.function == "_==_"
+    add = eq.args[1]
+    assert isinstance(add, Call) and add.function == "_+_"
+    assert isinstance(add.args[1], Call) and add.args[1].function == "_*_"
+
+
+def test_minus_before_a_number_belongs_to_the_literal() -> None:
+    literal = parse("-9223372036854775808")
+    assert isinstance(literal, Literal) and literal.value == -(2**63)
+    difference = parse("2 -1")
+    assert isinstance(difference, Call) and difference.function == "_-_"
+
+
+@pytest.mark.parametrize(
+    ("source", "value"),
+    [
+        ('"\\x41\\101\\u0041\\U00000041"', "AAAA"),
+        ("'\\'\\\"\\\\\\?\\`'", "'\"\\?`"),
+        ('r"\\d+"', "\\d+"),
+        ('"""a\r\nb"""', "a\nb"),
+        ('"\\ud800"', "\ufffd"),
+    ],
+)
+def test_string_literals(source: str, value: str) -> None:
+    literal = parse(source)
+    assert isinstance(literal, Literal) and literal.value == value
+
+
+def test_bytes_escapes_are_bytes_and_unicode_is_utf8() -> None:
+    assert unescape('"\\xff\\u00e9"', is_bytes=True) == b"\xff\xc3\xa9"
+
+
+def test_error_column_is_one_based() -> None:
+    assert _error("device.driver ==").column == 17
+    assert _error("1 +").column == 4
+    assert _error("").column == 1
+    assert _error("a ? b ? c : d : e").column == 7
+
+
+def test_nesting_limit_is_cel_gos() -> None:
+    assert compile_expression("(" * 249 + "true" + ")" * 249).expression.startswith("(")
+    assert "recursion limit exceeded: 250" in _error("(" * 250 + "true" + ")" * 250).message
+
+
+def test_long_operator_chains_do_not_exhaust_the_stack() -> None:
+    assert compile_expression(" + ".join(["1"] * 200) + " == 200").estimated_cost > 0
+    assert "recursion" in _error(" + ".join(["1"] * 300) + " == 300").message
+
+
+def test_reserved_words_are_fields_but_not_variables() -> None:
+    select = parse("x.package")
+    assert isinstance(select, Select) and select.field == "package"
+    assert "reserved identifier: namespace" in _error("namespace == 1").message
+    assert "mismatched input 'in' expecting IDENTIFIER" in _error("x.in").message
+
+
+def test_macros_expand_like_cel_go() -> None:
+    tree = parse("[1].exists(x, x > 0)")
+    assert isinstance(tree, Comprehension) and tree.macro == "exists" and tree.accu_var == "@result"
+    bind = parse("cel.bind(v, 1, v)")
+    assert isinstance(bind, Comprehension) and bind.macro == "bind" and bind.accu_var == "v"
+    two = parse("m.all(k, v, v > 0)")
+    assert isinstance(two, Comprehension) and (two.iter_var, two.iter_var2) == ("k", "v")
+    # cel.bind needs the `cel` receiver; anything else is an ordinary (undeclared) call.
+    assert "undeclared reference to 'bind'" in _error("x.bind(v, 1, v)").message
+
+
+def test_macro_argument_errors() -> None:
+    assert "argument must be a simple name" in _error("[1].all(x.y, true)").message
+    assert "duplicate variable name: k" in _error("{1: 2}.all(k, k, true)").message

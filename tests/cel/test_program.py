@@ -1,0 +1,72 @@
+"""Program-level behaviour: limits, caching, the runtime cost guard, both engines."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from policies.api.resource import Device
+from policies.cel import (
+    MAX_EXPRESSION_LENGTH,
+    CompileError,
+    Environment,
+    EvalError,
+    bind_device,
+    compile_expression,
+)
+
+DEVICE = bind_device("gpu.example.com", Device.model_validate({"name": "gpu-0"}), pool="p")
+NESTED = "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]"
+
+
+def test_compiled_programs_are_cached_per_environment() -> None:
+    expr = 'device.driver == "gpu.example.com"'
+    assert compile_expression(expr) is compile_expression(expr)
+    assert compile_expression(expr) is not compile_expression(expr, Environment(kind="new"))
+
+
+def test_expressions_over_the_size_limit_are_rejected_before_parsing() -> None:
+    inside = "true || " * ((MAX_EXPRESSION_LENGTH - 4) // 8) + "true"
+    assert len(inside) <= MAX_EXPRESSION_LENGTH
+    compile_expression(inside)
+    with pytest.raises(CompileError, match="must have at most 10240 bytes"):
+        compile_expression(inside + " || true")
+    with pytest.raises(CompileError, match="10240 bytes"):  # bytes, not characters
+        compile_expression('"' + "é" * 5200 + '" == ""')
+
+
+@pytest.mark.parametrize("engine", ["rust", "celpy"])
+def test_cost_guard_stops_a_hostile_comprehension_quickly(engine: str) -> None:
+    # Seven nested all() whose innermost body depends on every variable: nothing can be reused,
+    # about 10^7 iterations in full; cel-go stops it with its 1,000,000 cost limit.
+    names = ["a", "b", "c", "d", "e", "f", "g"]
+    body = " + ".join(names) + " >= 0"
+    expr = body
+    for name in reversed(names):
+        expr = f"{NESTED}.all({name}, {expr})"
+    program = compile_expression(expr, Environment(engine=engine))  # type: ignore[arg-type]
+    assert program.estimated_cost > 1_000_000
+    if engine == "celpy":
+        pytest.skip("cel-python runs one Python-level interpretation per iteration: correct but ~30 s")
+    start = time.perf_counter()
+    with pytest.raises(EvalError, match="actual cost limit exceeded"):
+        program.matches(DEVICE)
+    assert time.perf_counter() - start < 5
+
+
+@pytest.mark.parametrize("engine", ["rust", "celpy"])
+def test_cost_guard_lets_expensive_estimates_run_when_actual_cost_is_low(engine: str) -> None:
+    # Estimated over the limit (10^6 iterations at most) but exists() stops at the first element.
+    expr = f"{NESTED}.exists(a, {NESTED}.exists(b, {NESTED}.exists(c, {NESTED}.exists(d, "
+    expr += f"{NESTED}.exists(e, {NESTED}.exists(f, a + b + c + d + e + f == 0))))))"
+    program = compile_expression(expr, Environment(engine=engine))  # type: ignore[arg-type]
+    assert program.estimated_cost > 1_000_000
+    assert program.matches(DEVICE) is True
+
+
+def test_stored_and_new_environments_differ_only_where_gates_do() -> None:
+    new = Environment(kind="new", consumable_capacity=False)
+    with pytest.raises(CompileError, match="undefined field 'allowMultipleAllocations'"):
+        compile_expression("device.allowMultipleAllocations", new)
+    assert compile_expression("device.allowMultipleAllocations").matches(DEVICE) is False

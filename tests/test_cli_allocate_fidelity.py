@@ -855,3 +855,25 @@ def test_objects_without_namespace_live_in_default_like_kubectl_puts_them(
     entry = only(run(tmp_path, capsys, docs))
     assert entry["allocated"] is True
     assert [r["devices"]["results"][0]["device"] for r in entry["results"]] == ["gpu-0", "gpu-1"]
+
+
+def test_taints_ignored_without_the_feature_but_tolerations_still_copied(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # allocateDevice checks taints only with DeviceTaints on; Allocate copies the request's
+    # tolerations into the result unconditionally (lookupRequest(claim).tolerations()).
+    gpu = {"name": "gpu-0", "taints": [{"key": "broken", "effect": "NoExecute"}]}
+    toleration = {"key": "other", "operator": "Exists"}
+    docs = [
+        node("node-1"),
+        device_class("gpu", GPU),
+        resource_slice("s", GPU, "node-1", [gpu], nodeName="node-1"),
+        claim("c", request("gpu", "gpu", tolerations=[toleration])),
+    ]
+    features = "adminAccess,prioritizedList,partitionableDevices,deviceBindingAndStatus,consumableCapacity"
+    entry = only(run(tmp_path, capsys, docs, "--features", features))
+    assert entry["results"][0]["devices"]["results"] == [
+        result("gpu", GPU, "node-1", "gpu-0", tolerations=[toleration])
+    ]
+    with_taints = only(run(tmp_path, capsys, docs))
+    assert with_taints["allocated"] is False and with_taints["error"] is None

@@ -667,32 +667,37 @@ class Search:
         instead end in an error (a selector that fails to evaluate, an All-mode request with
         constraints), this says False and the full search runs.
         """
-        if any(rd.all_mode and rd.trackers for data in self.claims for alts in data.requests for rd in alts):
+        alternatives_per_request = [alts for data in self.claims for alts in data.requests]
+        if any(rd.all_mode and rd.trackers for alts in alternatives_per_request for rd in alts):
             return False
-        short = False
-        for data in self.claims:
-            for alternatives in data.requests:
-                counts = [self._usable_count(rd) for rd in alternatives]
-                if any(count is None for count in counts):
-                    return False
-                if all(
-                    count is not None and count < rd.num_devices
-                    for count, rd in zip(counts, alternatives, strict=True)
-                ):
-                    short = True
-        return short
+        if not any(all(self._short(rd) for rd in alts) for alts in alternatives_per_request):
+            return False
+        # Some request is short. Upstream would still search, and could meet a selector that fails
+        # to evaluate on the way: only skip the search if no selector fails on any device.
+        return all(
+            self._static_reason(rd, device) != Reason.SELECTOR_ERROR
+            for alts in alternatives_per_request
+            for rd in alts
+            for device in self.view.candidates
+        )
 
-    def _usable_count(self, rd: RequestData) -> int | None:
-        """Devices that pass every check on their own; None if a selector fails to evaluate."""
+    def _short(self, rd: RequestData) -> bool:
+        """Fewer devices pass every check on their own than the request needs (stops counting early)."""
         if rd.all_mode:
-            return len(rd.all_devices) if rd.all_devices else -1
+            return not rd.all_devices
+        needed = rd.num_devices
+        if needed <= 0:
+            return False
         usable = 0
         for device in self.view.candidates:
             code = self._static_reason(rd, device)
             if code == Reason.SELECTOR_ERROR:
-                return None
-            usable += code == _USABLE
-        return usable
+                return False
+            if code == _USABLE:
+                usable += 1
+                if usable >= needed:
+                    return False
+        return True
 
     # --- explanations ------------------------------------------------------------------------------
 

@@ -391,3 +391,21 @@ def test_stable_variant_searches_slices_in_input_order() -> None:
     # dra-reference 4.1 and 5.16). So slice-b's device comes first.
     alloc = Allocator(STABLE_ONLY, AllocatedState(), CLASSES, unsorted_pool())
     assert devices(alloc.allocate(NODE1, [claim("c", "gpu")])) == [f"{GPU}/p/b"]
+
+
+def test_without_partitionable_devices_counter_slices_still_complete_the_pool() -> None:
+    # GatherPools skips slices with sharedCounters when PartitionableDevices is off, but
+    # checkSlicesInPool counts every slice of the generation in the cluster, so the pool (2 slices)
+    # is complete; allocateDevice then refuses devices that consume counters, and the plain one is used.
+    slices = [
+        pool_slice(
+            "counters", GPU, "p", [], count=2, nodeName="node-1", sharedCounters=counters(mem={"units": "8"})
+        ),
+        pool_slice(
+            "devs", GPU, "p", [consuming("part", "mem", units="4"), "whole"], count=2, nodeName="node-1"
+        ),
+    ]
+    off = Features(partitionable_devices=False)
+    alloc = Allocator(off, AllocatedState(), CLASSES, slices)
+    assert devices(alloc.allocate(NODE1, [claim("c", "gpu")])) == [f"{GPU}/p/whole"]
+    assert devices(alloc.allocate(NODE1, [claim("c", "gpu", count=2)])) is None

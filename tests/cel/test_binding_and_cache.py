@@ -27,17 +27,19 @@ def _slice(generation: int | None, models: list[str], name: str = "s1") -> Resou
     metadata: dict[str, Any] = {"name": name}
     if generation is not None:
         metadata["generation"] = generation
-    return ResourceSlice.model_validate({
-        "metadata": metadata,
-        "spec": {
-            "driver": "gpu.example.com",
-            "pool": {"name": "p", "resourceSliceCount": 1},
-            "nodeName": "n",
-            "devices": [
-                {"name": f"gpu-{i}", "attributes": {"model": {"string": m}}} for i, m in enumerate(models)
-            ],
-        },
-    })
+    return ResourceSlice.model_validate(
+        {
+            "metadata": metadata,
+            "spec": {
+                "driver": "gpu.example.com",
+                "pool": {"name": "p", "resourceSliceCount": 1},
+                "nodeName": "n",
+                "devices": [
+                    {"name": f"gpu-{i}", "attributes": {"model": {"string": m}}} for i, m in enumerate(models)
+                ],
+            },
+        }
+    )
 
 
 def test_names_without_domain_use_the_driver() -> None:

@@ -209,3 +209,17 @@ def test_a_selector_cache_must_match_the_list_attribute_switch() -> None:
     cache = SelectorCache(Environment(kind="stored", list_type_attributes=True))
     with pytest.raises(ValueError, match="list_type_attributes"):
         Allocator(Features(), AllocatedState(), {}, [], cel_cache=cache)
+
+
+def test_explanation_counts_devices_taken_by_other_requests_of_the_pod() -> None:
+    slices = [resource_slice("s", "driver-a", "pool-1", [{"name": "device-0"}])]
+    outcome = allocate(
+        [driver_class("class-a", "driver-a")],
+        slices,
+        [claim("first", request("r", "class-a")), claim("second", request("r", "class-a"))],
+    )
+    assert outcome.results is None and outcome.explanation is not None
+    first, second = outcome.explanation.requests
+    assert (first.claim, first.usable, first.rejected) == ("ns/first", 1, {})
+    assert (second.claim, second.usable, second.rejected) == ("ns/second", 0, {"inUse": 1})
+    assert "1 are taken by another request of this pod" in outcome.explanation.message()

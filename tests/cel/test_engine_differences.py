@@ -32,7 +32,7 @@ ROWS: list[tuple[str, str, Any, Any, Any]] = [
         True,
     ),
     (
-        "errors inside exists() are absorbed when another element decides; the Rust engine stops at the first",
+        "errors inside exists() are absorbed when another element decides; Rust stops at the first",
         "[1, 2].exists(x, x == 2 || 1 / 0 == 1)",
         ERROR,
         True,

@@ -5,7 +5,8 @@ Pure data, validated with pydantic so a typo in the config file is an error that
 The defaults are what draguard does with no config file at all, and they must be safe on a cluster
 that has told draguard nothing: selectors and prescheduled enforce, personas only warn (a cluster
 whose drivers draguard does not know must not have its drivers blocked), and the drain guard stays
-off until a driver pod selector is configured.
+off until a driver pod selector is configured. Sharing and quota enforce: with no config they only
+hold devices to what upstream itself derives from their node-allocatable mappings.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
+
+from policies.cel import CELError, compile_expression
 
 Mode = Literal["enforce", "warn", "audit"]
 FailurePolicy = Literal["Fail", "Ignore"]
@@ -120,11 +123,51 @@ class DrainConfig(RuleConfig):
         return selector
 
 
+SharingPolicy = Literal["None", "SamePod", "MultiPod"]
+
+
+class SharingPolicyRule(ConfigModel):
+    """Devices that get a sharing policy: all the set conditions must hold (driver, the class
+    of the request that got the device, a CEL device selector); at least one must be set."""
+
+    policy: SharingPolicy
+    driver: str | None = None
+    device_class_name: str | None = None
+    selector: str | None = None
+
+    @field_validator("selector")
+    @classmethod
+    def _compiles(cls, selector: str | None) -> str | None:
+        if selector is not None:
+            try:
+                compile_expression(selector)
+            except CELError as err:
+                raise ValueError(f"the CEL device selector does not compile: {err}") from None
+        return selector
+
+    @model_validator(mode="after")
+    def _selects_something(self) -> SharingPolicyRule:
+        if self.driver is None and self.device_class_name is None and self.selector is None:
+            raise ValueError("set driver, deviceClassName or selector to say which devices the entry is for")
+        return self
+
+
+class SharingConfig(RuleConfig):
+    # First matching entry wins; a device attribute draguard.io/sharingPolicy wins over all of them.
+    policies: tuple[SharingPolicyRule, ...] = ()
+
+
+class QuotaConfig(RuleConfig):
+    pass
+
+
 class RulesConfig(ConfigModel):
     selectors: SelectorsConfig = Field(default_factory=SelectorsConfig)
     prescheduled: PrescheduledConfig = Field(default_factory=PrescheduledConfig)
     personas: PersonasConfig = Field(default_factory=PersonasConfig)
     drain: DrainConfig = Field(default_factory=DrainConfig)
+    sharing: SharingConfig = Field(default_factory=SharingConfig)
+    quota: QuotaConfig = Field(default_factory=QuotaConfig)
 
 
 class SnapshotConfig(ConfigModel):

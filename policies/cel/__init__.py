@@ -8,12 +8,22 @@ Public API (used by the allocator, validation and the webhook):
 * ``Program.matches(binding)`` -> bool (raises ``EvalError`` naming the device);
 * ``SelectorCache`` - results by (expression, device, slice generation) across allocations;
 * ``selector_report(program, bindings)`` -> ``SelectorReport`` for the webhook.
+
+``CELEvalError`` is the runtime error type of the library functions (policies.cel.library); it
+never escapes an evaluation, which reports every failure as ``EvalError``.
+
+How it works (details in each module): ``parser`` (cel-go's grammar and macros), ``checker``
+(cel-go's type rules and the Kubernetes validators), ``cost`` (cel-go's estimator with the DRA
+size bounds), ``lower`` (a plan of engine programs and Python helpers reproducing cel-go's
+semantics), ``engines`` (the Rust engine and cel-python running a plan, and the runtime cost guard),
+``program`` (compile cache, result memo), ``binding``, ``cache``, ``report``.
 """
 
 from policies.cel.binding import DeviceBinding, bind_device
 from policies.cel.cache import SelectorCache
 from policies.cel.environment import Environment
 from policies.cel.errors import CELError, CompileError, EvalError
+from policies.cel.library import CELEvalError
 from policies.cel.program import MAX_COST, MAX_EXPRESSION_LENGTH, Program, compile_expression
 from policies.cel.report import SelectorReport, selector_report
 
@@ -21,6 +31,7 @@ __all__ = [
     "MAX_COST",
     "MAX_EXPRESSION_LENGTH",
     "CELError",
+    "CELEvalError",
     "CompileError",
     "DeviceBinding",
     "Environment",

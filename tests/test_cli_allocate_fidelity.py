@@ -877,3 +877,37 @@ def test_taints_ignored_without_the_feature_but_tolerations_still_copied(
     ]
     with_taints = only(run(tmp_path, capsys, docs))
     assert with_taints["allocated"] is False and with_taints["error"] is None
+
+
+@pytest.mark.parametrize(
+    ("wanted", "printed"),
+    [
+        ("45G", "48828125Ki"),  # rounded up to 50G (dra-reference 4.16a)
+        ("20G", "19531250Ki"),  # already on a step: still recomputed as min + n*step in BinarySI
+        ("10G", "9765625Ki"),  # equal to min: n = 0, same path
+        ("5G", "10G"),  # below min: Min.DeepCopy(), Min's own (decimal) format
+    ],
+)
+def test_range_policy_results_print_as_upstream_formats_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], wanted: str, printed: str
+) -> None:
+    # roundUpRange (consumable_capacity.go, 1.36): below min -> a copy of min; otherwise with a
+    # step -> NewQuantity(min + step*ceil((req-min)/step), BinarySI), whether or not the request was
+    # already on a step; Go prints a BinarySI quantity that is not a power-of-1024 multiple of a
+    # larger suffix in Ki (50G = 48828125Ki).
+    gpu = {
+        "name": "gpu-0",
+        "allowMultipleAllocations": True,
+        "capacity": {
+            "bandwidth": {"value": "100G", "requestPolicy": {"validRange": {"min": "10G", "step": "10G"}}}
+        },
+    }
+    docs = [
+        node("node-1"),
+        device_class("gpu", GPU),
+        resource_slice("s", GPU, "node-1", [gpu], nodeName="node-1"),
+        claim("c", request("gpu", "gpu", capacity={"requests": {"bandwidth": wanted}})),
+    ]
+    entry = only(run(tmp_path, capsys, docs))
+    (device,) = entry["results"][0]["devices"]["results"]
+    assert device["consumedCapacity"] == {"bandwidth": printed}

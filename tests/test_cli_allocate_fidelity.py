@@ -911,3 +911,33 @@ def test_range_policy_results_print_as_upstream_formats_them(
     entry = only(run(tmp_path, capsys, docs))
     (device,) = entry["results"][0]["devices"]["results"]
     assert device["consumedCapacity"] == {"bandwidth": printed}
+
+
+@pytest.mark.parametrize(
+    ("policy", "fits"),
+    [
+        ({"validRange": {"min": "1Gi", "max": "40Gi"}}, False),
+        ({"default": "4Gi", "validRange": {"min": "1Gi", "max": "40Gi"}}, True),
+    ],
+)
+def test_unrequested_capacity_with_a_policy_but_no_default_takes_the_whole_value(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], policy: dict[str, Any], fits: bool
+) -> None:
+    # calculateConsumedQuantity: a capacity the request does not name consumes the policy default,
+    # or without one the full value (80Gi); violatesPolicy then finds 80Gi above max 40Gi and the
+    # device is skipped (not an error). With default 4Gi it fits and 4Gi is consumed.
+    gpu = {
+        "name": "gpu-0",
+        "allowMultipleAllocations": True,
+        "capacity": {"memory": {"value": "80Gi", "requestPolicy": policy}},
+    }
+    docs = [
+        node("node-1"),
+        device_class("gpu", GPU),
+        resource_slice("s", GPU, "node-1", [gpu], nodeName="node-1"),
+        claim("c", request("gpu", "gpu")),
+    ]
+    entry = only(run(tmp_path, capsys, docs))
+    assert entry["allocated"] is fits and entry["error"] is None
+    if fits:
+        assert entry["results"][0]["devices"]["results"][0]["consumedCapacity"] == {"memory": "4Gi"}

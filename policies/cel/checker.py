@@ -152,15 +152,18 @@ class _Checker:
             self.set(e, t.ERROR)
 
     def check_ident(self, e: Ident) -> None:
-        local = self.lookup_local(e.name)
+        # A leading dot names the root scope: `.device` is the variable even where a local
+        # `device` shadows it.
+        name = e.name.removeprefix(".")
+        local = None if e.name.startswith(".") else self.lookup_local(name)
         if local is not None:
             assert self.checked is not None
             self.checked.locals.add(e.id)
             self.set(e, local)
-        elif e.name == "device":
+        elif name == "device":
             self.set(e, t.DEVICE)
-        elif e.name in decls.TYPE_IDENTS:
-            self.set(e, decls.TYPE_IDENTS[e.name])
+        elif name in decls.TYPE_IDENTS:
+            self.set(e, decls.TYPE_IDENTS[name])
         else:
             self.error(e, f"undeclared reference to '{e.name}' (in container '')")
             self.set(e, t.ERROR)

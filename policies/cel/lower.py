@@ -273,6 +273,8 @@ class _Lowering:
 
     def resolve(self, e: Expr, scope: Scope) -> _DevRef | None:
         if isinstance(e, Ident):
+            if e.name == ".device":
+                return _DevRef("device")
             bound = scope.get(e.name)
             if isinstance(bound, _Inline):
                 return self.resolve(bound.expr, bound.scope)
@@ -353,7 +355,7 @@ class _Lowering:
                 return self.emit(bound.expr, bound.scope)
             if isinstance(bound, _Var):
                 return _Frag(self.use_local(bound.name), _PREC_MEMBER, 0)
-            return _Frag(e.name, _PREC_MEMBER, 0)  # a type identifier (int, string...)
+            return _Frag(e.name.removeprefix("."), _PREC_MEMBER, 0)  # a type identifier (int, string...)
         if isinstance(e, Select):
             return self.select(e, scope)
         if isinstance(e, Call):

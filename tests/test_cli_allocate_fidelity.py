@@ -941,3 +941,24 @@ def test_unrequested_capacity_with_a_policy_but_no_default_takes_the_whole_value
     assert entry["allocated"] is fits and entry["error"] is None
     if fits:
         assert entry["results"][0]["devices"]["results"][0]["consumedCapacity"] == {"memory": "4Gi"}
+
+
+def test_unparsable_slice_node_selector_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GatherPools: nodeaffinity.NewNodeSelector rejects a Gt requirement with a non-integer value;
+    # Allocate returns "gather pool information: failed to perform node selection for slice s: ...".
+    selector = {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "rack", "operator": "Gt", "values": ["seven"]}]}]
+    }
+    docs = [
+        node("node-1", rack="7"),
+        device_class("gpu", GPU),
+        resource_slice("s", GPU, "racks", ["gpu-0"], nodeSelector=selector),
+        claim("c", request("gpu", "gpu")),
+    ]
+    entry = only(run(tmp_path, capsys, docs))
+    assert entry["allocated"] is False and entry["results"] == [None]
+    assert entry["error"].startswith(
+        "gather pool information: failed to perform node selection for slice s: "
+    )

@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-COMMANDS = ("validate", "allocate", "certs")
+COMMANDS = ("validate", "allocate", "certs", "test")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,6 +13,7 @@ from policies.rules.engine import Rule
 from policies.rules.personas import PersonasRule
 from policies.rules.prescheduled import PrescheduledRewrite, PrescheduledRule
 from policies.rules.selectors import SelectorsRule
+from policies.rules.sharing import SharingRule
 
 RULES: tuple[Rule, ...] = (
     SelectorsRule(),
@@ -20,4 +21,5 @@ RULES: tuple[Rule, ...] = (
     PrescheduledRewrite(),
     PersonasRule(),
     DrainRule(),
+    SharingRule(),
 )

@@ -39,11 +39,11 @@ def device_class(name: str, driver: str, **spec: Any) -> dict[str, Any]:
     return {"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": name}, "spec": body}
 
 
-def resource_slice(name: str, driver: str, pool: str, devices: list[Any], **spec: Any) -> dict[str, Any]:
+def resource_slice(name: str, driver: str, pool_name: str, devices: list[Any], **spec: Any) -> dict[str, Any]:
     """A slice of a one-slice pool (generation 1) unless ``spec`` overrides ``pool``."""
     body: dict[str, Any] = {
         "driver": driver,
-        "pool": {"name": pool, "generation": 1, "resourceSliceCount": 1},
+        "pool": {"name": pool_name, "generation": 1, "resourceSliceCount": 1},
         "devices": [{"name": d} if isinstance(d, str) else d for d in devices],
         **spec,
     }
@@ -962,3 +962,65 @@ def test_unparsable_slice_node_selector_is_an_error(
     assert entry["error"].startswith(
         "gather pool information: failed to perform node selection for slice s: "
     )
+
+
+def test_explaining_one_node_does_not_change_the_next_nodes_answer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # One Allocator serves every node (as the scheduler's per-pod Allocator does), and its counter
+    # cache is keyed by pool *name* (4.16a). node-1 has no NIC: upstream's search stops at the first
+    # request and never computes counters; on node-2 the NIC pool "p" fills the cache (lanes 4), so
+    # the second whole-set NIC is refused and the claim does not fit. Nothing draguard does beyond
+    # the search (such as explaining node-1's failure) may put the GPU pool "p" counters there first.
+    def consuming(name: str, counter_set: str, **amounts: str) -> dict[str, Any]:
+        used = {c: {"value": v} for c, v in amounts.items()}
+        return {"name": name, "consumesCounters": [{"counterSet": counter_set, "counters": used}]}
+
+    def counter_set(name: str, **values: str) -> list[dict[str, Any]]:
+        return [{"name": name, "counters": {c: {"value": v} for c, v in values.items()}}]
+
+    def pool(count: int) -> dict[str, Any]:
+        return {"name": "p", "generation": 1, "resourceSliceCount": count}
+
+    docs = [
+        node("node-1"),
+        node("node-2"),
+        device_class("gpu", GPU),
+        device_class("nic", NIC),
+        resource_slice(
+            "gpu-counters",
+            GPU,
+            "p",
+            [],
+            pool=pool(3),
+            allNodes=True,
+            sharedCounters=counter_set("mem", units="8"),
+        ),
+        resource_slice(
+            "gpu-n1", GPU, "p", [consuming("gpu-0", "mem", units="1")], pool=pool(3), nodeName="node-1"
+        ),
+        resource_slice(
+            "gpu-n2", GPU, "p", [consuming("gpu-1", "mem", units="1")], pool=pool(3), nodeName="node-2"
+        ),
+        resource_slice(
+            "nic-counters",
+            NIC,
+            "p",
+            [],
+            pool=pool(2),
+            allNodes=True,
+            sharedCounters=counter_set("lanes", lanes="4"),
+        ),
+        resource_slice(
+            "nic-n2",
+            NIC,
+            "p",
+            [consuming("nic-0", "lanes", lanes="4"), consuming("nic-1", "lanes", lanes="4")],
+            pool=pool(2),
+            nodeName="node-2",
+        ),
+        claim("c", request("nics", "nic", count=2), request("gpu", "gpu")),
+    ]
+    on_node1, on_node2 = run(tmp_path, capsys, docs)["nodes"]
+    assert on_node1["allocated"] is False and on_node1["error"] is None
+    assert on_node2["allocated"] is False and on_node2["error"] is None

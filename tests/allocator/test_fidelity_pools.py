@@ -409,3 +409,88 @@ def test_without_partitionable_devices_counter_slices_still_complete_the_pool() 
     alloc = Allocator(off, AllocatedState(), CLASSES, slices)
     assert devices(alloc.allocate(NODE1, [claim("c", "gpu")])) == [f"{GPU}/p/whole"]
     assert devices(alloc.allocate(NODE1, [claim("c", "gpu", count=2)])) is None
+
+
+# --- explanations and quick_reject must not change answers, also for later nodes ---------------------------
+
+
+def colliding_pools() -> list[ResourceSlice]:
+    """GPU and NIC pools both named "p": GPU devices on both nodes, two whole-set NICs on node-2 only."""
+    return [
+        pool_slice(
+            "gpu-counters",
+            GPU,
+            "p",
+            [],
+            count=3,
+            allNodes=True,
+            sharedCounters=counters(**{"gpu-mem": {"units": "8"}}),
+        ),
+        pool_slice(
+            "gpu-n1", GPU, "p", [consuming("gpu-0", "gpu-mem", units="1")], count=3, nodeName="node-1"
+        ),
+        pool_slice(
+            "gpu-n2", GPU, "p", [consuming("gpu-1", "gpu-mem", units="1")], count=3, nodeName="node-2"
+        ),
+        pool_slice(
+            "nic-counters",
+            NIC,
+            "p",
+            [],
+            count=2,
+            allNodes=True,
+            sharedCounters=counters(lanes={"lanes": "4"}),
+        ),
+        pool_slice(
+            "nic-n2",
+            NIC,
+            "p",
+            [consuming("nic-0", "lanes", lanes="4"), consuming("nic-1", "lanes", lanes="4")],
+            count=2,
+            nodeName="node-2",
+        ),
+    ]
+
+
+def nics_then_gpu() -> ResourceClaim:
+    obj = decode(
+        {
+            "apiVersion": API_VERSION,
+            "kind": "ResourceClaim",
+            "metadata": {"name": "c", "namespace": "default"},
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {
+                            "name": "nics",
+                            "exactly": {"deviceClassName": "nic", "allocationMode": "ExactCount", "count": 2},
+                        },
+                        {
+                            "name": "gpu",
+                            "exactly": {"deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 1},
+                        },
+                    ]
+                }
+            },
+        }
+    )
+    assert isinstance(obj, ResourceClaim)
+    return obj
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"explain": False}, {"explain": True}, {"quick_reject": True, "explain": False}],
+    ids=["plain", "explain", "quick_reject"],
+)
+def test_side_checks_leave_the_counter_cache_as_the_search_would(options: dict[str, bool]) -> None:
+    # Upstream, node by node on one Allocator: node-1 has no NIC, so allocateOne fails on the first
+    # request without ever calling checkAvailableCounters; node-2 then fills the pool-name-keyed
+    # "p" cache entry from the NIC pool (lanes 4) and refuses the second NIC: no fit on either node.
+    # Work upstream does not do (explaining node-1's failure, quick_reject's pre-check) must not
+    # fill that cache from devices the search never reached: if node-1 caches the GPU pool's sets
+    # under "p", node-2's NICs are checked against GPU counters and both fit.
+    alloc = allocator(colliding_pools())
+    claims = [nics_then_gpu()]
+    assert devices(alloc.allocate(NODE1, claims, **options)) is None
+    assert devices(alloc.allocate(NODE2, claims, **options)) is None

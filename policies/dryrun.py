@@ -15,6 +15,7 @@ from typing import Any
 
 from policies.allocator import AllocatedState, Allocator, Features, SearchBudget
 from policies.allocator.nodes import NodeSelectorError, selector_matches
+from policies.allocator.results import allocation_result_json
 from policies.api.base import ObjectMeta
 from policies.api.core import Node, Pod
 from policies.api.resource import AllocationResult, ResourceClaim
@@ -44,7 +45,7 @@ class NodeAnswer:
         return {
             "node": self.node,
             "allocated": self.allocated,
-            "results": [None if r is None else r.to_json() for r in self.results],
+            "results": [None if r is None else allocation_result_json(r) for r in self.results],
             "error": self.error,
             "explanation": self.explanation,
         }
@@ -154,7 +155,9 @@ class DryRun:
         for claim in self.claims:
             if _is_allocated(claim) and (problem := allocated_claim_problem(claim, node, self.pod)):
                 return NodeAnswer(node.name, False, (None,) * len(self.claims), reason=problem)
-        outcome = self.allocator.allocate(node, self.pending)
+        # quick_reject: a node that lacks enough usable devices is refused without upstream's
+        # exhaustive search; same answer, and a whole-cluster question stays fast.
+        outcome = self.allocator.allocate(node, self.pending, quick_reject=True)
         explanation = outcome.explanation.to_json() if outcome.explanation is not None else None
         if outcome.error is not None:
             return NodeAnswer(

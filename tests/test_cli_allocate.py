@@ -94,6 +94,18 @@ def test_search_budget_gives_up_with_a_reported_error(capsys: pytest.CaptureFixt
     code, out, _ = run(capsys, "-f", CLUSTER, "-o", "json", "--max-steps", "1")
     assert code == 1
     node1, node2, node3 = (n["error"] for n in json.loads(out)["nodes"])
-    assert node1.startswith("filter operation aborted: search effort limit of 1 steps exceeded")
+    # node-2 needs a search and runs out of budget; node-1 (2 usable devices for 3) and node-3 (no
+    # device passes the selectors) are refused before any search, so the budget does not matter.
+    assert node2.startswith("filter operation aborted: search effort limit of 1 steps exceeded")
     assert "gave up" in node2
-    assert node3 is None  # no device passes the selectors: the search ends before the budget matters
+    assert node1 is None and node3 is None
+
+
+def test_pod_claims_come_from_its_template(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "-f", CLUSTER, "-f", WORKLOADS, "-o", "json")
+    doc = json.loads(out)
+    fits = [n["node"] for n in doc["nodes"] if n["allocated"]]
+    assert code == 0 and fits == ["node-3"]  # only node-3 has 80Gi GPUs
+    result = doc["nodes"][2]["results"][0]
+    assert result["devices"]["results"][0]["request"] == "gpu"
+    assert result["devices"]["config"][0]["source"] == "FromClass"

@@ -142,9 +142,9 @@ def test_bad_claim_reference_is_named() -> None:
 
 
 def test_registry_runs_both_variants_from_one_config_section() -> None:
-    assert [(r.name, r.mutating) for r in RULES] == [
-        ("selectors", False), ("prescheduled", False), ("prescheduled", True),
-        ("personas", False), ("drain", False),
+    # Other rules may join the registry; this one must be there once per variant.
+    assert [(r.name, r.mutating) for r in RULES if r.name == "prescheduled"] == [
+        ("prescheduled", False), ("prescheduled", True),
     ]
     request = admission(pod("node-2", RUNNING))
     ctx = context(prescheduled={"mutate": True})

@@ -39,6 +39,7 @@ logging.getLogger("celpy").setLevel(logging.ERROR)
 
 COST_LIMIT = 1_000_000  # CELSelectorExpressionMaxCost
 COST_EXCEEDED = "actual cost limit exceeded"
+_MAX_COST = (1 << 64) - 1
 _TOKEN = "\u00a7E"  # marks a helper error inside an engine's error text
 _TOKEN_RE = re.compile(_TOKEN + r"(\d+)")
 MISSING: Any = object()  # an input the device does not have
@@ -75,7 +76,7 @@ class Frame:
         return f"{_TOKEN}{len(self.errors) - 1}"
 
     def charge(self, amount: int) -> None:
-        self.cost += amount
+        self.cost = min(self.cost + amount, _MAX_COST)  # saturating, like cel-go's uint64 sums
         if self.cost > self.limit:
             self.exceeded = True
             raise CostExceeded(COST_EXCEEDED)
@@ -469,8 +470,13 @@ class Runner:
 
     def evaluate(self, binding: Any) -> Any:
         """Run the main program for a binding; returns the Python value or raises UnitError."""
+        return self.evaluate_with_cost(binding)[0]
+
+    def evaluate_with_cost(self, binding: Any) -> tuple[Any, int]:
+        """The value and the cost the runtime guard accounted (comprehension iterations and
+        calls charged at run time; zero for plans that run entirely natively)."""
         values: dict[str, Any] = {}
-        frame = Frame(values, self.plan.guarded)
+        frame = Frame(values, self.plan.guarded, self.plan.limit)
         previous = getattr(_state, "frame", None)
         _state.frame = frame
         try:
@@ -486,7 +492,7 @@ class Runner:
                 raise UnitError(self.public_message(exc.message)) from None
             if frame.exceeded:
                 raise UnitError(COST_EXCEEDED)
-            return result
+            return result, frame.cost
         finally:
             _state.frame = previous
 

@@ -155,6 +155,7 @@ class Plan:
     inputs: dict[str, Input] = field(default_factory=dict)
     constants: dict[str, Any] = field(default_factory=dict)  # values of the "const" inputs
     guarded: bool = False
+    limit: int = 0  # the runtime cost limit
 
 
 @dataclass(frozen=True)
@@ -214,7 +215,7 @@ class _Lowering:
         self.estimate = estimate
         self.caps = caps
         self.guarded = guarded
-        self.plan = Plan(Unit("", (), ()), guarded=guarded)
+        self.plan = Plan(Unit("", (), ()), guarded=guarded, limit=limit)
         self.counter = 0
         # Per program being emitted: the inputs and local variables it references.
         self.unit_inputs: list[dict[str, Input]] = []
@@ -795,6 +796,9 @@ def _dispatcher(overloads: list[OverloadDecl]) -> Callable[..., Any]:
     return dispatch
 
 
-def lower(checked: Checked, estimate: Estimate, caps: Capabilities, limit: int) -> Plan:
-    """Lower for an engine; programs whose estimate exceeds ``limit`` account for cost as they run."""
-    return _Lowering(checked, estimate, caps, estimate.max > limit, limit).run()
+def lower(
+    checked: Checked, estimate: Estimate, caps: Capabilities, limit: int, guarded: bool = False
+) -> Plan:
+    """Lower for an engine. Programs whose estimate exceeds ``limit`` (or all, with ``guarded``)
+    run every comprehension from Python and account for cost as they go."""
+    return _Lowering(checked, estimate, caps, guarded or estimate.max > limit, limit).run()

@@ -18,7 +18,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +64,9 @@ def gpu(i: int, **extra: Any) -> dict[str, Any]:
     }
 
 
-def slice_(name: str, node_name: str, devices: list[dict[str, Any]], pool: str | None = None, **spec: Any) -> ResourceSlice:
+def slice_(
+    name: str, node_name: str, devices: list[dict[str, Any]], pool: str | None = None, **spec: Any
+) -> ResourceSlice:
     s = decode(
         {
             "apiVersion": "resource.k8s.io/v1",
@@ -73,7 +75,11 @@ def slice_(name: str, node_name: str, devices: list[dict[str, Any]], pool: str |
             "spec": {
                 "driver": DRIVER,
                 "nodeName": node_name,
-                "pool": {"name": pool or node_name, "generation": 1, "resourceSliceCount": spec.pop("count", 1)},
+                "pool": {
+                    "name": pool or node_name,
+                    "generation": 1,
+                    "resourceSliceCount": spec.pop("count", 1),
+                },
                 "devices": devices,
                 **spec,
             },
@@ -92,7 +98,9 @@ def request(name: str, count: int, *selectors: str, capacity: dict[str, str] | N
     return {"name": name, "exactly": exactly}
 
 
-def claim(name: str, requests: list[dict[str, Any]], constraints: list[dict[str, Any]] | None = None) -> ResourceClaim:
+def claim(
+    name: str, requests: list[dict[str, Any]], constraints: list[dict[str, Any]] | None = None
+) -> ResourceClaim:
     c = decode(
         {
             "apiVersion": "resource.k8s.io/v1",
@@ -118,13 +126,18 @@ class Scenario:
     slices: list[ResourceSlice]
     claims: list[ResourceClaim]
     selectors: tuple[str, ...]
-    state: AllocatedState = AllocatedState()
+    state: AllocatedState = field(default_factory=AllocatedState)
 
 
 def single_slice() -> Scenario:
     s = slice_("n1", "node-1", [gpu(i) for i in range(128)])
-    return Scenario("128 GPUs, claim for 8, quantity selector", 100.0, [s],
-                    [claim("c", [request("gpus", 8, MEMORY_SELECTOR)])], (MEMORY_SELECTOR,))
+    return Scenario(
+        "128 GPUs, claim for 8, quantity selector",
+        100.0,
+        [s],
+        [claim("c", [request("gpus", 8, MEMORY_SELECTOR)])],
+        (MEMORY_SELECTOR,),
+    )
 
 
 def match_attribute() -> Scenario:
@@ -143,25 +156,42 @@ def eight_slices() -> Scenario:
         for k in range(8)
     ]
     c = claim("c", [request("gpus", 32, MEMORY_SELECTOR, MODEL_SELECTOR)])
-    return Scenario("8 slices x 128 GPUs, claim for 32, two selectors", None, slices, [c],
-                    (MEMORY_SELECTOR, MODEL_SELECTOR))
+    return Scenario(
+        "8 slices x 128 GPUs, claim for 32, two selectors",
+        None,
+        slices,
+        [c],
+        (MEMORY_SELECTOR, MODEL_SELECTOR),
+    )
 
 
 def partitionable() -> Scenario:
-    # One physical GPU with 8 memory units shared by 16 partitions: 8 of 1 unit, 8 of 2 units.
-    # The claim wants 6 partitions of which one needs 2 units; first-fit takes 1-unit partitions
-    # first, so the search must back off before the 2-unit request fits.
-    counters = slice_("n1-counters", "node-1", [], pool="node-1", count=2,
-                      sharedCounters=[{"name": "gpu-0", "counters": {"memory": {"value": "8"}}}])
+    # One physical GPU with 8 memory units shared by 16 partitions: 8 of 2 units listed first, then
+    # 8 of 1 unit. The claim wants 4 partitions of any size and 1 of at least 2 units. First fit
+    # gives the 4 to 2-unit partitions (all 8 units), so the search has to work through the
+    # combinations until the 4 leave 2 units for the last request.
+    counters = slice_(
+        "n1-counters",
+        "node-1",
+        [],
+        pool="node-1",
+        count=2,
+        sharedCounters=[{"name": "gpu-0", "counters": {"memory": {"value": "8"}}}],
+    )
     counters = counters.model_copy(update={"spec": counters.spec.model_copy(update={"devices": None})})
     parts = []
     for i in range(16):
-        units = "1" if i < 8 else "2"
-        parts.append(gpu(i, consumesCounters=[{"counterSet": "gpu-0", "counters": {"memory": {"value": units}}}],
-                         capacity={"memory": {"value": units}}))
+        units = "2" if i < 8 else "1"
+        parts.append(
+            gpu(
+                i,
+                consumesCounters=[{"counterSet": "gpu-0", "counters": {"memory": {"value": units}}}],
+                capacity={"memory": {"value": units}},
+            )
+        )
     devices = slice_("n1-parts", "node-1", parts, pool="node-1", count=2)
     big = f'device.capacity["{DRIVER}"].memory.compareTo(quantity("2")) >= 0'
-    c = claim("c", [request("small", 6), request("big", 1, big)])
+    c = claim("c", [request("small", 4), request("big", 1, big)])
     return Scenario("partitionable GPU, 16 partitions, backtracking", None, [counters, devices], [c], (big,))
 
 
@@ -170,8 +200,12 @@ def consumable() -> Scenario:
         "name": "nic-0",
         "allowMultipleAllocations": True,
         "attributes": {"model": {"string": "a100"}},
-        "capacity": {"memory": {"value": "100Gi", "requestPolicy": {"default": "1Gi",
-                                                                     "validRange": {"min": "1Gi", "step": "1Gi"}}}},
+        "capacity": {
+            "memory": {
+                "value": "100Gi",
+                "requestPolicy": {"default": "1Gi", "validRange": {"min": "1Gi", "step": "1Gi"}},
+            }
+        },
     }
     s = slice_("n1", "node-1", [nic])
     from policies.allocator import DeviceID
@@ -212,12 +246,17 @@ def floor_loop(sc: Scenario) -> Callable[[], object]:
     devices = [(s.spec.driver, s.spec.pool.name, d.name) for s in sc.slices for d in s.spec.devices or []]
     programs = [compile_expression(e) for e in sc.selectors]
     verdicts = {
-        (s.spec.driver, s.spec.pool.name, d.name): all(p.matches(bind_device(s.spec.driver, d)) for p in programs)
+        (s.spec.driver, s.spec.pool.name, d.name): all(
+            p.matches(bind_device(s.spec.driver, d)) for p in programs
+        )
         for s in sc.slices
         for d in s.spec.devices or []
     }
     wanted = sum(
-        (r.exactly.count or 0) for c in sc.claims for r in c.spec.devices.requests or [] if r.exactly is not None
+        (r.exactly.count or 0)
+        for c in sc.claims
+        for r in c.spec.devices.requests or []
+        if r.exactly is not None
     )
 
     def run() -> int:
@@ -252,7 +291,9 @@ def cluster_dry_run(nodes: int, repeat: int) -> tuple[float, float, int]:
         objs.append(node(name))
         objs.append(slice_(f"{name}-gpu", name, [gpu(i) for i in range(8)]))
         taken = 3 if n % 5 < 3 else 4  # 3.2 of 8 on average = 40%
-        results = [{"request": "gpus", "driver": DRIVER, "pool": name, "device": f"gpu-{i}"} for i in range(taken)]
+        results = [
+            {"request": "gpus", "driver": DRIVER, "pool": name, "device": f"gpu-{i}"} for i in range(taken)
+        ]
         c = claim(f"busy-{n}", [request("gpus", taken)])
         status = {"allocation": {"devices": {"results": results}}}
         allocated.append(c.model_copy(update={"status": decode_status(status)}))
@@ -282,7 +323,9 @@ def decode_status(status: dict[str, Any]) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="fewer repetitions, 500 nodes for the dry run")
     parser.add_argument("--profile", choices=[*SCENARIOS, "cluster"], help="print a cProfile of one scenario")
     args = parser.parse_args(argv)
@@ -299,7 +342,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
         return 0
 
-    print(f"{'scenario':52} {'first us':>10} {'median us':>10} {'floor us':>9} {'ratio':>7} {'steps':>6}  target")
+    widths = (10, 10, 9, 7, 6)
+    columns = ("first us", "median us", "floor us", "ratio", "steps")
+    cells = " ".join(f"{c:>{w}}" for c, w in zip(columns, widths, strict=True))
+    print(f"{'scenario':52} {cells}  target")
     ok = True
     for build in SCENARIOS.values():
         sc = build()

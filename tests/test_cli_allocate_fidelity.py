@@ -1024,3 +1024,23 @@ def test_explaining_one_node_does_not_change_the_next_nodes_answer(
     on_node1, on_node2 = run(tmp_path, capsys, docs)["nodes"]
     assert on_node1["allocated"] is False and on_node1["error"] is None
     assert on_node2["allocated"] is False and on_node2["error"] is None
+
+
+def test_selector_compile_error_only_where_a_device_is_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # selectorsMatch compiles through the CEL cache when a device is first checked, so a request
+    # selector that does not compile is an error on node-1 (a GPU passes the class selector and is
+    # checked) but not on node-2, which has no device at all: there the claim simply does not fit.
+    broken = {"cel": {"expression": "device.attributes[1 +"}}
+    docs = [
+        node("node-1"),
+        node("node-2"),
+        device_class("gpu", GPU),
+        resource_slice("n1", GPU, "node-1", ["gpu-0"], nodeName="node-1"),
+        claim("c", request("gpu", "gpu", selectors=[broken])),
+    ]
+    on_node1, on_node2 = run(tmp_path, capsys, docs)["nodes"]
+    assert on_node1["allocated"] is False
+    assert "claim default/c: selector #0: CEL compile error" in on_node1["error"]
+    assert on_node2["allocated"] is False and on_node2["error"] is None

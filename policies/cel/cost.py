@@ -8,9 +8,9 @@ Calibrated on the upstream test expectations (dra-reference 3.4): ``device.drive
 the estimate errs upwards: it must never be below what an evaluation can really cost, because the
 runtime guard skips cost accounting for programs whose estimate is within the limit.
 
-Besides the total, the estimator records for every comprehension the worst cost of one iteration
-(loop condition plus step, without nested comprehensions, which account for themselves); the
-runtime guard charges that per iteration.
+Besides the total, the estimator records for every comprehension the fixed cost of one iteration
+(loop condition plus step, without nested comprehensions, library calls and concatenations, which
+the runtime guard charges with their actual cost); the guard charges that per iteration.
 """
 
 from __future__ import annotations
@@ -63,8 +63,9 @@ def _union(a: Range, b: Range) -> Range:
 
 @dataclass
 class Estimate:
-    """``cost`` is the (min, max) estimate; ``loop_charge`` the worst cost of one iteration of each
-    comprehension (by node id), nested comprehensions excluded."""
+    """``cost`` is the (min, max) estimate; ``loop_charge`` what the runtime guard charges for one
+    iteration of each comprehension (by node id): its fixed part, without nested comprehensions,
+    library calls and concatenations, which are charged as they run."""
 
     cost: Range
     loop_charge: dict[int, int] = field(default_factory=dict)
@@ -78,7 +79,12 @@ class Estimate:
 
 
 class _Coster:
-    def __init__(self, checked: Checked) -> None:
+    """One pass over the tree. With ``charging``, sizes nothing bounds count as 1 and library
+    calls as 1: the result is the part of each iteration's cost the runtime guard charges up
+    front, the rest (library calls, concatenations) being charged with their actual cost."""
+
+    def __init__(self, checked: Checked, charging: bool = False) -> None:
+        self.charging = charging
         self.checked = checked
         self.env = checked.env
         self.paths: dict[int, tuple[str, ...]] = {}
@@ -105,7 +111,7 @@ class _Coster:
         typ = self.type(e)
         if typ.kind in ("int", "uint", "double", "bool", "timestamp", "duration", "null_type"):
             return (1, 1)
-        return UNKNOWN
+        return (1, 1) if self.charging else UNKNOWN
 
     def computed_size(self, e: Expr) -> Range | None:
         if e.id in self.computed:
@@ -230,6 +236,10 @@ class _Coster:
         self, e: Call, overload: decls.OverloadDecl, operands: list[Expr], costs: list[Range], arg_sum: Range
     ) -> Range:
         oid = overload.id
+        if overload.cost is not None and self.charging:
+            return _add((1, 1), arg_sum)
+        if oid in ("add_string", "add_bytes", "add_list") and self.charging:
+            return _add((1, 1), arg_sum)
         if overload.cost is not None:
             own = overload.cost.estimate(self.call_site(operands))
             self.call_max[e.id] = max(self.call_max.get(e.id, 0), own[1])
@@ -370,4 +380,6 @@ def _step(node: object, name: str) -> object:
 def estimate(checked: Checked) -> Estimate:
     coster = _Coster(checked)
     total = coster.cost(checked.root)
-    return Estimate(total, coster.loop_charge, coster.call_max)
+    charging = _Coster(checked, charging=True)
+    charging.cost(checked.root)
+    return Estimate(total, charging.loop_charge, coster.call_max)

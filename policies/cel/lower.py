@@ -477,6 +477,8 @@ class _Lowering:
     def operator(self, e: Call, args: list[_Frag], types: list[t.Type]) -> _Frag:
         fn = e.function
         op, prec = _BINARY[fn]
+        if self.guarded and fn == "_+_" and types[0].kind in ("string", "bytes", t.LIST):
+            return self.lib_call("_concat", _charged_concat, args)
         objects = any(t.may_hold_object(ty) for ty in types)
         if fn in ("_==_", "_!=_"):
             if objects or (not self.caps.cross_numeric and types[0] != types[1]):
@@ -572,10 +574,9 @@ class _Lowering:
 
     def library(self, e: Call, overloads: list[OverloadDecl], operands: list[Expr], scope: Scope) -> _Frag:
         args = [self.emit(x, scope) for x in operands]
-        # Under the runtime guard, a call whose worst case alone could pass the limit is charged
-        # for its actual arguments (a separate helper name, so the same overload stays cheap
-        # elsewhere); every other call is covered by its comprehension's per-iteration charge.
-        charged = self.guarded and self.estimate.call_max.get(e.id, 0) >= self.plan_limit
+        # Under the runtime guard every library call is charged for its actual arguments (the
+        # comprehensions' per-iteration charges leave them out).
+        charged = self.guarded
         suffix = "_charged" if charged else ""
         folded = None if charged else self.fold(overloads, operands)
         if folded is not None:
@@ -739,6 +740,21 @@ def _step(base: _DevRef, key: str) -> _DevRef | None:
     if base.kind == "domain":
         return _DevRef("value", base.section, base.domain, key)
     return None
+
+
+def _charged_concat(a: Any, b: Any) -> Any:
+    """``a + b`` under the runtime guard: strings, bytes and lists are charged by their result's
+    size (cel-go: 0.1 per character, 1 per list element) before it is built."""
+    from policies.cel.engines import current_frame
+    from policies.cel.library import CELEvalError
+
+    if isinstance(a, str | bytes) and type(a) is type(b):
+        current_frame().charge(math.ceil((len(a) + len(b)) * 0.1))
+    elif isinstance(a, list) and isinstance(b, list):
+        current_frame().charge(len(a) + len(b))
+    else:
+        raise CELEvalError(runtime.NO_SUCH_OVERLOAD)
+    return a + b
 
 
 def _literal_value(e: Literal) -> Any:

@@ -70,3 +70,19 @@ def test_stored_and_new_environments_differ_only_where_gates_do() -> None:
     with pytest.raises(CompileError, match="undefined field 'allowMultipleAllocations'"):
         compile_expression("device.allowMultipleAllocations", new)
     assert compile_expression("device.allowMultipleAllocations").matches(DEVICE) is False
+
+
+def test_unbounded_estimates_are_charged_by_actual_sizes() -> None:
+    # A dyn list element has no size bound, so the estimate is unbounded (as in cel-go); the
+    # stored environment still evaluates it, charging the regex by the strings it really gets.
+    lists = Environment(list_type_attributes=True)
+    device = bind_device(
+        "gpu.example.com",
+        Device.model_validate({"name": "gpu-0", "attributes": {"names": {"strings": ["12", "23"]}}}),
+        lists,
+    )
+    program = compile_expression('device.attributes["gpu.example.com"].names.exists(n, n.matches("^23"))', lists)
+    assert program.estimated_cost == 2**64 - 1
+    assert program.matches(device) is True
+    growing = compile_expression('lists.range(3000).map(i, "xx" + string(i)).size() == 3000', lists)
+    assert growing.guarded and growing.matches(device) is True

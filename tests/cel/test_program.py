@@ -81,7 +81,9 @@ def test_unbounded_estimates_are_charged_by_actual_sizes() -> None:
         Device.model_validate({"name": "gpu-0", "attributes": {"names": {"strings": ["12", "23"]}}}),
         lists,
     )
-    program = compile_expression('device.attributes["gpu.example.com"].names.exists(n, n.matches("^23"))', lists)
+    program = compile_expression(
+        'device.attributes["gpu.example.com"].names.exists(n, n.matches("^23"))', lists
+    )
     assert program.estimated_cost == 2**64 - 1
     assert program.matches(device) is True
     growing = compile_expression('lists.range(3000).map(i, "xx" + string(i)).size() == 3000', lists)

@@ -1,0 +1,283 @@
+"""Quota arithmetic for DRA: what claims and pods are charged, the usage ledger, the quota check.
+
+Upstream charges a ResourceClaim to quota when the claim object is created (per-class device
+counts, ``pkg/quota/v1/evaluator/core/resource_claims.go``, dra-reference 6.1), and a pod for its
+containers' requests; the CPU, memory and hugepages that *devices* yield (KEP-5517) are charged to
+nobody in 1.36/1.37. draguard folds that footprint into the namespace's ResourceQuotas:
+
+* a claim's **charge** is, for every pod it is reserved for, what the claim adds to that pod's
+  upstream ``PodRequests``/``PodLimits`` (so pod-level resources, which absorb DRA amounts, and
+  undeclared limits are honoured), expressed in quota names (``requests.cpu``, ``cpu``,
+  ``limits.cpu``, ``requests.hugepages-2Mi``...);
+* the **ledger** keeps those charges by namespace and claim uid. Offline it is recomputed from the
+  snapshot; the webhook keeps it in the API server (``webhook/ledger.py``) so replicas agree;
+* **usage** for a quota key is the quota's ``status.used`` (upstream's own charges) plus the ledger;
+* the check mirrors upstream's ResourceQuota admission (``apiserver/pkg/admission/plugin/
+  resourcequota/controller.go``): only keys the quota limits and the request raises are compared,
+  quotas in name order, the first one exceeded is reported in upstream's wording.
+
+Quotas with ``scopes`` or a ``scopeSelector`` are not folded: their scopes select pods by fields
+(priority class, termination, QoS) that a claim does not have.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Protocol
+
+from policies.api.core import Pod, ResourceQuota
+from policies.api.quantity import Quantity
+from policies.api.resource import ALL, EXACT_COUNT, Device, DeviceClaim, DeviceClass, ResourceClaim
+from policies.footprint import (
+    HUGEPAGES_PREFIX,
+    ClaimUse,
+    DeviceKey,
+    ResourceList,
+    add_lists,
+    claim_footprint,
+    difference,
+    pod_limits,
+    pod_requests,
+    referencing_containers,
+)
+
+# Upstream quota names (core/v1 types.go; the pod evaluator in pkg/quota/v1/evaluator/core/pods.go).
+STANDARD = ("cpu", "memory", "ephemeral-storage")
+CLAIM_COUNT = "count/resourceclaims.resource.k8s.io"
+DEVICES_SUFFIX = ".deviceclass.resource.k8s.io/devices"
+EXTENDED_CLASS_PREFIX = "requests.deviceclass.resource.kubernetes.io/"
+# AllocationResultsMaxSize: what an ``All`` request is charged, its worst case.
+ALL_DEVICES = 32
+
+Charge = Mapping[str, Quantity]
+"""Amounts by quota name (``requests.cpu``)."""
+
+
+def requests_keys(requests: ResourceList) -> dict[str, Quantity]:
+    """Pod requests under the quota names upstream charges them to: ``cpu`` and ``requests.cpu``,
+    and ``requests.hugepages-<size>`` (extended resources are upstream's and not DRA's)."""
+    out: dict[str, Quantity] = {}
+    for name, amount in requests.items():
+        if name in STANDARD:
+            out[name] = amount
+            out[f"requests.{name}"] = amount
+        elif name.startswith(HUGEPAGES_PREFIX):
+            out[f"requests.{name}"] = amount
+    return out
+
+
+def limits_keys(limits: ResourceList) -> dict[str, Quantity]:
+    return {f"limits.{name}": amount for name, amount in limits.items() if name in STANDARD}
+
+
+def pod_charge(pod: Pod, uses: Sequence[ClaimUse]) -> dict[str, Quantity]:
+    """Everything a pod with these claims is charged, its containers included."""
+    return add_lists(requests_keys(pod_requests(pod, uses)), limits_keys(pod_limits(pod, uses)))
+
+
+def dra_charge(pod: Pod | None, use: ClaimUse) -> dict[str, Quantity]:
+    """What one claim adds to one pod's charge (the difference DRA makes). A pod draguard does
+    not know is taken as a bare pod: mapped and per-pod amounts, no limits."""
+    bare = pod or Pod()
+    more = add_lists(requests_keys(pod_requests(bare, [use])), limits_keys(pod_limits(bare, [use])))
+    less = add_lists(requests_keys(pod_requests(bare)), limits_keys(pod_limits(bare)))
+    return difference(more, less)
+
+
+def _pod_claim_references(pod: Pod, claim: ResourceClaim) -> int:
+    statuses = (pod.status.resource_claim_statuses or []) if pod.status is not None else []
+    generated = {s.name: s.resource_claim_name for s in statuses}
+    return sum(
+        len(referencing_containers(pod, ref.name))
+        for ref in pod.spec.resource_claims or ()
+        if (ref.resource_claim_name or generated.get(ref.name)) == claim.name
+    )
+
+
+def claim_charge(
+    claim: ResourceClaim, devices: Mapping[DeviceKey, Device], pods: Mapping[tuple[str, str], Pod]
+) -> dict[str, Quantity]:
+    """The claim's charge: its footprint for each pod in ``reservedFor``; nothing while no pod uses it."""
+    if claim.status is None or claim.status.allocation is None:
+        return {}
+    footprint = claim_footprint(claim.status.allocation, devices)
+    if footprint.is_empty:
+        return {}
+    charges = []
+    for ref in claim.status.reserved_for or ():
+        if ref.resource != "pods" or ref.api_group:
+            continue
+        pod = pods.get((claim.namespace, ref.name))
+        references = _pod_claim_references(pod, claim) if pod is not None else 0
+        charges.append(dra_charge(pod, ClaimUse(footprint, references)))
+    return add_lists(*charges)
+
+
+def _class_counts(mode: str | None, count: int | None) -> int:
+    if mode in (None, EXACT_COUNT):
+        return 1 if count is None else count
+    return ALL_DEVICES if mode == ALL else 0
+
+
+def claim_object_usage(devices: DeviceClaim, classes: Mapping[str, DeviceClass]) -> dict[str, Quantity]:
+    """What upstream charges when the claim object is created: one claim, and devices per class
+    (``All`` as 32; for firstAvailable each class's largest alternative, so "pick one" does not
+    dodge quota); with DRAExtendedResource the same counts under the class's extended names."""
+    per_class: dict[str, int] = {}
+    for request in devices.requests or ():
+        if request.exactly is not None:
+            cls = request.exactly.device_class_name
+            per_class[cls] = per_class.get(cls, 0) + _class_counts(request.exactly.allocation_mode,
+                                                                    request.exactly.count)
+            continue
+        largest: dict[str, int] = {}
+        for sub in request.first_available or ():
+            n = _class_counts(sub.allocation_mode, sub.count)
+            largest[sub.device_class_name] = max(largest.get(sub.device_class_name, 0), n)
+        for cls, n in largest.items():
+            per_class[cls] = per_class.get(cls, 0) + n
+    usage = {CLAIM_COUNT: Quantity.from_int(1)}
+    for cls, n in per_class.items():
+        amount = Quantity.from_int(n)
+        usage[f"{cls}{DEVICES_SUFFIX}"] = amount
+        if cls in classes:
+            usage[f"{EXTENDED_CLASS_PREFIX}{cls}"] = amount
+            extended = classes[cls].spec.extended_resource_name
+            if extended:
+                usage[f"requests.{extended}"] = amount
+    return usage
+
+
+# --- the ledger ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """DRA charges by namespace, then by claim uid: what draguard adds to each namespace's usage."""
+
+    charges: Mapping[str, Mapping[str, Charge]] = field(default_factory=dict)
+
+    def namespace(self, namespace: str) -> Mapping[str, Charge]:
+        return self.charges.get(namespace, MappingProxyType({}))
+
+    def usage(self, namespace: str) -> dict[str, Quantity]:
+        return add_lists(*self.namespace(namespace).values())
+
+    def charged(self, namespace: str, uid: str) -> Charge:
+        return self.namespace(namespace).get(uid, MappingProxyType({}))
+
+    def with_charge(self, namespace: str, uid: str, charge: Charge) -> Ledger:
+        """The ledger with the claim's charge replaced (removed when empty)."""
+        entries = dict(self.namespace(namespace))
+        if charge:
+            entries[uid] = MappingProxyType(dict(charge))
+        else:
+            entries.pop(uid, None)
+        charges = dict(self.charges)
+        charges[namespace] = MappingProxyType(entries)
+        return Ledger(MappingProxyType(charges))
+
+    @classmethod
+    def compute(
+        cls,
+        claims: Iterable[ResourceClaim],
+        devices: Mapping[DeviceKey, Device],
+        pods: Mapping[tuple[str, str], Pod],
+    ) -> Ledger:
+        """The charges as they should be: every allocated claim's charge from its reservedFor."""
+        ledger = cls()
+        for claim in claims:
+            uid = claim.metadata.uid
+            charge = claim_charge(claim, devices, pods)
+            if charge and uid:
+                ledger = ledger.with_charge(claim.namespace, uid, charge)
+        return ledger
+
+
+# --- the check ------------------------------------------------------------------------------------
+
+
+def pretty(resources: Mapping[str, Quantity]) -> str:
+    """upstream prettyPrint: ``name=value`` sorted by name, comma separated."""
+    return ",".join(f"{name}={resources[name]}" for name in sorted(resources))
+
+
+def folded(quota: ResourceQuota) -> bool:
+    """Quotas draguard charges: the unscoped ones."""
+    return not quota.spec.scopes and quota.spec.scope_selector is None
+
+
+def hard_of(quota: ResourceQuota) -> Mapping[str, Quantity]:
+    """``status.hard`` as upstream reads it; ``spec.hard`` until the quota controller has synced."""
+    status = quota.status.hard if quota.status is not None else None
+    return status if status is not None else (quota.spec.hard or {})
+
+
+@dataclass(frozen=True)
+class Exceeded:
+    quota: str
+    requested: Mapping[str, Quantity]
+    used: Mapping[str, Quantity]
+    hard: Mapping[str, Quantity]
+
+    def message(self) -> str:
+        return (
+            f"exceeded quota: {self.quota}, requested: {pretty(self.requested)}, used: {pretty(self.used)}, "
+            f"limited: {pretty(self.hard)}"
+        )
+
+
+def first_exceeded(
+    quotas: Iterable[ResourceQuota], requested: Charge, ledger_usage: Charge
+) -> Exceeded | None:
+    """The first quota (by name) that ``requested`` on top of the usage would exceed."""
+    for quota in sorted((q for q in quotas if folded(q)), key=lambda q: q.name):
+        hard = hard_of(quota)
+        asked = {k: v for k, v in requested.items() if k in hard}
+        status_used = (quota.status.used if quota.status is not None else None) or {}
+        used = {k: _plus(status_used.get(k), ledger_usage.get(k)) for k in asked}
+        over = [k for k, v in asked.items() if used[k].add(v).cmp(hard[k]) > 0]
+        if over:
+            return Exceeded(
+                quota.name,
+                {k: asked[k] for k in over},
+                {k: used[k] for k in over},
+                {k: hard[k] for k in over},
+            )
+    return None
+
+
+def _plus(a: Quantity | None, b: Quantity | None) -> Quantity:
+    zero = Quantity.from_int(0)
+    return (a or zero).add(b or zero)
+
+
+def smallest(charges: Sequence[Charge]) -> dict[str, Quantity]:
+    """The per-key minimum of several candidate charges (a key missing from one counts as 0): a
+    lower bound on what the pod needs wherever it lands, so a denial on it is never premature."""
+    if not charges:
+        return {}
+    keys = set(charges[0]).intersection(*charges[1:])
+    return {k: min(c[k] for c in charges) for k in sorted(keys)}
+
+
+ChargeCheck = Callable[[Ledger], Exceeded | None]
+"""Given the current ledger, the quota problem a new charge would cause (None: charge it)."""
+
+
+class LedgerUnavailable(Exception):
+    """The shared ledger could not be read or written (API server unreachable, conflicts)."""
+
+
+class LedgerStore(Protocol):
+    """Where the webhook keeps the ledger shared by replicas (``webhook/ledger.py``).
+
+    ``charge`` reads the namespace's ledger, asks ``check`` and, if it passes, writes the claim's new
+    charge with optimistic concurrency, retrying with a fresh ledger on conflict; it returns the
+    problem that stopped it, or None once charged. Raises :class:`LedgerUnavailable`.
+    """
+
+    def charge(self, namespace: str, uid: str, charge: Charge, check: ChargeCheck) -> Exceeded | None: ...
+

@@ -40,7 +40,7 @@ def _slice(driver: str, node: str, devices: list[dict[str, Any]]) -> dict[str, A
 
 
 def _node_objects(node: str) -> list[dict[str, Any]]:
-    cpu = {
+    cpu: dict[str, Any] = {
         "name": "socket0", "allowMultipleAllocations": True,
         "capacity": {"cpu.example.com/cpu": {"value": "8"}},
         "nodeAllocatableResources": {"cpu": {"mapping": {"capacityKey": "cpu.example.com/cpu",
@@ -54,7 +54,7 @@ def _node_objects(node: str) -> list[dict[str, Any]]:
     hugepages = {
         "name": "hp-0", "nodeAllocatableResourceMappings": {"hugepages-2Mi": {"allocationMultiplier": "1Gi"}}
     }
-    nics = [
+    nics: list[dict[str, Any]] = [
         {"name": "nic-0"},
         {"name": "nic-1", "attributes": {"draguard.io/sharingPolicy": {"string": "None"}}},
     ]

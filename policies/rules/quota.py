@@ -1,0 +1,199 @@
+"""Rule ``quota``: charge the node resources that DRA devices yield to the namespace's quotas.
+
+Upstream charges neither the CPU, memory nor hugepages a claim's devices hand out (KEP-5517) to any
+ResourceQuota, so a namespace limited to 12 CPUs can hold a pod of 1 CPU whose CPU-driver claim
+pins 64 more. This rule closes that gap (arithmetic in :mod:`policies.quota`):
+
+* **ResourceClaim status update** (``resourceclaims/status`` UPDATE): when the scheduler writes an
+  allocation and reserves the claim for a pod, the actual devices are known; their footprint for
+  each consumer pod is the claim's charge. The increase must fit every unscoped quota of the
+  namespace, on top of ``status.used`` and the ledger of DRA charges. Behind the webhook the charge
+  is recorded in the shared ledger in the same step (optimistic concurrency, see
+  ``webhook/ledger.py``), so two replicas cannot both admit the last CPU. A deallocated or deleted
+  claim releases its charge.
+* **Pod CREATE**: the pod's claims are allocated in a dry run on every node of the snapshot; the
+  smallest footprint any node gives (per quota key), plus the pod's own requests and the device
+  counts upstream will charge for the claims its templates create, must fit. A pod that can never
+  fit its quota is refused at once instead of waiting forever in Pending.
+
+Messages carry upstream's quota wording (``exceeded quota: <name>, requested: ..., used: ...,
+limited: ...``) so that people and tools that know the one recognise the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from policies.allocator import Features
+from policies.api.core import Pod, ResourceQuota
+from policies.api.quantity import Quantity
+from policies.api.resource import Device, ResourceClaim
+from policies.dryrun import DryRun, DryRunInputError, pod_claims
+from policies.footprint import (
+    ClaimUse,
+    DeviceKey,
+    FootprintError,
+    add_lists,
+    claim_footprint,
+    device_index,
+    difference,
+    referencing_containers,
+)
+from policies.quota import (
+    STANDARD,
+    Charge,
+    Exceeded,
+    Ledger,
+    LedgerStore,
+    LedgerUnavailable,
+    claim_charge,
+    claim_object_usage,
+    first_exceeded,
+    folded,
+    hard_of,
+    pod_charge,
+    smallest,
+)
+from policies.rules.common import a_few, object_key
+from policies.rules.engine import Context, Finding, Request, RuleUnavailable
+from policies.snapshot import Snapshot
+
+
+def _node_key(key: str) -> bool:
+    """Quota keys that node-allocatable footprints are charged to."""
+    name = key.removeprefix("requests.").removeprefix("limits.")
+    return name in STANDARD or (key.startswith("requests.") and name.startswith("hugepages-"))
+
+
+def _quotas(snapshot: Snapshot, namespace: str) -> list[ResourceQuota]:
+    return [q for q in snapshot.quotas if q.namespace == namespace and folded(q)]
+
+
+def _ledger(snapshot: Snapshot, namespace: str, devices: Mapping[DeviceKey, Device]) -> Ledger:
+    """The DRA charges of the namespace as the snapshot shows them (offline, and for predictions)."""
+    claims = (c for c in snapshot.allocated_claims() if c.namespace == namespace)
+    return Ledger.compute(claims, devices, snapshot.pods)
+
+
+class QuotaRule:
+    """Deny claim reservations and pods whose node-allocatable footprint exceeds a quota.
+
+    ``store`` is the ledger shared by webhook replicas; without one (offline commands, tests) the
+    ledger is recomputed from the snapshot and nothing is recorded.
+    """
+
+    name = "quota"
+    mutating = False
+
+    def __init__(self, store: LedgerStore | None = None) -> None:
+        self.store = store
+
+    def applies(self, request: Request, ctx: Context) -> bool:
+        if request.kind == "Pod":
+            return (
+                request.operation == "CREATE"
+                and not request.sub_resource
+                and isinstance(request.obj, Pod)
+                and bool(request.obj.spec.resource_claims)
+            )
+        if request.resource != "resourceclaims":
+            return False
+        if request.operation == "DELETE":
+            return self.store is not None
+        return request.sub_resource == "status" and request.operation == "UPDATE"
+
+    def check(self, request: Request, ctx: Context) -> Sequence[Finding]:
+        if not ctx.snapshot_fresh:
+            raise RuleUnavailable("the cluster snapshot is stale: the namespace's quota usage is unknown")
+        try:
+            if isinstance(request.obj, Pod):
+                return _pod_findings(request.obj, ctx.snapshot)
+            return self._claim_findings(request, ctx.snapshot)
+        except FootprintError as err:
+            raise RuleUnavailable(str(err)) from None
+        except LedgerUnavailable as err:
+            raise RuleUnavailable(f"the DRA quota ledger is unavailable: {err}") from None
+
+    def _claim_findings(self, request: Request, snapshot: Snapshot) -> list[Finding]:
+        devices = device_index(snapshot.slices)
+        new = request.obj if isinstance(request.obj, ResourceClaim) else None
+        old = request.old if isinstance(request.old, ResourceClaim) else None
+        claim = new or old
+        if claim is None or not claim.metadata.uid:
+            return []
+        charge = claim_charge(new, devices, snapshot.pods) if new is not None else {}
+        if old is not None and new is not None and claim_charge(old, devices, snapshot.pods) == charge:
+            return []  # a status write that changes no charge (device conditions, ...)
+        quotas = _quotas(snapshot, claim.namespace)
+        namespace, uid = claim.namespace, claim.metadata.uid
+
+        def problem(ledger: Ledger) -> Exceeded | None:
+            requested = difference(charge, ledger.charged(namespace, uid))
+            return first_exceeded(quotas, requested, ledger.usage(namespace)) if requested else None
+
+        if self.store is not None and not request.dry_run:
+            exceeded = self.store.charge(namespace, uid, charge, problem)
+        else:
+            exceeded = problem(_ledger(snapshot, namespace, devices))
+        if exceeded is None or new is None:
+            return []
+        return [Finding("deny", (
+            f"claim {claim.key} cannot be reserved for {_consumers(new)}: draguard charges the "
+            f"node-allocatable resources of its devices to the namespace's quota, and {exceeded.message()}"
+        ))]
+
+
+def _consumers(claim: ResourceClaim) -> str:
+    refs = (claim.status.reserved_for or []) if claim.status is not None else []
+    ns = claim.namespace
+    return a_few([f"{'pod' if r.resource == 'pods' else r.resource} {ns}/{r.name}" for r in refs])
+
+
+def _pod_findings(pod: Pod, snapshot: Snapshot) -> list[Finding]:
+    quotas = _quotas(snapshot, pod.namespace)
+    if not quotas:
+        return []
+    try:
+        claims = pod_claims(snapshot, pod)
+    except DryRunInputError:
+        return []  # a missing claim or template: the pod waits for it, nothing to charge yet
+    devices = device_index(snapshot.slices)
+    created = [c for c in claims if (c.namespace, c.name) not in snapshot.claims]
+    counts = add_lists(*(claim_object_usage(c.spec.devices, snapshot.classes) for c in created))
+    footprint, node = _smallest_footprint(pod, claims, snapshot, devices, quotas)
+    exceeded = first_exceeded(
+        quotas, add_lists(footprint, counts), _ledger(snapshot, pod.namespace, devices).usage(pod.namespace)
+    )
+    if exceeded is None:
+        return []
+    where = f"on any node where its claims fit ({node})" if node else "with the claims it creates"
+    return [Finding("deny", (
+        f"pod {object_key(pod)} can never fit its namespace's quota {where}: draguard charges the "
+        f"node-allocatable resources of DRA devices to quota, and {exceeded.message()}"
+    ))]
+
+
+def _smallest_footprint(
+    pod: Pod,
+    claims: Sequence[ResourceClaim],
+    snapshot: Snapshot,
+    devices: Mapping[DeviceKey, Device],
+    quotas: Sequence[ResourceQuota],
+) -> tuple[dict[str, Quantity], str]:
+    """The pod's charge with its claims allocated, at its smallest over the nodes where they fit,
+    and which nodes gave it; nothing when no quota limits node resources or no node fits."""
+    if not any(_node_key(k) for q in quotas for k in hard_of(q)):
+        return {}, ""
+    references = [len(referencing_containers(pod, ref.name)) for ref in pod.spec.resource_claims or ()]
+    dry = DryRun(snapshot, claims, Features(), pod=pod)
+    candidates: list[Charge] = []
+    nodes = []
+    for name in sorted(snapshot.nodes):
+        answer = dry.on_node(snapshot.nodes[name])
+        if not answer.allocated:
+            continue
+        results = zip(answer.results, references, strict=True)
+        uses = [ClaimUse(claim_footprint(r, devices), n) for r, n in results]
+        candidates.append(pod_charge(pod, uses))
+        nodes.append(name)
+    return smallest(candidates), a_few(nodes)

@@ -1,0 +1,413 @@
+"""Quota folding: policies.quota arithmetic and the quota rule on claim status updates and pod creates.
+
+Expected numbers are worked out by hand from the fixtures (node_allocatable_fixtures) and upstream's
+quota wording (``exceeded quota: <name>, requested: ..., used: ..., limited: ...``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from node_allocatable_fixtures import (
+    NS,
+    claim,
+    container,
+    node_cluster,
+    pod,
+    quota,
+    request,
+    reserve,
+    template,
+)
+from rule_fixtures import admission, context
+
+from policies.api.core import Pod, ResourceQuota
+from policies.api.kinds import decode
+from policies.api.quantity import Quantity
+from policies.api.resource import DeviceClass, ResourceClaim
+from policies.footprint import ClaimFootprint, ClaimUse
+from policies.quota import (
+    ChargeCheck,
+    Exceeded,
+    Ledger,
+    claim_object_usage,
+    dra_charge,
+    first_exceeded,
+    limits_keys,
+    requests_keys,
+    smallest,
+)
+from policies.rules.engine import RuleUnavailable, decide
+from policies.rules.quota import QuotaRule
+from policies.rules.registry import RULES
+from policies.snapshot import Snapshot
+
+Q = Quantity.parse
+
+
+def q(**amounts: str) -> dict[str, Quantity]:
+    return {k.replace("__", ".").replace("_", "-"): Q(v) for k, v in amounts.items()}
+
+
+# --- pure arithmetic --------------------------------------------------------------------------------
+
+
+def claim_spec(*requests: dict[str, Any]) -> ResourceClaim:
+    return ResourceClaim.model_validate({"spec": {"devices": {"requests": list(requests)}}})
+
+
+def test_device_counts_follow_upstream_counting_rules() -> None:
+    # dra-reference 6.1: exactly 2 gpu + firstAvailable [4 gpu, 8 gpu-small] => gpu 6, gpu-small 8.
+    spec = claim_spec(
+        {"name": "a", "exactly": {"deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 2}},
+        {
+            "name": "b",
+            "firstAvailable": [
+                {"name": "big", "deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 4},
+                {"name": "small", "deviceClassName": "gpu-small", "allocationMode": "ExactCount", "count": 8},
+            ],
+        },
+        {"name": "c", "exactly": {"deviceClassName": "nic", "allocationMode": "All"}},
+        {"name": "d", "exactly": {"deviceClassName": "nic"}},  # not defaulted yet: one device
+    )
+    assert claim_object_usage(spec.spec.devices, {}) == {
+        "count/resourceclaims.resource.k8s.io": Q("1"),
+        "gpu.deviceclass.resource.k8s.io/devices": Q("6"),
+        "gpu-small.deviceclass.resource.k8s.io/devices": Q("8"),
+        "nic.deviceclass.resource.k8s.io/devices": Q("33"),
+    }
+
+
+def test_device_counts_under_extended_resource_names_of_existing_classes() -> None:
+    cls = DeviceClass.model_validate(
+        {"metadata": {"name": "gpu"}, "spec": {"extendedResourceName": "example.com/gpu"}}
+    )
+    spec = claim_spec(
+        {"name": "a", "exactly": {"deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 2}}
+    )
+    usage = claim_object_usage(spec.spec.devices, {"gpu": cls})
+    assert usage["requests.deviceclass.resource.kubernetes.io/gpu"] == Q("2")
+    assert usage["requests.example.com/gpu"] == Q("2")
+
+
+def test_resources_map_to_the_quota_names_upstream_uses() -> None:
+    assert requests_keys(q(cpu="1", memory="1Gi", ephemeral_storage="1Gi", hugepages_2Mi="2Mi")) == q(
+        cpu="1",
+        requests__cpu="1",
+        memory="1Gi",
+        requests__memory="1Gi",
+        ephemeral_storage="1Gi",
+        requests__ephemeral_storage="1Gi",
+        requests__hugepages_2Mi="2Mi",
+    )
+    assert limits_keys(q(cpu="2", hugepages_2Mi="2Mi")) == q(limits__cpu="2")
+
+
+def bare_pod(**spec: Any) -> Pod:
+    return Pod.model_validate({"spec": {"containers": [{"name": "main", **spec.pop("main", {})}], **spec}})
+
+
+def test_dra_charge_is_what_the_claim_adds_to_the_pod() -> None:
+    use = ClaimUse(ClaimFootprint(q(cpu="4")), 1)
+    assert dra_charge(bare_pod(), use) == q(cpu="4", requests__cpu="4")
+    limited = bare_pod(main={"resources": {"limits": {"cpu": "1"}}})
+    assert dra_charge(limited, use) == q(cpu="4", requests__cpu="4", limits__cpu="4")
+    # Pod-level requests absorb DRA amounts (upstream PodRequests): nothing more to charge.
+    assert dra_charge(bare_pod(resources={"requests": {"cpu": "8"}}), use) == {}
+
+
+def rq(name: str, hard: dict[str, str], used: dict[str, str], **spec: Any) -> ResourceQuota:
+    obj = decode(quota(name, hard, used, **spec))
+    assert isinstance(obj, ResourceQuota)
+    return obj
+
+
+def test_first_exceeded_uses_upstream_wording_and_only_limited_raised_keys() -> None:
+    quotas = [
+        rq("b-quota", {"requests.cpu": "100"}, {"requests.cpu": "0"}),
+        rq(
+            "team-a-quota",
+            {"requests.cpu": "12", "requests.memory": "1Gi", "pods": "1"},
+            {"requests.cpu": "8", "pods": "5"},
+        ),
+    ]
+    found = first_exceeded(quotas, q(requests__cpu="4", limits__cpu="4"), q(requests__cpu="2"))
+    assert found is not None
+    assert found.message() == (
+        "exceeded quota: team-a-quota, requested: requests.cpu=4, used: requests.cpu=10, "
+        "limited: requests.cpu=12"
+    )
+    assert first_exceeded(quotas, q(requests__cpu="4"), {}) is None  # 8 + 4 = 12 fits exactly
+
+
+def test_scoped_quotas_are_not_folded() -> None:
+    scoped = rq("scoped", {"requests.cpu": "1"}, {}, scopes=["BestEffort"])
+    assert first_exceeded([scoped], q(requests__cpu="4"), {}) is None
+
+
+def test_hard_comes_from_status_and_spec_until_synced() -> None:
+    # Upstream compares with status.hard: a spec raised to 100 counts once the controller syncs it.
+    raised = ResourceQuota.model_validate(
+        {"metadata": {"name": "x"}, "spec": {"hard": {"requests.cpu": "100"}},
+         "status": {"hard": {"requests.cpu": "1"}}}
+    )
+    assert first_exceeded([raised], q(requests__cpu="2"), {}) is not None
+    unsynced = ResourceQuota.model_validate(
+        {"metadata": {"name": "y"}, "spec": {"hard": {"requests.cpu": "1"}}}
+    )
+    assert first_exceeded([unsynced], q(requests__cpu="2"), {}) is not None
+
+
+def test_ledger_replaces_and_removes_charges_by_claim_uid() -> None:
+    ledger = (
+        Ledger()
+        .with_charge("a", "u1", q(cpu="1"))
+        .with_charge("a", "u2", q(cpu="2"))
+        .with_charge("b", "u3", q(cpu="5"))
+    )
+    assert ledger.usage("a") == q(cpu="3")
+    ledger = ledger.with_charge("a", "u1", q(cpu="4")).with_charge("a", "u2", {})
+    assert ledger.usage("a") == q(cpu="4") and ledger.usage("b") == q(cpu="5")
+    assert dict(ledger.namespace("a")) == {"u1": q(cpu="4")}
+
+
+def test_smallest_is_the_per_key_minimum() -> None:
+    assert smallest(
+        [q(cpu="4", memory="1Gi"), q(cpu="2", memory="2Gi"), q(cpu="3", memory="1Gi", x="1")]
+    ) == q(cpu="2", memory="1Gi")
+    assert smallest([]) == {}
+
+
+# --- the rule on ResourceClaim status updates --------------------------------------------------------
+
+CPU_QUOTA = {"requests.cpu": "12"}
+FREE_CORES = claim(
+    "cores",
+    request("cores", "cpu", capacity="4"),
+    devices=("cpu/socket0",),
+    consumed={"cpu.example.com/cpu": "4"},
+)
+POD_B = pod("b", container("main", "c", cpu="1"), claims={"c": "cores"})
+QUOTA_MESSAGE = (
+    "deny: claim team-a/cores cannot be reserved for pod team-a/b: draguard charges the node-allocatable "
+    "resources of its devices to the namespace's quota, and exceeded quota: team-a-quota, requested: "
+)
+
+
+def status_update(
+    new: dict[str, Any],
+    old: dict[str, Any],
+    snapshot: Snapshot,
+    rule: QuotaRule | None = None,
+    dry_run: bool = False,
+) -> list[str]:
+    req = admission(new, operation="UPDATE", old=old, sub_resource="status")
+    if dry_run:
+        req = type(req)(**{**req.__dict__, "dry_run": True})
+    rule = rule or QuotaRule()
+    ctx = context(snapshot)
+    assert rule.applies(req, ctx)
+    return [f"{f.action}: {f.message}" for f in rule.check(req, ctx)]
+
+
+def test_reservation_over_quota_is_denied_with_upstream_numbers() -> None:
+    snapshot = node_cluster(FREE_CORES, POD_B, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "10"}))
+    assert status_update(reserve(FREE_CORES, "b"), FREE_CORES, snapshot) == [
+        QUOTA_MESSAGE + "requests.cpu=4, used: requests.cpu=10, limited: requests.cpu=12"
+    ]
+
+
+def test_reservation_within_quota_is_allowed() -> None:
+    snapshot = node_cluster(FREE_CORES, POD_B, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "8"}))
+    assert status_update(reserve(FREE_CORES, "b"), FREE_CORES, snapshot) == []
+
+
+def test_used_includes_the_ledger_of_other_allocated_claims() -> None:
+    held = claim(
+        "held",
+        request("cores", "cpu", capacity="2"),
+        devices=("cpu/socket0",),
+        consumed={"cpu.example.com/cpu": "2"},
+        reserved=("a",),
+        node="node-2",
+    )
+    snapshot = node_cluster(held, FREE_CORES, POD_B, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "7"}))
+    assert status_update(reserve(FREE_CORES, "b"), FREE_CORES, snapshot) == [
+        QUOTA_MESSAGE + "requests.cpu=4, used: requests.cpu=9, limited: requests.cpu=12"
+    ]
+
+
+def test_hugepages_from_a_1_36_mapping() -> None:
+    huge = claim("cores", request("hp", "mem"), devices=("mem/hp-0",))
+    snapshot = node_cluster(
+        huge,
+        POD_B,
+        quota("team-a-quota", {"requests.hugepages-2Mi": "1Gi"}, {"requests.hugepages-2Mi": "512Mi"}),
+    )
+    assert status_update(reserve(huge, "b"), huge, snapshot) == [
+        QUOTA_MESSAGE + "requests.hugepages-2Mi=1Gi, used: requests.hugepages-2Mi=512Mi, "
+        "limited: requests.hugepages-2Mi=1Gi"
+    ]
+
+
+def test_multi_pod_claims_charge_each_pod_its_own_overhead_and_limits_where_declared() -> None:
+    gpu = claim("cores", request("gpu", "gpu"), devices=("gpu/gpu-0",), reserved=("a",))
+    pod_a = pod("a", container("main", "c"), claims={"c": "cores"})
+    pod_b = pod("b", container("x", "c"), container("y", "c"), claims={"c": "cores"})
+    pod_b["spec"]["containers"][0]["resources"]["limits"] = {"memory": "1Gi"}
+    hard = {"requests.memory": "10Gi", "limits.memory": "1Gi"}
+    snapshot = node_cluster(gpu, pod_a, pod_b, quota("team-a-quota", hard, {"requests.memory": "0"}))
+    # Pod b: 1Gi per pod + 2 x 512Mi = 2Gi requested; its memory limit is declared, so limits too.
+    assert status_update(reserve(gpu, "b"), gpu, snapshot) == [
+        "deny: claim team-a/cores cannot be reserved for pod team-a/a, pod team-a/b: draguard charges the "
+        "node-allocatable resources of its devices to the namespace's quota, and exceeded quota: "
+        "team-a-quota, requested: limits.memory=2Gi, used: limits.memory=0, limited: limits.memory=1Gi"
+    ]
+
+
+def test_status_writes_that_change_no_charge_are_not_judged() -> None:
+    taken = reserve(FREE_CORES, "b")
+    snapshot = node_cluster(taken, POD_B, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "12"}))
+    assert (
+        status_update({**taken, "metadata": {**taken["metadata"], "labels": {"x": "y"}}}, taken, snapshot)
+        == []
+    )
+
+
+def test_pod_level_requests_absorb_the_claim() -> None:
+    absorbing = pod("b", container("main", "c"), claims={"c": "cores"}, resources={"requests": {"cpu": "8"}})
+    snapshot = node_cluster(FREE_CORES, absorbing, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "12"}))
+    assert status_update(reserve(FREE_CORES, "b"), FREE_CORES, snapshot) == []
+
+
+# --- the shared ledger interface ---------------------------------------------------------------------
+
+
+class FakeStore:
+    """An in-memory LedgerStore: what the rule asks of webhook/ledger.py."""
+
+    def __init__(self, ledger: Ledger | None = None) -> None:
+        self.ledger = ledger or Ledger()
+        self.calls: list[tuple[str, str]] = []
+
+    def charge(self, namespace: str, uid: str, charge: Any, check: ChargeCheck) -> Exceeded | None:
+        self.calls.append((namespace, uid))
+        problem = check(self.ledger)
+        if problem is None:
+            self.ledger = self.ledger.with_charge(namespace, uid, charge)
+        return problem
+
+
+def test_with_a_store_the_charge_is_checked_against_and_recorded_in_the_shared_ledger() -> None:
+    snapshot = node_cluster(FREE_CORES, POD_B, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "4"}))
+    store = FakeStore(Ledger().with_charge(NS, "uid-elsewhere", q(requests__cpu="4")))
+    rule = QuotaRule(store)
+    assert status_update(reserve(FREE_CORES, "b"), FREE_CORES, snapshot, rule) == []
+    assert store.ledger.charged(NS, "uid-cores") == q(cpu="4", requests__cpu="4")
+    # status.used 4 + the shared ledger's 8 (not the snapshot's 0): no room for 4 more CPUs.
+    other = claim(
+        "more",
+        request("cores", "cpu", capacity="4"),
+        devices=("cpu/socket0",),
+        consumed={"cpu.example.com/cpu": "4"},
+    )
+    pod_c = pod("c", container("main", "c"), claims={"c": "more"})
+    snapshot = node_cluster(
+        FREE_CORES, other, POD_B, pod_c, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "4"})
+    )
+    found = status_update(reserve(other, "c"), other, snapshot, rule)
+    assert found and found[0].endswith(
+        "requested: requests.cpu=4, used: requests.cpu=12, limited: requests.cpu=12"
+    )
+
+
+def test_dry_run_requests_are_checked_but_never_charged() -> None:
+    snapshot = node_cluster(FREE_CORES, POD_B, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "6"}))
+    store = FakeStore()
+    assert status_update(reserve(FREE_CORES, "b"), FREE_CORES, snapshot, QuotaRule(store), dry_run=True) == []
+    assert store.calls == []
+
+
+def test_deleting_or_deallocating_a_claim_releases_its_charge() -> None:
+    taken = reserve(FREE_CORES, "b")
+    store = FakeStore(Ledger().with_charge(NS, "uid-cores", q(requests__cpu="4")))
+    rule = QuotaRule(store)
+    snapshot = node_cluster(taken, POD_B, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "6"}))
+    deallocated = {k: v for k, v in taken.items() if k != "status"}
+    assert status_update(deallocated, taken, snapshot, rule) == []
+    assert store.ledger.usage(NS) == {}
+    store.ledger = Ledger().with_charge(NS, "uid-cores", q(requests__cpu="4"))
+    delete = admission(None, operation="DELETE", old=taken)
+    assert rule.applies(delete, context(snapshot)) and rule.check(delete, context(snapshot)) == []
+    assert store.ledger.usage(NS) == {}
+    assert not QuotaRule().applies(delete, context(snapshot))  # offline: nothing to release
+
+
+# --- the rule on Pod CREATE --------------------------------------------------------------------------
+
+
+def pod_create(obj: dict[str, Any], snapshot: Snapshot) -> list[str]:
+    req, ctx = admission(obj), context(snapshot)
+    rule = QuotaRule()
+    assert rule.applies(req, ctx)
+    return [f"{f.action}: {f.message}" for f in rule.check(req, ctx)]
+
+
+CORES_TEMPLATE = template("cores", request("cores", "cpu", capacity="4"))
+TEMPLATE_POD = pod("p", container("main", "c", cpu="1"), templates={"c": "cores"})
+
+
+def test_pod_that_can_never_fit_is_refused_with_the_smallest_footprint() -> None:
+    snapshot = node_cluster(CORES_TEMPLATE, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "10"}))
+    assert pod_create(TEMPLATE_POD, snapshot) == [
+        "deny: pod team-a/p can never fit its namespace's quota on any node where its claims fit (node-1, "
+        "node-2): draguard charges the node-allocatable resources of DRA devices to quota, and exceeded "
+        "quota: team-a-quota, requested: requests.cpu=5, used: requests.cpu=10, limited: requests.cpu=12"
+    ]
+
+
+def test_pod_that_fits_somewhere_is_allowed() -> None:
+    snapshot = node_cluster(CORES_TEMPLATE, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "7"}))
+    assert pod_create(TEMPLATE_POD, snapshot) == []
+
+
+def test_pod_create_charges_the_device_counts_of_the_claims_its_templates_create() -> None:
+    gpus = template("gpus", request("gpus", "gpu", count=2))
+    p = pod("p", container("main", "c"), templates={"c": "gpus"})
+    hard = {"gpu.deviceclass.resource.k8s.io/devices": "2"}
+    snapshot = node_cluster(
+        gpus, quota("team-a-quota", hard, {"gpu.deviceclass.resource.k8s.io/devices": "1"})
+    )
+    assert pod_create(p, snapshot) == [
+        "deny: pod team-a/p can never fit its namespace's quota with the claims it creates: draguard charges "
+        "the node-allocatable resources of DRA devices to quota, and exceeded quota: team-a-quota, "
+        "requested: gpu.deviceclass.resource.k8s.io/devices=2, "
+        "used: gpu.deviceclass.resource.k8s.io/devices=1, limited: gpu.deviceclass.resource.k8s.io/devices=2"
+    ]
+
+
+def test_existing_claims_are_not_charged_again_for_device_counts() -> None:
+    free = claim("gpus", request("gpus", "gpu", count=2))
+    p = pod("p", container("main", "c"), claims={"c": "gpus"})
+    hard = {"gpu.deviceclass.resource.k8s.io/devices": "2"}
+    snapshot = node_cluster(
+        free, quota("team-a-quota", hard, {"gpu.deviceclass.resource.k8s.io/devices": "2"})
+    )
+    assert pod_create(p, snapshot) == []
+
+
+def test_pods_in_namespaces_without_quota_or_with_missing_templates_pass() -> None:
+    assert pod_create(TEMPLATE_POD, node_cluster(CORES_TEMPLATE)) == []
+    snapshot = node_cluster(quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "12"}))
+    assert pod_create(TEMPLATE_POD, snapshot) == []  # the template does not exist (yet)
+
+
+def test_stale_snapshot_and_registration() -> None:
+    req = admission(TEMPLATE_POD)
+    with pytest.raises(RuleUnavailable, match="stale"):
+        QuotaRule().check(req, context(node_cluster(), fresh=False))
+    assert any(isinstance(r, QuotaRule) for r in RULES)
+    snapshot = node_cluster(CORES_TEMPLATE, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "10"}))
+    decision = decide(req, RULES, context(snapshot, quota={"mode": "warn"}))
+    assert decision.allowed and any("exceeded quota: team-a-quota" in w for w in decision.warnings)

@@ -12,6 +12,7 @@ from policies.rules.drain import DrainRule
 from policies.rules.engine import Rule
 from policies.rules.personas import PersonasRule
 from policies.rules.prescheduled import PrescheduledRewrite, PrescheduledRule
+from policies.rules.quota import QuotaRule
 from policies.rules.selectors import SelectorsRule
 from policies.rules.sharing import SharingRule
 
@@ -22,4 +23,5 @@ RULES: tuple[Rule, ...] = (
     PersonasRule(),
     DrainRule(),
     SharingRule(),
+    QuotaRule(),
 )

@@ -180,6 +180,12 @@ class Ledger:
         return Ledger(MappingProxyType(charges))
 
     @classmethod
+    def of(cls, namespace: str, charges: Mapping[str, Charge]) -> Ledger:
+        """A ledger holding one namespace's charges (empty charges left out)."""
+        entries = {uid: MappingProxyType(dict(c)) for uid, c in charges.items() if c}
+        return cls(MappingProxyType({namespace: MappingProxyType(entries)}))
+
+    @classmethod
     def compute(
         cls,
         claims: Iterable[ResourceClaim],
@@ -187,13 +193,13 @@ class Ledger:
         pods: Mapping[tuple[str, str], Pod],
     ) -> Ledger:
         """The charges as they should be: every allocated claim's charge from its reservedFor."""
-        ledger = cls()
+        charges: dict[str, dict[str, Charge]] = {}
         for claim in claims:
             uid = claim.metadata.uid
             charge = claim_charge(claim, devices, pods)
             if charge and uid:
-                ledger = ledger.with_charge(claim.namespace, uid, charge)
-        return ledger
+                charges.setdefault(claim.namespace, {})[uid] = MappingProxyType(charge)
+        return cls(MappingProxyType({ns: MappingProxyType(c) for ns, c in charges.items()}))
 
 
 # --- the check ------------------------------------------------------------------------------------

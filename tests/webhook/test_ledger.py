@@ -1,0 +1,220 @@
+"""webhook.ledger against the kube-apiserver stand-in: compare-and-swap, replicas, faults, reconcile."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+from ledger_standin import FaultyApiserver, faulty
+
+from policies.api.quantity import Quantity
+from policies.quota import Charge, Exceeded, Ledger, LedgerUnavailable
+from webhook.ledger import LEDGER_NAME, ApiLedgerStore, ConfigMaps, decode_entry
+
+NS = "team-a"
+PATH = f"/api/v1/namespaces/{NS}/configmaps/{LEDGER_NAME}"
+ROOT = Path(__file__).resolve().parents[2]
+T0 = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
+
+
+def cpu(n: str) -> dict[str, Quantity]:
+    return {"requests.cpu": Quantity.parse(n)}
+
+
+def room(limit: int) -> Any:
+    """The quota check: ``requests.cpu`` usage plus the claim's new charge within ``limit``."""
+
+    def check_for(uid: str, charge: Charge) -> Any:
+        def check(ledger: Ledger) -> Exceeded | None:
+            used = ledger.usage(NS).get("requests.cpu", Quantity.from_int(0))
+            already = ledger.charged(NS, uid).get("requests.cpu", Quantity.from_int(0))
+            asked = charge["requests.cpu"].sub(already)
+            if used.add(asked) > Quantity.from_int(limit):
+                return Exceeded("q", {"requests.cpu": asked}, {"requests.cpu": used}, cpu(str(limit)))
+            return None
+
+        return check
+
+    return check_for
+
+
+@pytest.fixture
+def apiserver() -> Iterator[FaultyApiserver]:
+    with faulty() as server:
+        yield server
+
+
+def store_for(server: FaultyApiserver, read_timeout: float = 1.0, now: datetime = T0) -> ApiLedgerStore:
+    maps = ConfigMaps(client.ApiClient(client.Configuration(host=server.url)), read_timeout=read_timeout)
+    return ApiLedgerStore(maps, clock=lambda: now, backoff=lambda _: None)
+
+
+def stored(server: FaultyApiserver) -> dict[str, Any]:
+    found = server.store.get(server.resource("ConfigMap"), NS, LEDGER_NAME)
+    assert found is not None
+    return found
+
+
+def test_first_charge_creates_the_ledger_and_later_ones_replace_it_at_its_version(
+    apiserver: FaultyApiserver,
+) -> None:
+    store, check = store_for(apiserver), room(10)
+    assert store.charge(NS, "uid-1", cpu("4"), check("uid-1", cpu("4"))) is None
+    assert store.charge(NS, "uid-2", cpu("2"), check("uid-2", cpu("2"))) is None
+    writes = [r for r in apiserver.requests if r[0] in ("POST", "PUT")]
+    assert writes == [("POST", f"/api/v1/namespaces/{NS}/configmaps"), ("PUT", PATH)]
+    cm = stored(apiserver)
+    assert cm["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "draguard"}
+    assert json.loads(cm["data"]["uid-1"]) == {"charge": {"requests.cpu": "4"}, "at": "2026-11-22T09:00:00Z"}
+    assert store.current(NS).usage(NS) == cpu("6")
+
+
+def test_a_charge_that_does_not_fit_writes_nothing(apiserver: FaultyApiserver) -> None:
+    store, check = store_for(apiserver), room(5)
+    assert store.charge(NS, "uid-1", cpu("4"), check("uid-1", cpu("4"))) is None
+    problem = store.charge(NS, "uid-2", cpu("2"), check("uid-2", cpu("2")))
+    assert problem is not None and problem.message() == (
+        "exceeded quota: q, requested: requests.cpu=2, used: requests.cpu=4, limited: requests.cpu=5"
+    )
+    assert apiserver.writes == 1
+
+
+def test_a_conflicting_write_makes_it_read_and_check_again(apiserver: FaultyApiserver) -> None:
+    store, check = store_for(apiserver), room(5)
+    assert store.charge(NS, "uid-1", cpu("1"), check("uid-1", cpu("1"))) is None
+    other = store_for(apiserver)
+
+    def replica_b_first(method: str, path: str, body: bytes) -> None:
+        if method == "PUT" and apiserver.before is not None:
+            apiserver.before = None  # once: another replica commits its charge right before ours
+            assert other.charge(NS, "uid-b", cpu("3"), check("uid-b", cpu("3"))) is None
+
+    apiserver.before = replica_b_first
+    problem = store.charge(NS, "uid-2", cpu("2"), check("uid-2", cpu("2")))
+    assert problem is not None and "used: requests.cpu=4" in problem.message()
+    assert store.current(NS).usage(NS) == cpu("4")
+    assert [m for m, _ in apiserver.requests].count("PUT") == 2  # b's, then our conflicting one
+
+
+def test_releasing_removes_the_entry(apiserver: FaultyApiserver) -> None:
+    store, check = store_for(apiserver), room(5)
+    store.charge(NS, "uid-1", cpu("1"), check("uid-1", cpu("1")))
+    assert store.charge(NS, "uid-1", {}, lambda ledger: None) is None
+    assert stored(apiserver)["data"] == {}
+
+
+# --- faults -----------------------------------------------------------------------------------------
+
+
+def test_dropped_write_is_unavailable_and_charges_nothing(apiserver: FaultyApiserver) -> None:
+    store, check = store_for(apiserver), room(5)
+    apiserver.faults = ["drop"]
+    with pytest.raises(LedgerUnavailable, match="HTTP 503: etcdserver: leader changed"):
+        store.charge(NS, "uid-1", cpu("1"), check("uid-1", cpu("1")))
+    assert store.current(NS).usage(NS) == {}
+    assert store.charge(NS, "uid-1", cpu("1"), check("uid-1", cpu("1"))) is None  # the retry
+    assert store.current(NS).usage(NS) == cpu("1")
+
+
+def test_lost_answer_is_noticed_and_a_retry_never_charges_twice(apiserver: FaultyApiserver) -> None:
+    store, check = store_for(apiserver), room(5)
+    apiserver.faults = ["lose"]
+    assert store.charge(NS, "uid-1", cpu("2"), check("uid-1", cpu("2"))) is None  # it landed
+    writes = apiserver.writes
+    assert store.charge(NS, "uid-1", cpu("2"), check("uid-1", cpu("2"))) is None
+    assert apiserver.writes == writes
+    assert store.current(NS).usage(NS) == cpu("2")
+
+
+def test_delayed_write_times_out_lands_later_and_reconcile_heals_it(apiserver: FaultyApiserver) -> None:
+    store, check = store_for(apiserver, read_timeout=0.2), room(5)
+    apiserver.faults, apiserver.delay_seconds = ["delay"], 0.5
+    with pytest.raises(LedgerUnavailable):
+        store.charge(NS, "uid-1", cpu("2"), check("uid-1", cpu("2")))
+    deadline = datetime.now(UTC) + timedelta(seconds=3)
+    while not store.current(NS).usage(NS) and datetime.now(UTC) < deadline:
+        pass
+    assert store.current(NS).usage(NS) == cpu("2")  # the write landed after the client gave up
+    # The claim was never reserved (the request was answered per the failure policy): the snapshot
+    # does not have it. Within the grace period reconcile keeps it, afterwards it is removed.
+    assert not store_for(apiserver, now=T0 + timedelta(seconds=30)).reconcile(NS, Ledger())
+    assert store_for(apiserver, now=T0 + timedelta(minutes=2)).reconcile(NS, Ledger())
+    assert store.current(NS).usage(NS) == {}
+
+
+def test_reconcile_restores_lost_charges_and_fixes_changed_ones(apiserver: FaultyApiserver) -> None:
+    store = store_for(apiserver)
+    store.charge(NS, "uid-old", cpu("3"), lambda ledger: None)
+    later = store_for(apiserver, now=T0 + timedelta(minutes=5))
+    expected = Ledger.of(NS, {"uid-old": cpu("1"), "uid-lost": cpu("2")})
+    assert later.reconcile(NS, expected)
+    assert later.current(NS) == expected
+    assert not later.reconcile(NS, expected)  # nothing to do: no write
+    assert apiserver.writes == 2
+
+
+def test_damaged_entries_are_an_error_naming_the_key() -> None:
+    with pytest.raises(LedgerUnavailable, match="data key uid-x is not a draguard charge"):
+        decode_entry("uid-x", '{"charge": {"requests.cpu": "lots"}, "at": "2026-11-22T09:00:00Z"}')
+
+
+# --- two replicas, 200 concurrent charges, room for 100 -----------------------------------------------
+
+REPLICA = textwrap.dedent("""
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+    from kubernetes import client
+    from policies.api.quantity import Quantity
+    from policies.quota import Exceeded, LedgerUnavailable
+    from webhook.ledger import ApiLedgerStore, ConfigMaps
+
+    url, first, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    api = client.ApiClient(client.Configuration(host=url))
+    api.configuration.connection_pool_maxsize = 32
+    store = ApiLedgerStore(ConfigMaps(api))
+    one = {"requests.cpu": Quantity.from_int(1)}
+
+    def check(ledger):
+        used = ledger.usage("team-a").get("requests.cpu", Quantity.from_int(0))
+        return None if used.add(one["requests.cpu"]) <= Quantity.from_int(100) else Exceeded("q", one, {}, {})
+
+    def admit(i):
+        for _ in range(20):  # the scheduler retries a reservation the webhook could not decide
+            try:
+                return store.charge("team-a", f"uid-{i}", one, check) is None
+            except LedgerUnavailable:
+                continue
+        return False
+
+    claims = range(first, first + count)
+    with ThreadPoolExecutor(32) as pool:
+        admitted = [i for i, ok in zip(claims, pool.map(admit, claims)) if ok]
+    print(" ".join(map(str, admitted)))
+""")
+
+
+def test_two_replicas_never_overcommit(apiserver: FaultyApiserver) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    replicas = [
+        subprocess.Popen([sys.executable, "-c", REPLICA, apiserver.url, str(first), "100"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+        for first in (0, 100)
+    ]
+    admitted: list[str] = []
+    for replica in replicas:
+        out, err = replica.communicate(timeout=60)
+        assert replica.returncode == 0, err
+        admitted += [f"uid-{i}" for i in out.split()]
+    assert len(admitted) == 100
+    ledger = store_for(apiserver).current(NS)
+    assert sorted(ledger.namespace(NS)) == sorted(admitted)
+    assert ledger.usage(NS) == cpu("100")

@@ -1,0 +1,257 @@
+"""The DRA quota ledger in the API server: one ConfigMap per namespace, updated with optimistic concurrency.
+
+Replicas of the webhook share nothing in memory, yet charging a claim's node-allocatable footprint
+against a quota is a read-check-write that two replicas can race: both read "8 of 12 CPUs used",
+both admit 4 more. Upstream's ResourceQuota admission plugin solves the same problem by writing the
+new usage into the ResourceQuota's status with the resourceVersion it read: the API server rejects
+the second write with 409 Conflict, and the loser re-reads and re-checks. draguard does the same on
+its own object, so the API server (etcd) is the one serialisation point and draguard adds no
+database.
+
+Why a ConfigMap named ``draguard-quota-ledger`` in each namespace:
+
+* a ResourceQuota's ``status.used`` is owned by the quota controller, which recomputes it from
+  upstream's evaluators and would erase anything draguard added (and writing it would need rights
+  on every quota); a CRD would need installing cluster-wide and its own RBAC story;
+* a ConfigMap exists in every cluster, carries a resourceVersion for compare-and-swap, and RBAC can
+  grant get/update on exactly that name (the chart does: ``resourceNames: [draguard-quota-ledger]``;
+  create cannot be limited by name, so it is granted separately);
+* one per namespace keeps the contention where quotas are (a namespace's admissions conflict with
+  each other, never with another namespace's) and each object small: one data key per claim uid,
+  ``{"charge": {"requests.cpu": "4", ...}, "at": "<RFC 3339>"}``, about 150 bytes, so a namespace
+  holds thousands of charged claims well under the 1 MiB object limit.
+
+Charges are keyed by claim uid, so writing one is idempotent: a write whose answer was lost and is
+retried finds its own charge already there and does not add it twice. A charge whose release was
+never seen (a claim deleted while every replica was down, a write that failed after the decision)
+is healed by :meth:`ApiLedgerStore.reconcile`, which makes the ledger equal to what the snapshot
+says; entries younger than a grace period are left alone, because the snapshot may not show yet
+the reservation that an admission charged a moment ago.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from types import MappingProxyType
+from typing import Any
+
+import urllib3
+from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
+
+from policies.api.quantity import Quantity, QuantityError
+from policies.quota import Charge, ChargeCheck, Exceeded, Ledger, LedgerUnavailable
+
+LEDGER_NAME = "draguard-quota-ledger"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "draguard"}
+# Bounded, like upstream's quota admission retries: under heavy contention a request gives up and is
+# answered per the rule's failure policy rather than spinning past the webhook deadline (4 s).
+MAX_ATTEMPTS = 40
+CONNECT_TIMEOUT = 1.0
+READ_TIMEOUT = 1.0
+# How long a charge may be missing from the snapshot before reconcile believes the snapshot.
+GRACE = timedelta(seconds=60)
+
+
+class Conflict(Exception):
+    """409: someone else wrote the ledger (or created it) since it was read."""
+
+
+Entries = Mapping[str, tuple[Charge, datetime]]
+"""The ledger of one namespace as stored: claim uid -> (charge, when it was written)."""
+
+
+def encode_entry(charge: Charge, at: datetime) -> str:
+    amounts = {k: str(v) for k, v in sorted(charge.items())}
+    return json.dumps({"charge": amounts, "at": at.strftime("%Y-%m-%dT%H:%M:%SZ")}, sort_keys=True)
+
+
+def decode_entry(uid: str, text: str) -> tuple[Charge, datetime]:
+    """One data key; a damaged entry is an error naming the ConfigMap key (never silently dropped,
+    which would let quota be overcommitted)."""
+    try:
+        found = json.loads(text)
+        charge = {str(k): Quantity.parse(str(v)) for k, v in found["charge"].items()}
+        at = datetime.strptime(found["at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except (ValueError, KeyError, TypeError, AttributeError, QuantityError) as err:
+        raise LedgerUnavailable(
+            f"ConfigMap {LEDGER_NAME} data key {uid} is not a draguard charge ({err}): delete the key "
+            "and let the next reconcile restore it"
+        ) from None
+    return MappingProxyType(charge), at
+
+
+class ConfigMaps:
+    """GET/POST/PUT of one ConfigMap per namespace as plain JSON, with short timeouts.
+
+    The client's typed methods would drop unknown fields on a read-modify-write (see
+    :mod:`certs.kube`); here it only provides configuration, authentication, TLS and connections.
+    """
+
+    def __init__(self, api: ApiClient, name: str = LEDGER_NAME, read_timeout: float = READ_TIMEOUT) -> None:
+        self._api = api
+        self.name = name
+        self._timeouts = (CONNECT_TIMEOUT, read_timeout)
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        params = self._api.param_serialize(
+            method=method, resource_path=path, header_params=headers, body=body, auth_settings=["BearerToken"]
+        )
+        try:
+            answer = self._api.call_api(*params, _request_timeout=self._timeouts)
+            data: bytes = answer.read()  # type: ignore[no-untyped-call]
+        except ApiException as err:
+            raise LedgerUnavailable(f"{method} {path}: {err.reason}") from None
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            raise LedgerUnavailable(f"{method} {path}: cannot reach the API server: {err}") from None
+        try:
+            return answer.status, json.loads(data) if data else None
+        except ValueError:
+            return answer.status, None
+
+    def _path(self, namespace: str, name: str = "") -> str:
+        path = f"/api/v1/namespaces/{namespace}/configmaps"
+        return f"{path}/{name}" if name else path
+
+    def read(self, namespace: str) -> tuple[dict[str, str], str | None]:
+        """The ledger's data and resourceVersion; ``({}, None)`` when it does not exist yet."""
+        status, body = self._call("GET", self._path(namespace, self.name))
+        if status == 404:
+            return {}, None
+        if status != 200 or not isinstance(body, dict):
+            raise LedgerUnavailable(
+                f"reading ConfigMap {namespace}/{self.name}: HTTP {status}: {_message(body)}"
+            )
+        meta = body.get("metadata") or {}
+        return dict(body.get("data") or {}), str(meta.get("resourceVersion") or "")
+
+    def write(self, namespace: str, data: Mapping[str, str], version: str | None) -> None:
+        """Create (``version`` None) or replace at ``version``; raises :class:`Conflict` on 409."""
+        metadata: dict[str, Any] = {"name": self.name, "namespace": namespace, "labels": dict(MANAGED_BY)}
+        if version is not None:
+            metadata["resourceVersion"] = version
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": dict(data)}
+        if version is None:
+            status, answer = self._call("POST", self._path(namespace), body)
+        else:
+            status, answer = self._call("PUT", self._path(namespace, self.name), body)
+        if status == 409:
+            raise Conflict(_message(answer))
+        if not 200 <= status <= 299:
+            raise LedgerUnavailable(
+                f"writing ConfigMap {namespace}/{self.name}: HTTP {status}: {_message(answer)}"
+            )
+
+
+def _message(body: Any) -> str:
+    return str(body.get("message")) if isinstance(body, dict) and body.get("message") else "no message"
+
+
+class ApiLedgerStore:
+    """:class:`policies.quota.LedgerStore` on the API server (the quota rule's shared ledger)."""
+
+    def __init__(
+        self,
+        configmaps: ConfigMaps,
+        *,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        max_attempts: int = MAX_ATTEMPTS,
+        backoff: Callable[[int], None] | None = None,
+    ) -> None:
+        self._maps = configmaps
+        self._clock = clock
+        self._max_attempts = max_attempts
+        self._backoff = backoff or _jittered
+
+    def _read(self, namespace: str) -> tuple[dict[str, tuple[Charge, datetime]], str | None]:
+        data, version = self._maps.read(namespace)
+        return {uid: decode_entry(uid, text) for uid, text in data.items()}, version
+
+    def current(self, namespace: str) -> Ledger:
+        """The namespace's ledger as stored now."""
+        entries, _ = self._read(namespace)
+        return _ledger(namespace, entries)
+
+    def charge(self, namespace: str, uid: str, charge: Charge, check: ChargeCheck) -> Exceeded | None:
+        """Check against the stored ledger and record the claim's charge, compare-and-swap; on a
+        conflict, re-read and check again (someone else's charge may now leave no room)."""
+        for attempt in range(self._max_attempts):
+            entries, version = self._read(namespace)
+            ledger = _ledger(namespace, entries)
+            problem = check(ledger)
+            if problem is not None:
+                return problem
+            if dict(ledger.charged(namespace, uid)) == dict(charge):
+                return None  # already recorded (a retried write whose answer was lost)
+            if charge:
+                entries[uid] = (charge, self._clock())
+            else:
+                entries.pop(uid, None)
+            try:
+                self._maps.write(namespace, _encode(entries), version)
+                return None
+            except Conflict:
+                self._backoff(attempt)
+            except LedgerUnavailable:
+                if self._landed(namespace, uid, charge):
+                    return None
+                raise
+        raise LedgerUnavailable(
+            f"ConfigMap {namespace}/{self._maps.name} kept changing: gave up after "
+            f"{self._max_attempts} conflicts"
+        )
+
+    def _landed(self, namespace: str, uid: str, charge: Charge) -> bool:
+        """After a write whose answer did not come: did it happen anyway? (If the read fails too,
+        the caller answers per the failure policy; the charge, if it landed, is idempotent for a
+        retry and reconcile removes it if the claim is never reserved.)"""
+        try:
+            return dict(self.current(namespace).charged(namespace, uid)) == dict(charge)
+        except LedgerUnavailable:
+            return False
+
+    def reconcile(self, namespace: str, expected: Ledger) -> bool:
+        """Make the stored ledger what ``expected`` (computed from the snapshot) says: add lost
+        charges, drop released ones, fix changed ones; entries written within the grace period are
+        kept as they are. Returns whether anything was written."""
+        for attempt in range(self._max_attempts):
+            entries, version = self._read(namespace)
+            now = self._clock()
+            wanted = {uid: dict(c) for uid, c in expected.namespace(namespace).items()}
+            fixed: dict[str, tuple[Charge, datetime]] = {}
+            for uid, (charge, at) in entries.items():
+                if now - at < GRACE or dict(charge) == wanted.get(uid):
+                    fixed[uid] = (charge, at)
+            for uid, charge in wanted.items():
+                fixed.setdefault(uid, (MappingProxyType(charge), now))
+            if _encode(fixed) == _encode(entries):
+                return False
+            try:
+                self._maps.write(namespace, _encode(fixed), version)
+                return True
+            except Conflict:
+                self._backoff(attempt)
+        raise LedgerUnavailable(
+            f"ConfigMap {namespace}/{self._maps.name} kept changing: reconcile gave up after "
+            f"{self._max_attempts} conflicts"
+        )
+
+
+def _jittered(attempt: int) -> None:
+    """Random backoff growing with the attempt, so that contending replicas spread out."""
+    time.sleep(random.uniform(0, 0.002 * min(attempt + 1, 10)))
+
+
+def _ledger(namespace: str, entries: Entries) -> Ledger:
+    return Ledger.of(namespace, {uid: charge for uid, (charge, _) in entries.items()})
+
+
+def _encode(entries: Entries) -> dict[str, str]:
+    return {uid: encode_entry(charge, at) for uid, (charge, at) in sorted(entries.items())}

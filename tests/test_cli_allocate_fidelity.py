@@ -1044,3 +1044,23 @@ def test_selector_compile_error_only_where_a_device_is_checked(
     assert on_node1["allocated"] is False
     assert "claim default/c: selector #0: CEL compile error" in on_node1["error"]
     assert on_node2["allocated"] is False and on_node2["error"] is None
+
+
+def test_invalid_pool_fails_only_that_node_with_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Allocate: nothing fits on node-2 and one of its pools is invalid (duplicate device name) ->
+    # "invalid resource pools were encountered" wrapping ErrFailedAllocationOnNode (whose own text is
+    # empty): an error for that node only. node-1, with a valid pool, allocates normally.
+    docs = [
+        node("node-1"),
+        node("node-2"),
+        device_class("gpu", GPU),
+        resource_slice("n1", GPU, "node-1", ["gpu-0"], nodeName="node-1"),
+        resource_slice("n2", GPU, "node-2", ["gpu-0", "gpu-0"], nodeName="node-2"),
+        claim("c", request("gpu", "gpu")),
+    ]
+    on_node1, on_node2 = run(tmp_path, capsys, docs)["nodes"]
+    assert on_node1["allocated"] is True and on_node1["error"] is None
+    assert on_node2["allocated"] is False and on_node2["results"] == [None]
+    assert on_node2["error"] == "invalid resource pools were encountered"

@@ -97,6 +97,10 @@ class NodeView:
     def any_invalid(self) -> bool:
         return any(p.invalid for p in self.pools)
 
+    def shares_name(self, pool: Pool) -> bool:
+        """Whether another pool on the node (of another driver) has the same name."""
+        return any(p is not pool and p.name == pool.name for p in self.pools)
+
     def pool_of(self, device: DeviceInfo) -> Pool:
         """The pool a candidate device belongs to."""
         info = device.slice

@@ -85,20 +85,39 @@ class SearchContext:
     budget: SearchBudget
 
     def counters_available(self, pool: Pool) -> CounterSets:
-        """Counters left in the pool after allocated devices, cached by pool *name* (upstream quirk)."""
+        """Counters left in the pool after allocated devices, cached by pool *name* (upstream quirk).
+
+        Only the search calls this: the first pool of a name whose counters it checks decides the
+        cached entry for the Allocator's lifetime, as upstream's availableCounters does.
+        """
         available = self.available_counters.get(pool.name)
         if available is None:
-            available = {name: dict(counters) for name, counters in pool.counter_sets.items()}
-            for info in (*pool.slices, *pool.other_slices):
-                for device in info.devices:
-                    if device.key not in self.allocated_keys:
-                        continue
-                    for set_name, counters in device.consumes:
-                        left = available.get(set_name)
-                        for counter, amount in counters:
-                            if left is not None and counter in left:
-                                left[counter] -= amount
-            self.available_counters[pool.name] = available
+            available = self.available_counters[pool.name] = self._left_in(pool)
+        return available
+
+    def peek_counters(self, pool: Pool, name_shared: bool) -> CounterSets | None:
+        """What the search would check the pool's devices against, without caching anything.
+
+        Side checks (explanations, quick rejection) must not fill the cache from devices the search
+        never reached. ``None`` when it cannot be known: nothing cached yet and several pools on the
+        node share the name, so which one the search fills the entry from depends on the search.
+        """
+        available = self.available_counters.get(pool.name)
+        if available is not None:
+            return available
+        return None if name_shared else self._left_in(pool)
+
+    def _left_in(self, pool: Pool) -> CounterSets:
+        available = {name: dict(counters) for name, counters in pool.counter_sets.items()}
+        for info in (*pool.slices, *pool.other_slices):
+            for device in info.devices:
+                if device.key not in self.allocated_keys:
+                    continue
+                for set_name, counters in device.consumes:
+                    left = available.get(set_name)
+                    for counter, amount in counters:
+                        if left is not None and counter in left:
+                            left[counter] -= amount
         return available
 
 
@@ -674,12 +693,18 @@ class Search:
             return False
         # Some request is short. Upstream would still search, and could meet a selector that fails
         # to evaluate on the way: only skip the search if no selector fails on any device.
-        return all(
-            self._static_reason(rd, device) != Reason.SELECTOR_ERROR
+        if any(
+            self._static_reason(rd, device) == Reason.SELECTOR_ERROR
             for alts in alternatives_per_request
             for rd in alts
             for device in self.view.candidates
-        )
+        ):
+            return False
+        # Every request was looked at, so the explanation must not call any of them unreached.
+        for alts in alternatives_per_request:
+            for rd in alts:
+                rd.reached = True
+        return True
 
     def _short(self, rd: RequestData) -> bool:
         """Fewer devices pass every check on their own than the request needs (stops counting early)."""
@@ -778,10 +803,10 @@ class Search:
             shared_in_use = (
                 features.consumable_capacity and device.multi and device.uid in self.ctx.aggregated
             )
+            pool = self.view.pool_of(device)
+            available = self.ctx.peek_counters(pool, self.view.shares_name(pool))
             alone = {name: dict(counters) for name, counters in device.consumes}
-            if not shared_in_use and not _counters_ok(
-                self.ctx.counters_available(self.view.pool_of(device)), alone
-            ):
+            if not shared_in_use and available is not None and not _counters_ok(available, alone):
                 return Reason.COUNTERS
         if features.device_taints and device.taints and _tainted(device.taints, rd.tolerations):
             return Reason.TAINTED

@@ -58,3 +58,15 @@ def test_quick_reject_still_searches_when_a_selector_could_fail() -> None:
     outcome = allocator.allocate(standard_node("node-1"), wanted, quick_reject=True)
     assert outcome.results is None
     assert "CEL runtime error" in str(outcome.error)
+
+
+def test_quick_reject_explanation_calls_every_request_reached() -> None:
+    slices = [resource_slice("s", "driver-a", "pool-1", [{"name": f"device-{i}"} for i in range(2)])]
+    wanted = [claim("c", request("fits", "class-a", 1), request("short", "class-a", 5))]
+    allocator = Allocator(
+        Features(), AllocatedState(), {"class-a": driver_class("class-a", "driver-a")}, slices
+    )
+    outcome = allocator.allocate(standard_node("node-1"), wanted, quick_reject=True)
+    assert outcome.invocations == 0 and outcome.explanation is not None
+    assert [r.reached for r in outcome.explanation.requests] == [True, True]
+    assert "not reached" not in outcome.explanation.message()

@@ -34,6 +34,7 @@ from policies.testsuite import (
     run_suite,
 )
 from webhook.manifests import ManifestError, load, read_documents
+from webhook.tables import render
 
 SUITE_FILE = "draguard-test.yaml"
 _SUITE_SUFFIXES = (".yaml", ".yml")
@@ -142,15 +143,13 @@ def table(runs: Sequence[Ran]) -> str:
             (ran.result.name, r.name, "pass" if r.passed else "FAIL", _short(r.reason))
             for r in ran.result.results
         ]
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    lines = ["  ".join([*(c.ljust(w) for c, w in zip(row[:3], widths, strict=True)), row[3]]) for row in rows]
     failures = [
         f"FAIL {ran.result.name} / {r.name} ({ran.file})\n  {r.reason}"
         for ran in runs
         for r in ran.result.results
         if not r.passed
     ]
-    return "\n".join([*(line.rstrip() for line in lines), *(["", *failures] if failures else [])])
+    return "\n".join([render(rows), *(["", *failures] if failures else [])])
 
 
 def summary(runs: Sequence[Ran]) -> str:

@@ -87,11 +87,7 @@ class SuiteModel(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, extra="forbid", frozen=True)
 
 
-def _manifest(value: Any) -> Any:
-    """A file name (relative to the suite) or an inline object."""
-    if value is None or isinstance(value, (str, Mapping)):
-        return value
-    raise ValueError("must be a file name (relative to the suite) or an inline object")
+_MANIFEST = "must be a file name (relative to the suite) or an inline object"
 
 
 class SuiteUser(SuiteModel):
@@ -117,7 +113,12 @@ class AdmissionTest(SuiteModel):
     warnings: tuple[str, ...] | None = None
     patch: list[dict[str, Any]] | None = None
 
-    _objects = field_validator("object", "old_object")(_manifest)
+    @field_validator("object", "old_object")
+    @classmethod
+    def _manifest(cls, value: Any) -> Any:
+        if value is None or isinstance(value, (str, Mapping)):
+            return value
+        raise ValueError(_MANIFEST)
 
 
 class AllocationTest(SuiteModel):
@@ -128,11 +129,11 @@ class AllocationTest(SuiteModel):
     @field_validator("allocate")
     @classmethod
     def _manifests(cls, value: Any) -> Any:
+        if isinstance(value, (str, Mapping)):
+            return value
         if isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
             return value
-        if value is None:
-            raise ValueError("give a file name (relative to the suite), an inline object or a list of them")
-        return _manifest(value)
+        raise ValueError(f"{_MANIFEST}, or a list of inline objects")
 
 
 def _test_kind(value: Any) -> str:

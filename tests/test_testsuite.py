@@ -95,6 +95,10 @@ def test_wrong_values_name_the_field_and_the_value() -> None:
     assert problems(suite(admission(object=5))) == [
         "tests[0].object: Invalid value: 5: must be a file name (relative to the suite) or an inline object"
     ]
+    assert problems(suite({"name": "fit", "allocate": [1], "expectNodes": []})) == [
+        "tests[0].allocate: must be a file name (relative to the suite) or an inline object, "
+        "or a list of inline objects"
+    ]
     assert problems(suite("just a name")) == ["tests[0]: Invalid value: 'just a name': must be a mapping"]
     assert problems(suite(admission(), state="cluster/")) == [
         "state: Invalid value: 'cluster/': must be a list"

@@ -26,6 +26,7 @@ from policies.allocator.explain import (
 )
 from policies.allocator.features import Features
 from policies.allocator.state import AllocatedState, DeviceID
+from policies.allocator.taints import blocks_allocation, device_taints, tolerates
 
 __all__ = [
     "AllocatedState",
@@ -42,4 +43,7 @@ __all__ = [
     "SearchAbortedError",
     "SearchBudget",
     "SelectorRejection",
+    "blocks_allocation",
+    "device_taints",
+    "tolerates",
 ]

@@ -14,14 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from policies.allocator.capacity import CapacityInfo, nanos
 from policies.allocator.constraints import AttributeValue
+from policies.allocator.taints import device_taints, rule_selects
 from policies.api.base import NodeSelector
 from policies.api.resource import Device, DeviceTaint, DeviceTaintRule, ResourceSlice
 
 if TYPE_CHECKING:
     from policies.allocator.capacity import Consumption
-
-# Taint effects that keep a device from being allocated; others (None, unknown) are ignored.
-BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 
 CounterUse = tuple[str, tuple[tuple[str, int], ...]]
 # A class name and the expressions of a request's selectors.
@@ -218,7 +216,7 @@ class Catalog:
     """Hands out DeviceInfo objects with stable indices; one per Allocator."""
 
     def __init__(self, taint_rules: Sequence[DeviceTaintRule]) -> None:
-        self._rules = [r for r in taint_rules if r.spec.device_selector is not None]
+        self._rules = list(taint_rules)
         self._uids: dict[tuple[str, str, str], int] = {}
         self.count = 0
 
@@ -233,24 +231,12 @@ class Catalog:
         devices = []
         driver, pool = slice_info.driver, slice_info.pool_name
         for device in slice_info.obj.spec.devices or ():
-            taints = tuple(device.taints) if device.taints else ()
-            if self._rules:
-                taints += self._rule_taints(driver, pool, device.name)
+            taints = device_taints(device, driver, pool, self._rules)
             uid = self.uid_of((driver, pool, device.name))
             devices.append(DeviceInfo(self.count, uid, slice_info, device, taints))
             self.count += 1
         return devices
 
     def _rule_taints(self, driver: str, pool: str, name: str) -> tuple[DeviceTaint, ...]:
-        """Taints of the DeviceTaintRules whose selector matches (an empty selector matches all)."""
-        taints = []
-        for rule in self._rules:
-            sel = rule.spec.device_selector
-            assert sel is not None
-            if (
-                (sel.driver is None or sel.driver == driver)
-                and (sel.pool is None or sel.pool == pool)
-                and (sel.device is None or sel.device == name)
-            ):
-                taints.append(rule.spec.taint)
-        return tuple(taints)
+        """Still used by policies/audit.py; remove once it uses policies.allocator.device_taints."""
+        return tuple(r.spec.taint for r in self._rules if rule_selects(r, driver, pool, name))

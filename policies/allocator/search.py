@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from policies.allocator.budget import SearchBudget
 from policies.allocator.capacity import Amount, Consumption
 from policies.allocator.constraints import DistinctAttribute, MatchAttribute, Tracker
-from policies.allocator.devices import BLOCKING_EFFECTS, DeviceInfo, SelectorKey
+from policies.allocator.devices import DeviceInfo, SelectorKey
 from policies.allocator.errors import AllocationError, SearchAbortedError
 from policies.allocator.explain import (
     REASON_TEXT,
@@ -40,6 +40,7 @@ from policies.allocator.features import Features
 from policies.allocator.nodes import NodeSelectorError
 from policies.allocator.pools import CounterSets, NodeView, Pool
 from policies.allocator.selectors import SelectorEngine
+from policies.allocator.taints import blocks_allocation, tolerates
 from policies.api.quantity import Quantity
 from policies.api.resource import (
     ALL,
@@ -48,7 +49,6 @@ from policies.api.resource import (
     DeviceRequest,
     DeviceSelector,
     DeviceSubRequest,
-    DeviceTaint,
     DeviceToleration,
     ExactDeviceRequest,
     ResourceClaim,
@@ -584,7 +584,7 @@ class Search:
             capacity_in_use = uid in self.ctx.aggregated or uid in self.in_flight
             if not (multi and capacity_in_use) and not self._take_counters(device):
                 return _reject(rd, device, Reason.COUNTERS)
-        if features.device_taints and device.taints and _tainted(device.taints, rd.tolerations):
+        if features.device_taints and device.taints and blocks_allocation(device.taints, rd.tolerations):
             return _reject(rd, device, Reason.TAINTED)
         for i, tracker in enumerate(rd.trackers):
             if tracker.add(device, rd.base_name):
@@ -808,7 +808,7 @@ class Search:
             alone = {name: dict(counters) for name, counters in device.consumes}
             if not shared_in_use and available is not None and not _counters_ok(available, alone):
                 return Reason.COUNTERS
-        if features.device_taints and device.taints and _tainted(device.taints, rd.tolerations):
+        if features.device_taints and device.taints and blocks_allocation(device.taints, rd.tolerations):
             return Reason.TAINTED
         return _USABLE
 
@@ -822,25 +822,6 @@ def _reject(rd: RequestData, device: DeviceInfo, code: int) -> Pick | None:
     """Record why the device was refused for the request; always ``None`` (no pick)."""
     _note(rd.why, device.index, code)
     return None
-
-
-def _tainted(taints: tuple[DeviceTaint, ...], tolerations: list[DeviceToleration]) -> bool:
-    """Whether a NoSchedule/NoExecute taint is not tolerated (upstream taintPreventsAllocation)."""
-    return any(
-        taint.effect in BLOCKING_EFFECTS and not any(_tolerates(t, taint) for t in tolerations)
-        for taint in taints
-    )
-
-
-def _tolerates(toleration: DeviceToleration, taint: DeviceTaint) -> bool:
-    """Upstream resourceclaim.ToleratesTaint."""
-    if toleration.effect and toleration.effect != taint.effect:
-        return False
-    if toleration.key and toleration.key != taint.key:
-        return False
-    if toleration.operator in (None, "", "Equal"):
-        return (toleration.value or "") == (taint.value or "")
-    return toleration.operator == "Exists"
 
 
 def _counters_ok(available: CounterSets, consumed: CounterSets) -> bool:
@@ -871,3 +852,7 @@ def _expression(selectors: list[DeviceSelector], index: int) -> str:
 
 def _constraint_rejection(tracker: Tracker, devices: int) -> ConstraintRejection:
     return ConstraintRejection(tracker.index, tracker.kind, tracker.attribute, devices)
+
+
+# Old private name still imported by policies/audit.py; remove once it uses policies.allocator.tolerates.
+_tolerates = tolerates

@@ -79,3 +79,23 @@ def test_allocated_state_from_claims_sorts_results_like_the_scheduler() -> None:
     plain = AllocatedState.from_claims(claims, Features(consumable_capacity=False))
     assert plain.allocated_devices == {DeviceID("d", "p", "exclusive"), DeviceID("d", "p", "shared")}
     assert not plain.aggregated_capacity
+
+
+def test_public_taint_helpers_follow_upstream_toleration_rules() -> None:
+    from policies.allocator import blocks_allocation, device_taints, tolerates
+    from policies.api.resource import Device, DeviceTaint, DeviceTaintRule, DeviceToleration
+
+    taint = DeviceTaint(key="k", value="v", effect="NoExecute")
+    assert tolerates(DeviceToleration(operator="Exists"), taint)  # empty key + Exists: everything
+    assert tolerates(DeviceToleration(key="k", value="v"), taint)  # operator defaults to Equal
+    assert not tolerates(DeviceToleration(key="k", value="w"), taint)
+    assert not tolerates(DeviceToleration(key="k", operator="Exists", effect="NoSchedule"), taint)
+    assert blocks_allocation([taint], [])
+    assert not blocks_allocation([DeviceTaint(key="k", effect="None")], [])
+
+    rule = DeviceTaintRule.model_validate(
+        {"spec": {"deviceSelector": {"pool": "p"}, "taint": {"key": "r", "effect": "NoSchedule"}}}
+    )
+    device = Device(name="d", taints=[taint])
+    assert [t.key for t in device_taints(device, "drv", "p", [rule])] == ["k", "r"]
+    assert [t.key for t in device_taints(device, "drv", "other", [rule])] == ["k"]

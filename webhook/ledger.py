@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any
@@ -45,6 +45,9 @@ from kubernetes.client.exceptions import ApiException
 
 from policies.api.quantity import Quantity, QuantityError
 from policies.quota import Charge, ChargeCheck, Exceeded, Ledger, LedgerUnavailable
+from policies.rules.engine import Rule
+from policies.rules.quota import QuotaRule, namespace_ledger, quota_namespaces
+from policies.snapshot import Snapshot
 
 LEDGER_NAME = "draguard-quota-ledger"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "draguard"}
@@ -255,3 +258,14 @@ def _ledger(namespace: str, entries: Entries) -> Ledger:
 
 def _encode(entries: Entries) -> dict[str, str]:
     return {uid: encode_entry(charge, at) for uid, (charge, at) in sorted(entries.items())}
+
+
+def with_ledger(rules: Sequence[Rule], store: ApiLedgerStore) -> tuple[Rule, ...]:
+    """The rules with the quota rule charging the shared ledger (what ``draguard serve`` runs)."""
+    return tuple(QuotaRule(store) if isinstance(rule, QuotaRule) else rule for rule in rules)
+
+
+def reconcile_all(store: ApiLedgerStore, snapshot: Snapshot) -> list[str]:
+    """Reconcile every namespace that has a folded quota with the snapshot; the namespaces whose
+    ledger was corrected. Run it periodically on a fresh snapshot (any replica; writes are CAS)."""
+    return [ns for ns in quota_namespaces(snapshot) if store.reconcile(ns, namespace_ledger(snapshot, ns))]

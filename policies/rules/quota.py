@@ -69,10 +69,19 @@ def _quotas(snapshot: Snapshot, namespace: str) -> list[ResourceQuota]:
     return [q for q in snapshot.quotas if q.namespace == namespace and folded(q)]
 
 
-def _ledger(snapshot: Snapshot, namespace: str, devices: Mapping[DeviceKey, Device]) -> Ledger:
-    """The DRA charges of the namespace as the snapshot shows them (offline, and for predictions)."""
+def quota_namespaces(snapshot: Snapshot) -> list[str]:
+    """Namespaces with a quota draguard folds into: the only ones whose ledger matters."""
+    return sorted({q.namespace for q in snapshot.quotas if folded(q)})
+
+
+def namespace_ledger(
+    snapshot: Snapshot, namespace: str, devices: Mapping[DeviceKey, Device] | None = None
+) -> Ledger:
+    """The DRA charges of the namespace as the snapshot shows them: the ledger offline, the
+    prediction base on pod create, and what the shared ledger is reconciled to."""
     claims = (c for c in snapshot.allocated_claims() if c.namespace == namespace)
-    return Ledger.compute(claims, devices, snapshot.pods)
+    index = device_index(snapshot.slices) if devices is None else devices
+    return Ledger.compute(claims, index, snapshot.pods)
 
 
 class QuotaRule:
@@ -125,6 +134,8 @@ class QuotaRule:
         if old is not None and new is not None and claim_charge(old, devices, snapshot.pods) == charge:
             return []  # a status write that changes no charge (device conditions, ...)
         quotas = _quotas(snapshot, claim.namespace)
+        if not quotas:
+            return []  # nothing to enforce; reconcile fills the ledger if a quota comes later
         namespace, uid = claim.namespace, claim.metadata.uid
 
         def problem(ledger: Ledger) -> Exceeded | None:
@@ -134,7 +145,7 @@ class QuotaRule:
         if self.store is not None and not request.dry_run:
             exceeded = self.store.charge(namespace, uid, charge, problem)
         else:
-            exceeded = problem(_ledger(snapshot, namespace, devices))
+            exceeded = problem(namespace_ledger(snapshot, namespace, devices))
         if exceeded is None or new is None:
             return []
         return [Finding("deny", (
@@ -161,9 +172,8 @@ def _pod_findings(pod: Pod, snapshot: Snapshot) -> list[Finding]:
     created = [c for c in claims if (c.namespace, c.name) not in snapshot.claims]
     counts = add_lists(*(claim_object_usage(c.spec.devices, snapshot.classes) for c in created))
     footprint, node = _smallest_footprint(pod, claims, snapshot, devices, quotas)
-    exceeded = first_exceeded(
-        quotas, add_lists(footprint, counts), _ledger(snapshot, pod.namespace, devices).usage(pod.namespace)
-    )
+    used = namespace_ledger(snapshot, pod.namespace, devices).usage(pod.namespace)
+    exceeded = first_exceeded(quotas, add_lists(footprint, counts), used)
     if exceeded is None:
         return []
     where = f"on any node where its claims fit ({node})" if node else "with the claims it creates"

@@ -1,0 +1,206 @@
+"""The quota rule on the shared ledger (API-server stand-in): decisions, failure policy, reconcile."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from kubernetes import client
+from ledger_standin import FaultyApiserver, faulty
+
+from policies.api.admission import UserInfo
+from policies.api.kinds import decode
+from policies.api.quantity import Quantity
+from policies.config import Config
+from policies.quota import Ledger
+from policies.rules.engine import Context, Request, decide
+from policies.rules.quota import QuotaRule
+from policies.rules.registry import RULES
+from policies.snapshot import Snapshot
+from webhook.ledger import ApiLedgerStore, ConfigMaps, reconcile_all, with_ledger
+
+NS = "team-a"
+T0 = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
+SCHEDULER = UserInfo(username="system:kube-scheduler")
+
+
+def claim(name: str, cores: str, reserved: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}"},
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "r",
+                        "exactly": {
+                            "deviceClassName": "cpu",
+                            "allocationMode": "ExactCount",
+                            "count": 1,
+                            "capacity": {"requests": {"cpu.example.com/cpu": cores}},
+                        },
+                    }
+                ]
+            }
+        },
+    }
+    if reserved is not None:
+        body["status"] = {
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {
+                            "request": "r",
+                            "driver": "cpu.example.com",
+                            "pool": "node-1",
+                            "device": "socket0",
+                            "shareID": f"share-{name}",
+                            "consumedCapacity": {"cpu.example.com/cpu": cores},
+                        }
+                    ]
+                }
+            },
+            "reservedFor": [{"resource": "pods", "name": reserved, "uid": f"uid-{reserved}"}],
+        }
+    return body
+
+
+def pod(name: str, claim_name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}"},
+        "spec": {
+            "containers": [{"name": "main", "resources": {"claims": [{"name": "c"}]}}],
+            "resourceClaims": [{"name": "c", "resourceClaimName": claim_name}],
+        },
+    }
+
+
+BASE = [
+    {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}},
+    {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": "cpu"},
+        "spec": {
+            "driver": "cpu.example.com",
+            "nodeName": "node-1",
+            "pool": {"name": "node-1", "resourceSliceCount": 1},
+            "devices": [
+                {
+                    "name": "socket0",
+                    "allowMultipleAllocations": True,
+                    "capacity": {"cpu.example.com/cpu": {"value": "64"}},
+                    "nodeAllocatableResources": {
+                        "cpu": {"mapping": {"capacityKey": "cpu.example.com/cpu", "capacityMultiplier": "1"}}
+                    },
+                }
+            ],
+        },
+    },
+    {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "team-a-quota", "namespace": NS},
+        "spec": {"hard": {"requests.cpu": "12"}},
+        "status": {"hard": {"requests.cpu": "12"}, "used": {"requests.cpu": "2"}},
+    },
+    pod("a", "first"),
+    pod("b", "second"),
+]
+
+
+def snapshot(*claims: dict[str, Any]) -> Snapshot:
+    return Snapshot.build(decode(o) for o in [*BASE, *claims])
+
+
+def reservation(name: str, cores: str, pod_name: str) -> Request:
+    new, old = claim(name, cores, pod_name), claim(name, cores)
+    return Request(
+        uid="r1",
+        operation="UPDATE",
+        group="resource.k8s.io",
+        version="v1",
+        kind="ResourceClaim",
+        resource="resourceclaims",
+        sub_resource="status",
+        namespace=NS,
+        name=name,
+        user=SCHEDULER,
+        obj=decode(new),
+        old=decode(old),
+        raw=new,
+        raw_old=old,
+    )
+
+
+@pytest.fixture
+def apiserver() -> Iterator[FaultyApiserver]:
+    with faulty() as server:
+        yield server
+
+
+def store_for(server: FaultyApiserver, now: datetime = T0) -> ApiLedgerStore:
+    maps = ConfigMaps(client.ApiClient(client.Configuration(host=server.url)))
+    return ApiLedgerStore(maps, clock=lambda: now, backoff=lambda _: None)
+
+
+def ctx(snap: Snapshot, **quota: Any) -> Context:
+    return Context(snap, Config.model_validate({"rules": {"quota": quota}}), T0)
+
+
+def test_reservations_are_charged_to_the_shared_ledger_until_the_quota_is_full(
+    apiserver: FaultyApiserver,
+) -> None:
+    store = store_for(apiserver)
+    rules = with_ledger(RULES, store)
+    assert sum(isinstance(r, QuotaRule) and r.store is store for r in rules) == 1
+    snap = snapshot(claim("first", "8"), claim("second", "4"))
+    assert decide(reservation("first", "8", "a"), rules, ctx(snap)).allowed
+    assert store.current(NS).usage(NS)["requests.cpu"] == Quantity.parse("8")
+    # The snapshot has not caught up (it still shows "first" unreserved); the shared ledger has.
+    denied = decide(reservation("second", "4", "b"), rules, ctx(snap))
+    assert not denied.allowed
+    assert denied.message.endswith(
+        "exceeded quota: team-a-quota, requested: requests.cpu=4, used: requests.cpu=10, "
+        "limited: requests.cpu=12"
+    )
+    assert sorted(store.current(NS).namespace(NS)) == ["uid-first"]
+
+
+@pytest.mark.parametrize(("policy", "allowed"), [("Fail", False), ("Ignore", True)])
+def test_an_unreachable_ledger_is_answered_per_the_failure_policy(
+    apiserver: FaultyApiserver, policy: str, allowed: bool
+) -> None:
+    apiserver.faults = ["drop"]
+    rules = with_ledger(RULES, store_for(apiserver))
+    decision = decide(
+        reservation("first", "8", "a"), rules, ctx(snapshot(claim("first", "8")), failurePolicy=policy)
+    )
+    said = decision.message if not allowed else " ".join(decision.warnings)
+    assert decision.allowed is allowed
+    assert "draguard could not check rule quota: the DRA quota ledger is unavailable" in said
+    assert store_for(apiserver).current(NS).usage(NS) == {}
+
+
+def test_reconcile_releases_deallocated_claims_and_restores_lost_charges(apiserver: FaultyApiserver) -> None:
+    store = store_for(apiserver)
+    store.charge(NS, "uid-gone", {"requests.cpu": Quantity.parse("4")}, lambda ledger: None)
+    later = store_for(apiserver, now=T0 + timedelta(minutes=5))
+    snap = snapshot(claim("first", "8", "a"))
+    assert reconcile_all(later, snap) == [NS]
+    assert later.current(NS) == Ledger.of(
+        NS, {"uid-first": {"requests.cpu": Quantity.parse("8"), "cpu": Quantity.parse("8")}}
+    )
+    assert reconcile_all(later, snap) == []
+
+
+def test_without_a_quota_the_ledger_is_not_written(apiserver: FaultyApiserver) -> None:
+    store = store_for(apiserver)
+    snap = Snapshot.build(decode(o) for o in [*BASE[:2], *BASE[3:], claim("first", "8")])
+    assert decide(reservation("first", "8", "a"), with_ledger(RULES, store), ctx(snap)).allowed
+    assert apiserver.requests == []

@@ -25,10 +25,8 @@ from datetime import datetime
 from functools import partial
 from typing import Any, Literal
 
-from policies.allocator import Features
-from policies.allocator.devices import Catalog
+from policies.allocator import Features, device_taints, tolerates
 from policies.allocator.nodes import NodeSelectorError, selector_matches
-from policies.allocator.search import _tolerates as tolerates
 from policies.api.admission import UserInfo
 from policies.api.base import NodeSelector, TypedObject
 from policies.api.core import Pod
@@ -389,22 +387,21 @@ def claims_on_missing_nodes(snapshot: Snapshot) -> list[Finding]:
     return findings
 
 
-def _device_taints(
-    snapshot: Snapshot, catalog: Catalog
-) -> dict[tuple[str, str, str], tuple[DeviceTaint, ...]]:
+def _device_taints(snapshot: Snapshot) -> dict[tuple[str, str, str], tuple[DeviceTaint, ...]]:
     """Taints of every device of the current pool generations: its own and DeviceTaintRules'."""
-    taints: dict[tuple[str, str, str], tuple[DeviceTaint, ...]] = {}
-    for s in current_slices(snapshot.slices):
-        for device in s.spec.devices or ():
-            key = (s.spec.driver, s.spec.pool.name, device.name)
-            taints[key] = (*(device.taints or ()), *catalog._rule_taints(*key))
-    return taints
+    return {
+        (s.spec.driver, s.spec.pool.name, device.name): device_taints(
+            device, s.spec.driver, s.spec.pool.name, snapshot.taint_rules
+        )
+        for s in current_slices(snapshot.slices)
+        for device in s.spec.devices or ()
+    }
 
 
 def noexecute_taints(snapshot: Snapshot) -> list[Finding]:
     """Allocated devices with a NoExecute taint the claim's allocation does not tolerate: the device
     taint eviction controller evicts the pods using the claim."""
-    taints = _device_taints(snapshot, Catalog(snapshot.taint_rules))
+    taints = _device_taints(snapshot)
     findings = []
     for claim in snapshot.allocated_claims():
         assert claim.status is not None and claim.status.allocation is not None

@@ -31,6 +31,7 @@ from celpy.evaluation import CELEvalError as CelpyError
 from policies.api.quantity import Quantity
 from policies.cel.library import CIDR, IP, URL, CallSite, CELEvalError, NamedFormat, Optional, Semver, UInt
 from policies.cel.lower import Capabilities, Helper, Input, Loop, Plan, Unit
+from policies.cel.parser import MAX_RECURSION_DEPTH, stack_headroom
 
 # The Rust engine logs every failing Python callback at WARNING; here a failing callback is an
 # ordinary CEL runtime error, reported through EvalError.
@@ -184,7 +185,12 @@ _RUST_ERRORS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
 class RustEngine(Engine):
     name = "rust"
     caps = Capabilities(
-        "rust", optional_values=True, cross_numeric=True, presence_errors=True, conversions=_RUST_CONVERSIONS
+        "rust",
+        optional_values=True,
+        cross_numeric=True,
+        presence_errors=True,
+        max_nesting=40,  # its parser fails near 100 nested brackets
+        conversions=_RUST_CONVERSIONS,
     )
 
     def compile(self, source: str, functions: dict[str, Callable[..., Any]]) -> Any:
@@ -270,6 +276,7 @@ class CelpyEngine(Engine):
         optional_values=False,
         cross_numeric=False,
         presence_errors=False,
+        max_nesting=10,  # its tree-walking evaluator recurses deeply per level
         conversions=frozenset(
             {
                 "int64_to_int64",
@@ -289,7 +296,8 @@ class CelpyEngine(Engine):
 
     def run(self, compiled: Any, variables: dict[str, Any]) -> Any:
         try:
-            result = compiled.evaluate(variables)
+            with stack_headroom(40 * MAX_RECURSION_DEPTH):
+                result = compiled.evaluate(variables)
         except CelpyError as exc:
             raise UnitError(self.error_text(exc)) from None
         except CostExceeded:

@@ -48,10 +48,9 @@ from policies.cel.syntax import (
     MapExpr,
     Select,
     StructExpr,
+    children,
+    walk,
 )
-
-# Deepest bracket nesting emitted into one program (the Rust parser fails near 100).
-MAX_NESTING = 40
 
 _PREC_TERNARY, _PREC_OR, _PREC_AND, _PREC_REL, _PREC_ADD, _PREC_MUL, _PREC_UNARY, _PREC_MEMBER = range(1, 9)
 _BINARY = {
@@ -88,6 +87,7 @@ class Capabilities:
     optional_values: bool  # optional.of/none(), hasValue/value/orValue/or on optionals
     cross_numeric: bool  # 1 == 1.0, 1 < 2u
     presence_errors: bool  # has(a.b.c) fails when a.b does, instead of being false
+    max_nesting: int  # deepest bracket nesting one program may have (deeper parts run separately)
     conversions: frozenset[str]  # conversion overload ids it implements like cel-go
 
 
@@ -266,6 +266,7 @@ class _Lowering:
     # -- entry --
 
     def run(self) -> Plan:
+        self.heights = _heights(self.checked.root)
         main, _ = self.unit(lambda: self.emit(self.checked.root, {}))
         self.plan.main = main
         return self.plan
@@ -332,13 +333,16 @@ class _Lowering:
     # -- the walk --
 
     def emit(self, e: Expr, scope: Scope) -> _Frag:
-        frag = self.emit_node(e, scope)
-        if frag.depth > MAX_NESTING:
+        """Emit a node; in an expression nested deeper than the engine's parser accepts, every
+        node at a multiple of half that depth (counted from the leaves) becomes its own program."""
+        cut = self.caps.max_nesting // 2
+        height = self.heights.get(e.id, 0)
+        if self.heights[self.checked.root.id] > cut and height and height % cut == 0:
             return self.split(e, scope)
-        return frag
+        return self.emit_node(e, scope)
 
     def split(self, e: Expr, scope: Scope) -> _Frag:
-        """Run a too-deeply-nested sub-expression as its own program."""
+        """Run a sub-expression as its own program (captured locals passed as arguments)."""
         name = self.fresh("sub")
         unit, captured = self.unit(lambda: self.emit_node(e, scope))
         self.plan.loops[name] = Loop(name, "sub", captured, body=unit)
@@ -724,6 +728,17 @@ class _Lowering:
         self.plan.loops[name] = Loop(name, e.macro, captured, iter_vars, body, guard, charge=charge)
         args = [target] + [_Frag(self.use_local(c), _PREC_MEMBER, 0) for c in captured]
         return self.call(self.helper(name, _unbound), args)
+
+
+def _heights(root: Expr) -> dict[int, int]:
+    """Nesting height of every node (leaves 0, each enclosing node one more), computed without
+    recursion: an upper bound of the brackets its emission can nest."""
+    order = walk(root)
+    heights: dict[int, int] = {}
+    for node in reversed(order):
+        kids = children(node)
+        heights[node.id] = 1 + max((heights.get(k.id, 0) for k in kids), default=-1) if kids else 0
+    return heights
 
 
 def _step(base: _DevRef, key: str) -> _DevRef | None:

@@ -222,13 +222,14 @@ _INT_MIN, _INT_MAX, _UINT_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1
 
 
 @contextmanager
-def _stack_headroom() -> Iterator[None]:
-    """Room for 250 nested sub-expressions (a few Python frames each) whatever the caller's depth.
+def stack_headroom(frames: int) -> Iterator[None]:
+    """Room for ``frames`` more Python frames whatever the caller's depth: 250 nested
+    sub-expressions cost a few frames each here, and many more in cel-python's evaluator.
 
-    The limit is raised for the duration of one parse and restored afterwards.
+    The limit is raised for the duration of the block and restored afterwards.
     """
     before = sys.getrecursionlimit()
-    sys.setrecursionlimit(before + 8 * MAX_RECURSION_DEPTH)
+    sys.setrecursionlimit(before + frames)
     try:
         yield
     finally:
@@ -305,7 +306,7 @@ class _Parser:
             depth -= tok.kind in ")]}" and len(tok.kind) == 1
             if depth >= MAX_RECURSION_DEPTH:
                 raise self.error(None, f"expression recursion limit exceeded: {MAX_RECURSION_DEPTH}")
-        with _stack_headroom():
+        with stack_headroom(8 * MAX_RECURSION_DEPTH):
             e = self.parse_expr()
         tok = self.peek()
         if tok.kind != "EOF":

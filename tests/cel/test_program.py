@@ -88,3 +88,14 @@ def test_unbounded_estimates_are_charged_by_actual_sizes() -> None:
     assert program.matches(device) is True
     growing = compile_expression('lists.range(3000).map(i, "xx" + string(i)).size() == 3000', lists)
     assert growing.guarded and growing.matches(device) is True
+
+
+@pytest.mark.parametrize("engine", ["rust", "celpy"])
+def test_deepest_accepted_nesting_evaluates(engine: str) -> None:
+    # cel-go accepts 249 nested brackets; the Rust parser stops near 100 and cel-python's
+    # evaluator recurses deeply, so the lowering splits such expressions into several programs.
+    env = Environment(engine=engine)  # type: ignore[arg-type]
+    nested = "[" * 249 + "device.driver" + "]" * 249
+    assert compile_expression(f"{nested} != []", env).matches(DEVICE) is True
+    calls = "dyn(" * 120 + 'device.driver == "gpu.example.com"' + ")" * 120
+    assert compile_expression(f"{calls} && true", env).matches(DEVICE) is True

@@ -109,6 +109,14 @@ def device_index(slices: Iterable[ResourceSlice]) -> dict[DeviceKey, Device]:
     return index
 
 
+def declares_mapping(device: Device) -> bool:
+    """Whether the device maps node resources directly (1.36 mappings, 1.37 ``mapping``): then it
+    *is* node capacity, which one pod holds (dra-reference 6.3 sharing)."""
+    if device.node_allocatable_resources:
+        return any(r.mapping is not None for r in device.node_allocatable_resources.values())
+    return bool(device.node_allocatable_resource_mappings)
+
+
 def _mapped(
     key: str | None, multiplier: Quantity | None, consumed: ResourceList | None, where: str
 ) -> Quantity | None:

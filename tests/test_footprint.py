@@ -22,6 +22,7 @@ from policies.footprint import (
     ClaimUse,
     FootprintError,
     claim_footprint,
+    declares_mapping,
     device_footprint,
     device_index,
     pod_limits,
@@ -292,3 +293,10 @@ def test_status_entries_in_both_shapes() -> None:
     ]}})
     assert pod_requests(p, status_claims(p)) == q(cpu="5", memory="3Gi")
 
+
+
+def test_declares_mapping_in_either_shape() -> None:
+    assert declares_mapping(device(nodeAllocatableResourceMappings={"cpu": {}}))
+    assert declares_mapping(device(nodeAllocatableResources={"cpu": {"mapping": {"deviceMultiplier": "1"}}}))
+    assert not declares_mapping(device(nodeAllocatableResources={"memory": {"overhead": {"perPod": "1Gi"}}}))
+    assert not declares_mapping(device())

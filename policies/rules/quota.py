@@ -203,7 +203,10 @@ def _smallest_footprint(
         if not answer.allocated:
             continue
         results = zip(answer.results, references, strict=True)
-        uses = [ClaimUse(claim_footprint(r, devices), n) for r, n in results]
+        try:
+            uses = [ClaimUse(claim_footprint(r, devices), n) for r, n in results]
+        except FootprintError:
+            continue  # the scheduler cannot place the pod there either
         candidates.append(pod_charge(pod, uses))
         nodes.append(name)
     return smallest(candidates), a_few(nodes)

@@ -38,7 +38,7 @@ from policies.api.resource import (
 )
 from policies.cel import EvalError, bind_device, compile_expression
 from policies.config import SharingPolicyRule
-from policies.footprint import DeviceKey, device_footprint, device_index, referencing_containers
+from policies.footprint import DeviceKey, declares_mapping, device_index, referencing_containers
 from policies.rules.common import a_few, object_key
 from policies.rules.engine import Context, Finding, Request, RuleUnavailable
 from policies.snapshot import Snapshot
@@ -102,10 +102,9 @@ def device_policy(
     for i, entry in enumerate(entries):
         if _entry_matches(entry, result.driver, result.pool, device, cls):
             return DevicePolicy(name, entry.policy, f"draguard config sharing.policies[{i}]")
-    footprint = device_footprint(device, result.consumed_capacity, name)
-    if footprint.has_mapping:
+    if declares_mapping(device):
         return DevicePolicy(name, "SamePod", DEFAULT_REASONS["SamePod"])
-    if not footprint.is_empty:
+    if device.node_allocatable_resources:
         return DevicePolicy(name, "MultiPod", DEFAULT_REASONS["MultiPod"])
     return None
 

@@ -197,3 +197,12 @@ def test_registered_and_warn_mode_turns_the_denial_into_a_warning() -> None:
     assert not enforced.allowed and "claim team-a/cores" in enforced.message
     warned = decide(req, RULES, context(node_cluster(CORES), sharing={"mode": "warn"}))
     assert warned.allowed and any("claim team-a/cores" in w for w in warned.warnings)
+
+
+def test_a_mapped_device_without_consumed_capacity_is_still_same_pod() -> None:
+    # The footprint cannot be computed (the scheduler would fail the pod), the policy still can.
+    odd = claim("cores", request("cores", "cpu"), devices=("cpu/socket0",), reserved=("a",))
+    assert check(second_pod("cores"), node_cluster(odd)) == [
+        f"deny: pod team-a/b cannot use claim team-a/cores: it is already reserved by pod team-a/a, and "
+        f"{SAME_POD_DEFAULT}"
+    ]

@@ -162,8 +162,11 @@ def compile_expression(expression: str, env: Environment = DEFAULT_ENVIRONMENT) 
     size = len(expression.encode())
     if size > MAX_EXPRESSION_LENGTH:
         raise CompileError(f"must have at most {MAX_EXPRESSION_LENGTH} bytes, got {size}")
-    root = parse(expression)
-    check_depth(expression, root)
+    try:
+        root = parse(expression)
+        check_depth(expression, root)
+    except CompileError as exc:  # upstream reports parse issues like check issues
+        raise CompileError(f"compilation failed: {exc.message}", exc.column, exc.line) from None
     checked = check(root, expression, env)
     program = Program(expression, env, checked, estimate(checked))
     _CACHE[key] = program

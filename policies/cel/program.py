@@ -13,6 +13,7 @@ same answer; across a cluster of identical GPUs most evaluations become one dict
 from __future__ import annotations
 
 import datetime
+import threading
 from collections import OrderedDict
 from functools import cached_property
 from typing import Any
@@ -150,15 +151,17 @@ def _type_name(value: Any) -> str:
 
 _CACHE: OrderedDict[tuple[str, Environment], Program] = OrderedDict()
 _CACHE_SIZE = 4096
+_CACHE_LOCK = threading.Lock()  # the webhook may compile from several threads
 
 
 def compile_expression(expression: str, env: Environment = DEFAULT_ENVIRONMENT) -> Program:
     """Compile (or fetch from the LRU cache) a selector in ``env``; raises CompileError."""
     key = (expression, env)
-    program = _CACHE.get(key)
-    if program is not None:
-        _CACHE.move_to_end(key)
-        return program
+    with _CACHE_LOCK:
+        program = _CACHE.get(key)
+        if program is not None:
+            _CACHE.move_to_end(key)
+            return program
     size = len(expression.encode())
     if size > MAX_EXPRESSION_LENGTH:
         raise CompileError(f"must have at most {MAX_EXPRESSION_LENGTH} bytes, got {size}")
@@ -169,7 +172,8 @@ def compile_expression(expression: str, env: Environment = DEFAULT_ENVIRONMENT) 
         raise CompileError(f"compilation failed: {exc.message}", exc.column, exc.line) from None
     checked = check(root, expression, env)
     program = Program(expression, env, checked, estimate(checked))
-    _CACHE[key] = program
-    if len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
+    with _CACHE_LOCK:
+        _CACHE[key] = program
+        if len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
     return program

@@ -411,3 +411,29 @@ def test_stale_snapshot_and_registration() -> None:
     snapshot = node_cluster(CORES_TEMPLATE, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "10"}))
     decision = decide(req, RULES, context(snapshot, quota={"mode": "warn"}))
     assert decision.allowed and any("exceeded quota: team-a-quota" in w for w in decision.warnings)
+
+
+# --- every quota key a footprint is charged to ----------------------------------------------------------
+
+# Pod b declares cpu and memory limits and has one container on a claim with 4 mapped CPUs (socket0)
+# and a GPU with 1Gi per pod + 512Mi per container of memory overhead: 4 CPUs and 1536Mi of memory.
+BOTH = claim("cores", request("cores", "cpu", capacity="4"), devices=("cpu/socket0", "gpu/gpu-0"),
+             consumed={"cpu.example.com/cpu": "4"})
+LIMITED_B = pod("b", {**container("main", "c"), "resources": {
+    "claims": [{"name": "c"}], "requests": {"cpu": "1"}, "limits": {"cpu": "2", "memory": "1Gi"}}},
+    claims={"c": "cores"})
+KEYS = [
+    ("cpu", "4", "1"), ("requests.cpu", "4", "1"), ("limits.cpu", "4", "1"),
+    ("memory", "1536Mi", "1Mi"), ("requests.memory", "1536Mi", "1Mi"), ("limits.memory", "1536Mi", "1Mi"),
+]
+
+
+@pytest.mark.parametrize(("key", "charge", "used"), KEYS)
+def test_each_quota_key_denies_when_full_and_allows_with_room(key: str, charge: str, used: str) -> None:
+    hard = str(Q(charge).add(Q(used)))
+    full = node_cluster(BOTH, LIMITED_B, quota("team-a-quota", {key: charge}, {key: used}))
+    assert status_update(reserve(BOTH, "b"), BOTH, full) == [
+        QUOTA_MESSAGE + f"{key}={charge}, used: {key}={used}, limited: {key}={charge}"
+    ]
+    room = node_cluster(BOTH, LIMITED_B, quota("team-a-quota", {key: hard}, {key: used}))
+    assert status_update(reserve(BOTH, "b"), BOTH, room) == []

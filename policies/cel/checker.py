@@ -24,7 +24,6 @@ from policies.cel.errors import CompileError
 from policies.cel.library import CELEvalError, StaticArg, compile_regex, format_static_error
 from policies.cel.parser import format_error
 from policies.cel.syntax import (
-    CONDITIONAL,
     OPT_SELECT,
     Call,
     Comprehension,
@@ -489,6 +488,3 @@ def _compile_error(source: str, errors: list[tuple[int, str]]) -> CompileError:
     return CompileError(
         "compilation failed: " + "\n".join(p.message for p in parts), first.column, first.line
     )
-
-
-__all__ = ["CONDITIONAL", "Checked", "check"]

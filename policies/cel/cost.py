@@ -69,9 +69,6 @@ class Estimate:
 
     cost: Range
     loop_charge: dict[int, int] = field(default_factory=dict)
-    # The worst cost of each library call (by node id); the runtime guard only accounts for calls
-    # whose worst case could exceed the limit on its own.
-    call_max: dict[int, int] = field(default_factory=dict)
 
     @property
     def max(self) -> int:
@@ -91,7 +88,6 @@ class _Coster:
         self.iter_ranges: dict[str, list[tuple[Expr, str]]] = {}
         self.computed: dict[int, Range] = {}
         self.loop_charge: dict[int, int] = {}
-        self.call_max: dict[int, int] = {}
         self.nested: dict[int, Range] = {}  # cost of comprehensions inside a sub-tree, per node
 
     def type(self, e: Expr) -> t.Type:
@@ -241,9 +237,7 @@ class _Coster:
         if oid in ("add_string", "add_bytes", "add_list") and self.charging:
             return _add((1, 1), arg_sum)
         if overload.cost is not None:
-            own = overload.cost.estimate(self.call_site(operands))
-            self.call_max[e.id] = max(self.call_max.get(e.id, 0), own[1])
-            return _add(own, arg_sum)
+            return _add(overload.cost.estimate(self.call_site(operands)), arg_sum)
         if oid in ("starts_with_string", "ends_with_string", "string_to_bytes", "bytes_to_string"):
             return _add(
                 _factor(
@@ -382,4 +376,4 @@ def estimate(checked: Checked) -> Estimate:
     total = coster.cost(checked.root)
     charging = _Coster(checked, charging=True)
     charging.cost(checked.root)
-    return Estimate(total, charging.loop_charge, coster.call_max)
+    return Estimate(total, charging.loop_charge)

@@ -162,9 +162,6 @@ TYPE_IDENTS = {
 }
 TYPE_IDENTS["type"] = t.type_of(t.Type(t.TYPE, "type"))
 
-# Functions declared only in some environments (NewExpressions follows the feature gates).
-GATED_FUNCTIONS = {"includes": "includes"}
-
 
 @cache
 def functions(declares_includes: bool) -> dict[str, FunctionDecl]:

@@ -210,7 +210,6 @@ class _Lowering:
     def __init__(
         self, checked: Checked, estimate: Estimate, caps: Capabilities, guarded: bool, limit: int
     ) -> None:
-        self.plan_limit = limit
         self.checked = checked
         self.estimate = estimate
         self.caps = caps

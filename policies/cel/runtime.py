@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from policies.cel.conversions import convert
-from policies.cel.library import CELEvalError, Optional, UInt, cel_compare, cel_contains, cel_equals, matches
+from policies.cel.library import CELEvalError, Optional, cel_compare, cel_contains, cel_equals, matches
 from policies.cel.library.equality import map_lookup
 
 NO_SUCH_OVERLOAD = "no such overload"
@@ -163,10 +163,6 @@ def to_bool(value: Any) -> bool:
 
 def to_timestamp(value: Any) -> Any:
     return convert("timestamp", value)
-
-
-def to_uint(value: Any) -> UInt:
-    return convert("uint", value)  # type: ignore[no-any-return]
 
 
 def regex_matches(text: Any, pattern: Any) -> bool:

@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any
@@ -157,8 +159,29 @@ def _message(body: Any) -> str:
     return str(body.get("message")) if isinstance(body, dict) and body.get("message") else "no message"
 
 
+@dataclass(eq=False)
+class _Pending:
+    """One charge waiting for its namespace's next batch."""
+
+    uid: str
+    charge: Charge
+    check: ChargeCheck
+    wake: threading.Event = field(default_factory=threading.Event)
+    lead: bool = False
+    finished: bool = False
+    result: Exceeded | None = None
+    error: LedgerUnavailable | None = None
+
+
 class ApiLedgerStore:
-    """:class:`policies.quota.LedgerStore` on the API server (the quota rule's shared ledger)."""
+    """:class:`policies.quota.LedgerStore` on the API server (the quota rule's shared ledger).
+
+    Charges for one namespace that arrive while a write is in flight wait and go together into the
+    next read-check-write, checked one after the other, as upstream's quota admission batches the
+    requests waiting on a namespace: within a replica they never conflict with each other, only
+    with other replicas. A batch is run by the thread of its first request, so a request waits at
+    most for the batch in flight and its own.
+    """
 
     def __init__(
         self,
@@ -172,6 +195,9 @@ class ApiLedgerStore:
         self._clock = clock
         self._max_attempts = max_attempts
         self._backoff = backoff or _jittered
+        self._lock = threading.Lock()
+        self._waiting: dict[str, list[_Pending]] = {}
+        self._busy: set[str] = set()
 
     def _read(self, namespace: str) -> tuple[dict[str, tuple[Charge, datetime]], str | None]:
         data, version = self._maps.read(namespace)
@@ -183,42 +209,88 @@ class ApiLedgerStore:
         return _ledger(namespace, entries)
 
     def charge(self, namespace: str, uid: str, charge: Charge, check: ChargeCheck) -> Exceeded | None:
-        """Check against the stored ledger and record the claim's charge, compare-and-swap; on a
-        conflict, re-read and check again (someone else's charge may now leave no room)."""
+        """Check against the stored ledger and record the claim's charge (an empty charge releases
+        it); the problem that stopped it, or None once recorded. Raises :class:`LedgerUnavailable`."""
+        pending = _Pending(uid, charge, check)
+        with self._lock:
+            self._waiting.setdefault(namespace, []).append(pending)
+            if namespace not in self._busy:
+                self._busy.add(namespace)
+                pending.lead = True
+        if not pending.lead:
+            pending.wake.wait()  # until its batch is done, or it is to run the next one
+        if not pending.finished:
+            self._lead(namespace)
+        if pending.error is not None:
+            raise pending.error
+        return pending.result
+
+    def _lead(self, namespace: str) -> None:
+        """Run the waiting batch, then hand the namespace to the next waiting request, if any."""
+        with self._lock:
+            batch = self._waiting.pop(namespace, [])
+        failure: LedgerUnavailable | None = None
+        try:
+            self._commit(namespace, batch)
+        except LedgerUnavailable as err:
+            failure = err
+        except Exception as err:  # e.g. a bug in a check: the batch must still finish, or its waiters hang
+            failure = LedgerUnavailable(f"{type(err).__name__}: {err}")
+        for pending in batch:
+            if failure is not None and pending.result is None:
+                pending.error = failure
+        with self._lock:
+            for pending in batch:
+                pending.finished = True
+                pending.wake.set()
+            waiting = self._waiting.get(namespace)
+            if waiting:
+                waiting[0].lead = True
+                waiting[0].wake.set()
+            else:
+                self._busy.discard(namespace)
+
+    def _commit(self, namespace: str, batch: list[_Pending]) -> None:
+        """Check each charge of the batch in order on the stored ledger and write the ones that
+        fit in one compare-and-swap; on a conflict, start over from a fresh read."""
         for attempt in range(self._max_attempts):
             entries, version = self._read(namespace)
             ledger = _ledger(namespace, entries)
-            problem = check(ledger)
-            if problem is not None:
-                return problem
-            if dict(ledger.charged(namespace, uid)) == dict(charge):
-                return None  # already recorded (a retried write whose answer was lost)
-            if charge:
-                entries[uid] = (charge, self._clock())
-            else:
-                entries.pop(uid, None)
+            changed = False
+            for pending in batch:
+                pending.result = pending.check(ledger)
+                if pending.result is not None or ledger.charged(namespace, pending.uid) == pending.charge:
+                    continue  # refused, or already recorded (a retry whose answer was lost)
+                ledger = ledger.with_charge(namespace, pending.uid, pending.charge)
+                entries.pop(pending.uid, None)
+                if pending.charge:
+                    entries[pending.uid] = (pending.charge, self._clock())
+                changed = True
+            if not changed:
+                return
             try:
                 self._maps.write(namespace, _encode(entries), version)
-                return None
+                return
             except Conflict:
                 self._backoff(attempt)
             except LedgerUnavailable:
-                if self._landed(namespace, uid, charge):
-                    return None
+                if self._landed(namespace, ledger, batch):
+                    return
                 raise
         raise LedgerUnavailable(
             f"ConfigMap {namespace}/{self._maps.name} kept changing: gave up after "
             f"{self._max_attempts} conflicts"
         )
 
-    def _landed(self, namespace: str, uid: str, charge: Charge) -> bool:
+    def _landed(self, namespace: str, wrote: Ledger, batch: list[_Pending]) -> bool:
         """After a write whose answer did not come: did it happen anyway? (If the read fails too,
-        the caller answers per the failure policy; the charge, if it landed, is idempotent for a
-        retry and reconcile removes it if the claim is never reserved.)"""
+        the requests are answered per the failure policy; a charge that landed is idempotent for
+        a retry, and reconcile removes it if the claim is never reserved.)"""
         try:
-            return dict(self.current(namespace).charged(namespace, uid)) == dict(charge)
+            now = self.current(namespace)
         except LedgerUnavailable:
             return False
+        return all(now.charged(namespace, p.uid) == wrote.charged(namespace, p.uid) for p in batch)
 
     def reconcile(self, namespace: str, expected: Ledger) -> bool:
         """Make the stored ledger what ``expected`` (computed from the snapshot) says: add lost

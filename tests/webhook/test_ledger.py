@@ -9,6 +9,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from ledger_standin import FaultyApiserver, faulty
 
 from policies.api.quantity import Quantity
 from policies.quota import Charge, Exceeded, Ledger, LedgerUnavailable
-from webhook.ledger import LEDGER_NAME, ApiLedgerStore, ConfigMaps, decode_entry
+from webhook.ledger import LEDGER_NAME, ApiLedgerStore, ConfigMaps, Conflict, decode_entry
 
 NS = "team-a"
 PATH = f"/api/v1/namespaces/{NS}/configmaps/{LEDGER_NAME}"
@@ -166,6 +167,47 @@ def test_reconcile_restores_lost_charges_and_fixes_changed_ones(apiserver: Fault
 def test_damaged_entries_are_an_error_naming_the_key() -> None:
     with pytest.raises(LedgerUnavailable, match="data key uid-x is not a draguard charge"):
         decode_entry("uid-x", '{"charge": {"requests.cpu": "lots"}, "at": "2026-11-22T09:00:00Z"}')
+
+
+# --- batching within a replica ----------------------------------------------------------------------
+
+
+class CountingConfigMaps(ConfigMaps):
+    def __init__(self, api: client.ApiClient) -> None:
+        super().__init__(api)
+        self.conflicts = 0
+
+    def write(self, namespace: str, data: Any, version: str | None) -> None:
+        try:
+            super().write(namespace, data, version)
+        except Conflict:
+            self.conflicts += 1
+            raise
+
+
+def test_one_replica_batches_concurrent_charges_and_never_conflicts_with_itself(
+    apiserver: FaultyApiserver,
+) -> None:
+    maps = CountingConfigMaps(client.ApiClient(client.Configuration(host=apiserver.url)))
+    store, check = ApiLedgerStore(maps, clock=lambda: T0), room(20)
+    with ThreadPoolExecutor(16) as pool:
+        answers = list(pool.map(lambda i: store.charge(NS, f"uid-{i}", cpu("1"), check(f"uid-{i}", cpu("1"))),
+                                range(50)))
+    assert sum(a is None for a in answers) == 20
+    assert store.current(NS).usage(NS) == cpu("20")
+    assert maps.conflicts == 0
+    assert apiserver.writes < 20  # batched: fewer writes than charges
+
+
+def test_a_failing_check_fails_its_batch_without_leaving_anyone_waiting(apiserver: FaultyApiserver) -> None:
+    store = store_for(apiserver)
+
+    def broken(ledger: Ledger) -> Exceeded | None:
+        raise KeyError("requests.cpu")
+
+    with pytest.raises(LedgerUnavailable, match="KeyError"):
+        store.charge(NS, "uid-1", cpu("1"), broken)
+    assert store.charge(NS, "uid-2", cpu("1"), lambda ledger: None) is None  # the namespace is free again
 
 
 # --- two replicas, 200 concurrent charges, room for 100 -----------------------------------------------

@@ -109,6 +109,11 @@ def device_index(slices: Iterable[ResourceSlice]) -> dict[DeviceKey, Device]:
     return index
 
 
+def yields_node_resources(device: Device) -> bool:
+    """Whether the device declares node-allocatable resources in either shape."""
+    return bool(device.node_allocatable_resources or device.node_allocatable_resource_mappings)
+
+
 def declares_mapping(device: Device) -> bool:
     """Whether the device maps node resources directly (1.36 mappings, 1.37 ``mapping``): then it
     *is* node capacity, which one pod holds (dra-reference 6.3 sharing)."""

@@ -38,6 +38,7 @@ from policies.footprint import (
     device_index,
     difference,
     referencing_containers,
+    yields_node_resources,
 )
 from policies.quota import (
     STANDARD,
@@ -173,6 +174,8 @@ def _pod_findings(pod: Pod, snapshot: Snapshot) -> list[Finding]:
     counts = add_lists(*(claim_object_usage(c.spec.devices, snapshot.classes) for c in created))
     footprint, node = _smallest_footprint(pod, claims, snapshot, devices, quotas)
     used = namespace_ledger(snapshot, pod.namespace, devices).usage(pod.namespace)
+    if first_exceeded(quotas, pod_charge(pod, []), used) is not None:
+        return []  # over quota without any device: upstream's quota admission says so itself
     exceeded = first_exceeded(quotas, add_lists(footprint, counts), used)
     if exceeded is None:
         return []
@@ -191,9 +194,12 @@ def _smallest_footprint(
     quotas: Sequence[ResourceQuota],
 ) -> tuple[dict[str, Quantity], str]:
     """The pod's charge with its claims allocated, at its smallest over the nodes where they fit,
-    and which nodes gave it; nothing when no quota limits node resources or no node fits."""
+    and which nodes gave it; nothing when no quota limits node resources, no device yields any (the
+    pod's own requests are then upstream's business alone) or no node fits."""
     if not any(_node_key(k) for q in quotas for k in hard_of(q)):
         return {}, ""
+    if not any(yields_node_resources(d) for d in devices.values()):
+        return {}, ""  # every footprint would be zero: spare the node loop
     references = [len(referencing_containers(pod, ref.name)) for ref in pod.spec.resource_claims or ()]
     dry = DryRun(snapshot, claims, Features(), pod=pod)
     candidates: list[Charge] = []

@@ -20,7 +20,7 @@ from node_allocatable_fixtures import (
     reserve,
     template,
 )
-from rule_fixtures import admission, context
+from rule_fixtures import admission, cluster, context
 
 from policies.api.core import Pod, ResourceQuota
 from policies.api.kinds import decode
@@ -367,6 +367,11 @@ def test_pod_that_can_never_fit_is_refused_with_the_smallest_footprint() -> None
     ]
 
 
+def test_pod_over_quota_without_its_devices_is_left_to_upstream() -> None:
+    snapshot = node_cluster(CORES_TEMPLATE, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "12"}))
+    assert pod_create(TEMPLATE_POD, snapshot) == []  # its own 1 CPU is already too much
+
+
 def test_pod_that_fits_somewhere_is_allowed() -> None:
     snapshot = node_cluster(CORES_TEMPLATE, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "7"}))
     assert pod_create(TEMPLATE_POD, snapshot) == []
@@ -395,6 +400,16 @@ def test_existing_claims_are_not_charged_again_for_device_counts() -> None:
         free, quota("team-a-quota", hard, {"gpu.deviceclass.resource.k8s.io/devices": "2"})
     )
     assert pod_create(p, snapshot) == []
+
+
+def test_without_node_allocatable_devices_the_pod_is_left_to_upstream_quota() -> None:
+    # The GPU example cluster's devices declare no node-allocatable resources: nothing to fold, even
+    # though the pod's own cpu request alone exceeds the quota (upstream's quota admission denies it).
+    snapshot = cluster(
+        template("gpus", request("gpus", "gpu.example.com")),
+        quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "12"}),
+    )
+    assert pod_create(pod("p", container("main", "c", cpu="1"), templates={"c": "gpus"}), snapshot) == []
 
 
 def test_pods_in_namespaces_without_quota_or_with_missing_templates_pass() -> None:

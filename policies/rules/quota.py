@@ -179,10 +179,11 @@ def _pod_findings(pod: Pod, snapshot: Snapshot) -> list[Finding]:
     exceeded = first_exceeded(quotas, add_lists(footprint, counts), used)
     if exceeded is None:
         return []
-    where = f"on any node where its claims fit ({node})" if node else "with the claims it creates"
+    where = f" on any node where its claims fit ({node})" if node else ""
     return [Finding("deny", (
-        f"pod {object_key(pod)} can never fit its namespace's quota {where}: draguard charges the "
-        f"node-allocatable resources of DRA devices to quota, and {exceeded.message()}"
+        f"pod {object_key(pod)} can never fit its namespace's quota{where}, counting the node-allocatable "
+        "resources of its DRA devices and the devices of the claims its templates create: "
+        f"{exceeded.message()}"
     ))]
 
 

@@ -362,8 +362,9 @@ def test_pod_that_can_never_fit_is_refused_with_the_smallest_footprint() -> None
     snapshot = node_cluster(CORES_TEMPLATE, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "10"}))
     assert pod_create(TEMPLATE_POD, snapshot) == [
         "deny: pod team-a/p can never fit its namespace's quota on any node where its claims fit (node-1, "
-        "node-2): draguard charges the node-allocatable resources of DRA devices to quota, and exceeded "
-        "quota: team-a-quota, requested: requests.cpu=5, used: requests.cpu=10, limited: requests.cpu=12"
+        "node-2), counting the node-allocatable resources of its DRA devices and the devices of the claims "
+        "its templates create: exceeded quota: team-a-quota, requested: requests.cpu=5, "
+        "used: requests.cpu=10, limited: requests.cpu=12"
     ]
 
 
@@ -385,8 +386,8 @@ def test_pod_create_charges_the_device_counts_of_the_claims_its_templates_create
         gpus, quota("team-a-quota", hard, {"gpu.deviceclass.resource.k8s.io/devices": "1"})
     )
     assert pod_create(p, snapshot) == [
-        "deny: pod team-a/p can never fit its namespace's quota with the claims it creates: draguard charges "
-        "the node-allocatable resources of DRA devices to quota, and exceeded quota: team-a-quota, "
+        "deny: pod team-a/p can never fit its namespace's quota, counting the node-allocatable resources of "
+        "its DRA devices and the devices of the claims its templates create: exceeded quota: team-a-quota, "
         "requested: gpu.deviceclass.resource.k8s.io/devices=2, "
         "used: gpu.deviceclass.resource.k8s.io/devices=1, limited: gpu.deviceclass.resource.k8s.io/devices=2"
     ]

@@ -1,0 +1,214 @@
+"""Reading the cluster: paginated lists and watch streams, as plain JSON, through the ``kubernetes`` client.
+
+The client's typed list/watch methods turn every object into a generated model, which drops the
+fields the model does not know and rewrites timestamps; draguard decodes the API server's JSON
+itself (:func:`policies.api.kinds.decode`), so here the client only provides configuration,
+authentication, TLS and the connection pool (the approach of :mod:`certs.kube`). A watch is read
+line by line from the chunked response, one event per line, as the API server writes it.
+
+Errors come back as :class:`KubeError` with the HTTP status; 410 Gone and 404 Not Found have their
+own classes because the caller acts on them (re-list; skip a resource the cluster does not serve).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import Any
+
+import urllib3
+from kubernetes import client, config
+from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+
+# Enough pooled connections for one long-lived watch per resource plus the lists running beside them:
+# a smaller pool makes urllib3 open and drop extra connections on every reconnect.
+POOL_SIZE = 24
+CONNECT_TIMEOUT = 10.0
+LIST_READ_TIMEOUT = 60.0
+
+
+class KubeError(Exception):
+    """A request the API server answered with an error (``status`` 0: no answer at all)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"HTTP {status}: {message}" if status else message)
+        self.status = status
+
+
+class Gone(KubeError):
+    """410: the resourceVersion (or continue token) is older than the server's history: re-list."""
+
+
+class NotServed(KubeError):
+    """404 on a collection: this cluster does not serve the resource (e.g. an API version it lacks)."""
+
+
+@dataclass(frozen=True)
+class ApiResource:
+    """A cluster-wide collection: ``/api/v1/pods`` or ``/apis/resource.k8s.io/v1/resourceslices``."""
+
+    api_version: str
+    plural: str
+    kind: str
+    # Optional resources may be missing from the cluster; a 404 then means "nothing to watch".
+    optional: bool = False
+
+    @property
+    def path(self) -> str:
+        root = "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
+        return f"{root}/{self.plural}"
+
+    def __str__(self) -> str:
+        return f"{self.plural}.{self.api_version}"
+
+
+class ConnectError(Exception):
+    """No usable kubeconfig or in-cluster service account; the message says which and why."""
+
+
+def connect(kubeconfig: str | None, in_cluster: bool) -> ApiClient:
+    """An API client from a kubeconfig file (``None``: the default locations) or the pod's service account."""
+    configuration = client.Configuration()
+    try:
+        if in_cluster:
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        else:
+            config.load_kube_config(  # type: ignore[no-untyped-call]
+                config_file=kubeconfig, client_configuration=configuration
+            )
+    except (ConfigException, OSError, TypeError, ValueError) as err:
+        source = "in-cluster service account" if in_cluster else f"kubeconfig {kubeconfig or '(default)'}"
+        raise ConnectError(f"cannot use the {source}: {err}") from None
+    configuration.connection_pool_maxsize = POOL_SIZE
+    return ApiClient(configuration)
+
+
+def _error(status: int, body: bytes, reason: str) -> KubeError:
+    """The API server's ``metav1.Status`` message when there is one, else the HTTP reason."""
+    message = reason
+    try:
+        found = json.loads(body)
+        if isinstance(found, dict) and found.get("message"):
+            message = str(found["message"])
+    except ValueError:
+        pass
+    return _status_error(status, message)
+
+
+def _status_error(status: int, message: str) -> KubeError:
+    if status == 410:
+        return Gone(status, message)
+    if status == 404:
+        return NotServed(status, message)
+    return KubeError(status, message)
+
+
+class WatchStream:
+    """An open watch: iterate for events (``{"type": ..., "object": {...}}``), ``close()`` from any thread."""
+
+    def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
+        self._response = response
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        try:
+            for line in self._response:
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                if not isinstance(event, dict):
+                    raise KubeError(0, f"watch event is not a JSON object: {line[:80]!r}")
+                yield event
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            raise KubeError(0, f"watch connection lost: {err}") from None
+        except ValueError as err:
+            raise KubeError(0, f"watch stream is not JSON lines: {err}") from None
+
+    def close(self) -> None:
+        """Unblock a reader waiting for the next event (it sees the stream end) and drop the connection."""
+        with suppress(ValueError, RuntimeError, OSError):  # already released: nothing waits on it
+            self._response.shutdown()
+        self._response.close()
+
+
+class KubeReader:
+    """Lists and watches of :class:`ApiResource` collections on one API client."""
+
+    def __init__(self, api: ApiClient, page_size: int = 500) -> None:
+        self._api = api
+        self._page_size = page_size
+
+    def _get(self, path: str, query: dict[str, str], read_timeout: float) -> urllib3.BaseHTTPResponse:
+        params = self._api.param_serialize(
+            method="GET",
+            resource_path=path,
+            query_params=list(query.items()),
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+        )
+        try:
+            answer = self._api.call_api(*params, _request_timeout=(CONNECT_TIMEOUT, read_timeout))
+        except ApiException as err:  # raised for TLS failures, as status 0
+            raise _status_error(err.status or 0, str(err.reason)) from None
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            raise KubeError(0, f"cannot reach the API server: {err}") from None
+        response: urllib3.BaseHTTPResponse = answer.response
+        if response.status != 200:
+            try:
+                body = response.read()
+            except (urllib3.exceptions.HTTPError, OSError):
+                body = b""
+            response.close()
+            raise _error(response.status, body, str(response.reason))
+        return response
+
+    def list_pages(self, resource: ApiResource) -> Iterator[tuple[list[dict[str, Any]], str]]:
+        """``(items, resourceVersion)`` page by page; all pages are one consistent read.
+
+        Items of a list carry no ``apiVersion``/``kind`` (the API server leaves them to the list);
+        callers fill them in from ``resource``.
+        """
+        token = ""
+        while True:
+            query = {"limit": str(self._page_size)}
+            if token:
+                query["continue"] = token
+            response = self._get(resource.path, query, LIST_READ_TIMEOUT)
+            try:
+                page = json.loads(response.read())
+            except (urllib3.exceptions.HTTPError, OSError) as err:
+                raise KubeError(0, f"list of {resource} interrupted: {err}") from None
+            except ValueError as err:
+                raise KubeError(0, f"list of {resource} is not JSON: {err}") from None
+            finally:
+                response.release_conn()
+            metadata = page.get("metadata") or {}
+            yield list(page.get("items") or []), str(metadata.get("resourceVersion", ""))
+            token = str(metadata.get("continue") or "")
+            if not token:
+                return
+
+    def watch(
+        self, resource: ApiResource, resource_version: str, timeout_seconds: int, read_timeout: float
+    ) -> WatchStream:
+        """Changes after ``resource_version``, with bookmarks; the server ends it after ``timeout_seconds``.
+
+        A read that waits longer than ``read_timeout`` for a line (the API server sends a bookmark
+        about every minute) ends the stream with :class:`KubeError`, so a dead connection is noticed.
+        """
+        query = {
+            "watch": "true",
+            "resourceVersion": resource_version,
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(timeout_seconds),
+        }
+        return WatchStream(self._get(resource.path, query, read_timeout))
+
+
+def status_error(status: dict[str, Any]) -> KubeError:
+    """The error carried by a watch ``ERROR`` event (a ``metav1.Status``)."""
+    code = status.get("code")
+    return _status_error(code if isinstance(code, int) else 0, str(status.get("message") or "watch error"))

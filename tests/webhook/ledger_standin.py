@@ -26,10 +26,22 @@ sys.path.append(str(Path(__file__).resolve().parents[1] / "certs"))
 
 from apiserver_standin import Apiserver
 
-SERVICE_UNAVAILABLE = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 503,
-                       "reason": "ServiceUnavailable", "message": "etcdserver: leader changed"}
-TIMEOUT = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 504, "reason": "Timeout",
-           "message": "the request did not complete in time"}
+SERVICE_UNAVAILABLE = {
+    "kind": "Status",
+    "apiVersion": "v1",
+    "status": "Failure",
+    "code": 503,
+    "reason": "ServiceUnavailable",
+    "message": "etcdserver: leader changed",
+}
+TIMEOUT = {
+    "kind": "Status",
+    "apiVersion": "v1",
+    "status": "Failure",
+    "code": 504,
+    "reason": "Timeout",
+    "message": "the request did not complete in time",
+}
 
 
 class FaultyApiserver(Apiserver):

@@ -191,8 +191,9 @@ def test_one_replica_batches_concurrent_charges_and_never_conflicts_with_itself(
     maps = CountingConfigMaps(client.ApiClient(client.Configuration(host=apiserver.url)))
     store, check = ApiLedgerStore(maps, clock=lambda: T0), room(20)
     with ThreadPoolExecutor(16) as pool:
-        answers = list(pool.map(lambda i: store.charge(NS, f"uid-{i}", cpu("1"), check(f"uid-{i}", cpu("1"))),
-                                range(50)))
+        answers = list(
+            pool.map(lambda i: store.charge(NS, f"uid-{i}", cpu("1"), check(f"uid-{i}", cpu("1"))), range(50))
+        )
     assert sum(a is None for a in answers) == 20
     assert store.current(NS).usage(NS) == cpu("20")
     assert maps.conflicts == 0
@@ -248,8 +249,13 @@ REPLICA = textwrap.dedent("""
 def test_two_replicas_never_overcommit(apiserver: FaultyApiserver) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     replicas = [
-        subprocess.Popen([sys.executable, "-c", REPLICA, apiserver.url, str(first), "100"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", REPLICA, apiserver.url, str(first), "100"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
         for first in (0, 100)
     ]
     admitted: list[str] = []

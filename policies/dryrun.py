@@ -104,10 +104,16 @@ def pod_claims(snapshot: Snapshot, pod: Pod) -> list[ResourceClaim]:
 
 
 def claims_to_allocate(snapshot: Snapshot, pod: Pod | None) -> list[ResourceClaim]:
-    """The pod's claims when a pod is given, otherwise every unallocated claim in snapshot order."""
+    """The pod's claims when a pod is given, otherwise every unallocated claim in input order."""
     if pod is not None:
         return pod_claims(snapshot, pod)
-    return [c for c in snapshot.claims.values() if not _is_allocated(c)]
+    # Every unallocated claim, same-named ones included (allocator input is a list), unless a later
+    # object with that key (the cluster's current version) is allocated.
+    return [
+        c
+        for c in snapshot.all_claims
+        if not _is_allocated(c) and not _is_allocated(snapshot.claims[(c.namespace, c.name)])
+    ]
 
 
 def allocated_claim_problem(claim: ResourceClaim, node: Node, pod: Pod | None) -> str | None:

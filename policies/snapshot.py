@@ -27,11 +27,19 @@ Key = tuple[str, str]
 
 @dataclass(frozen=True)
 class Snapshot:
-    """Cluster objects by kind, in the order they were seen (file order for manifests)."""
+    """Cluster objects by kind, in the order they were seen (file order for manifests).
+
+    Slices and ``all_claims`` keep every object even when names repeat: the allocator takes
+    them as lists and never keys them by name (upstream's own test table reuses names), so a
+    manifest set fed to ``draguard allocate`` must reach it whole. ``claims`` is the cluster's
+    view by key (a later object with the same key replaces an earlier one, as an update would):
+    rules and the allocated state read that.
+    """
 
     classes: Mapping[str, DeviceClass] = field(default_factory=dict)
     slices: tuple[ResourceSlice, ...] = ()
     claims: Mapping[Key, ResourceClaim] = field(default_factory=dict)
+    all_claims: tuple[ResourceClaim, ...] = ()
     templates: Mapping[Key, ResourceClaimTemplate] = field(default_factory=dict)
     pods: Mapping[Key, Pod] = field(default_factory=dict)
     nodes: Mapping[str, Node] = field(default_factory=dict)
@@ -43,8 +51,8 @@ class Snapshot:
     def build(cls, objects: Iterable[TypedObject]) -> Snapshot:
         """Sort objects into their kinds; a later object with the same key replaces an earlier one."""
         classes: dict[str, DeviceClass] = {}
-        slices: dict[str, ResourceSlice] = {}
-        claims: dict[Key, ResourceClaim] = {}
+        slices: list[ResourceSlice] = []
+        claims: list[ResourceClaim] = []
         templates: dict[Key, ResourceClaimTemplate] = {}
         pods: dict[Key, Pod] = {}
         nodes: dict[str, Node] = {}
@@ -56,9 +64,9 @@ class Snapshot:
             if isinstance(obj, DeviceClass):
                 classes[obj.name] = obj
             elif isinstance(obj, ResourceSlice):
-                slices[obj.name] = obj
+                slices.append(obj)
             elif isinstance(obj, ResourceClaim):
-                claims[key] = obj
+                claims.append(obj)
             elif isinstance(obj, ResourceClaimTemplate):
                 templates[key] = obj
             elif isinstance(obj, Pod):
@@ -73,8 +81,9 @@ class Snapshot:
                 rules[obj.name] = obj
         return cls(
             classes=MappingProxyType(classes),
-            slices=tuple(slices.values()),
-            claims=MappingProxyType(claims),
+            slices=tuple(slices),
+            claims=MappingProxyType({(c.namespace, c.name): c for c in claims}),
+            all_claims=tuple(claims),
             templates=MappingProxyType(templates),
             pods=MappingProxyType(pods),
             nodes=MappingProxyType(nodes),

@@ -31,6 +31,10 @@ KINDS: dict[tuple[str, str], type[TypedObject]] = {
 
 KNOWN_KINDS = sorted({kind for _, kind in KINDS})
 
+# Namespaced kinds, and where kubectl puts one whose manifest names no namespace.
+NAMESPACED_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate", "Pod", "ResourceQuota"})
+DEFAULT_NAMESPACE = "default"
+
 
 class DecodeError(ValueError):
     """The JSON is not a valid object of a kind draguard knows; ``problems`` are ``path: message``."""

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from policies.api import core, resource
 from policies.api.base import TypedObject
 from policies.api.defaults import apply_defaults
+from policies.api.kinds import DEFAULT_NAMESPACE
 from policies.validation.claims import validate_claim_spec, validate_claim_status
 from policies.validation.core import validate_pod_claims
 from policies.validation.fielderrors import ErrorList, Path, forbidden, internal, invalid
@@ -43,9 +44,6 @@ from policies.validation.unknown import unknown_fields
 
 # Validation does not depend on the time; defaulting needs one (a taint's timeAdded).
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-# Where kubectl puts an object whose manifest names no namespace.
-DEFAULT_NAMESPACE = "default"
 
 META = Path("metadata")
 SPEC = Path("spec")

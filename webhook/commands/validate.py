@@ -25,12 +25,10 @@ from typing import Any, TextIO
 
 from policies.api.base import TypedObject
 from policies.api.core import Namespace
-from policies.api.kinds import DecodeError, decode
+from policies.api.kinds import DEFAULT_NAMESPACE, NAMESPACED_KINDS, DecodeError, decode
 from policies.validation import ErrorType, render, validate
-from policies.validation.validate import DEFAULT_NAMESPACE
 from webhook.manifests import Document, ManifestError, read_documents
 
-NAMESPACED_KINDS = {"ResourceClaim", "ResourceClaimTemplate", "Pod", "ResourceQuota"}
 UNKNOWN_FIELD_MODES = ("error", "warn", "ignore")
 
 

@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-COMMANDS = ("validate", "allocate", "certs", "test")
+COMMANDS = ("validate", "allocate", "certs", "test", "audit")
 
 
 def build_parser() -> argparse.ArgumentParser:

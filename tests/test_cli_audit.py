@@ -1,0 +1,292 @@
+"""``draguard audit`` end to end: manifests, a cluster (through a stand-in API server), the outputs."""
+
+from __future__ import annotations
+
+import http.server
+import io
+import json
+import re
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import yaml
+
+from webhook.cli import main
+from webhook.commands.audit import ProgressBar
+from webhook.manifests import read_documents
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+CLUSTER = EXAMPLES / "gpu-cluster"
+WORKLOADS = EXAMPLES / "workloads"
+TOKEN = "audit-test-token"
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["audit", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+STUCK_POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: stuck, namespace: team-a}
+spec:
+  nodeName: node-2
+  resourceClaims: [{name: gpus, resourceClaimName: three-a100}]
+  containers: [{name: main}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: team-a}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: half-pool}
+spec:
+  driver: nic.example.com
+  nodeName: node-1
+  pool: {name: nics, generation: 1, resourceSliceCount: 2}
+  devices: [{name: nic-0}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: broken, namespace: team-b}
+spec: {devices: {requests: "all of them"}}
+"""
+
+
+@pytest.fixture
+def troubled(tmp_path: Path) -> Path:
+    (tmp_path / "extra.yaml").write_text(STUCK_POD)
+    return tmp_path / "extra.yaml"
+
+
+def test_a_healthy_cluster_has_no_findings(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "-f", str(CLUSTER), "-f", str(WORKLOADS))
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == "no findings"
+    assert lines[1].startswith("audited 12 objects: 0 fail, 0 warn, 0 error, ")
+    assert "\raudit [" not in err  # stderr is not a terminal here: no progress bar
+
+
+def test_findings_are_listed_with_rule_resource_and_message(
+    capsys: pytest.CaptureFixture[str], troubled: Path
+) -> None:
+    code, out, err = run(capsys, "-f", str(CLUSTER), "-f", str(troubled))
+    assert code == 1
+    assert err == "note: skipped objects of kinds draguard does not check: Deployment\n"
+    header, *rows, summary = out.splitlines()
+    assert header.split() == ["RESULT", "RULE", "RESOURCE", "MESSAGE"]
+    by_rule = {row.split()[1]: row for row in rows}
+    assert by_rule["prescheduled"].startswith("fail")
+    assert "Pod team-a/stuck" in by_rule["prescheduled"]
+    assert "claim team-a/three-a100 is not allocated" in by_rule["prescheduled"]
+    assert (
+        "pool nic.example.com/nics (generation 1): 1 ResourceSlices published" in by_rule["incomplete-pools"]
+    )
+    assert by_rule["undecodable-objects"].startswith("error")
+    assert f"{troubled}: document 4: spec.devices.requests" in by_rule["undecodable-objects"]
+    # 10 objects of the example cluster, the pod and the slice; the claim could not be read.
+    assert re.fullmatch(r"audited 12 objects: 2 fail, \d+ warn, 1 error, \d+ pass, 0 skip", summary)
+
+
+def test_json_holds_every_result(capsys: pytest.CaptureFixture[str], troubled: Path) -> None:
+    code, out, _ = run(capsys, "-f", str(CLUSTER), "-f", str(troubled), "-o", "json")
+    assert code == 1
+    doc = json.loads(out)
+    assert list(doc) == ["objects", "summary", "findings"]
+    counted = {r: sum(f["result"] == r for f in doc["findings"]) for r in doc["summary"]}
+    assert doc["summary"] == counted and counted["pass"] > 0 and counted["fail"] == 2
+    first = doc["findings"][0]
+    assert list(first) == ["category", "rule", "result", "message", "resources"]
+
+
+def test_policyreports_can_be_applied_as_is(capsys: pytest.CaptureFixture[str], troubled: Path) -> None:
+    code, out, _ = run(capsys, "-f", str(CLUSTER), "-f", str(troubled), "-o", "policyreport")
+    assert code == 1
+    reports = list(yaml.safe_load_all(out))
+    assert [(r["kind"], r["metadata"].get("namespace")) for r in reports] == [
+        ("PolicyReport", "team-a"),
+        ("PolicyReport", "team-b"),
+        ("ClusterPolicyReport", None),
+    ]
+    assert sum(r["summary"]["fail"] for r in reports) == 2
+    assert reports[1]["summary"]["error"] == 1
+    pool = [x for x in reports[2]["results"] if x["rule"] == "incomplete-pools" and x["result"] == "fail"]
+    assert pool[0]["resources"] == [
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "name": "half-pool"}
+    ]
+
+
+def test_unusable_input_is_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "-f", str(tmp_path / "nope.yaml"))
+    assert (code, err) == (2, f"error: {tmp_path / 'nope.yaml'}: no such file or directory\n")
+    config = tmp_path / "draguard.yaml"
+    config.write_text("rules:\n  prescheduled: {mode: block}\n")
+    code, _, err = run(capsys, "-f", str(CLUSTER), "--config", str(config))
+    assert code == 2
+    assert err.startswith(f"error: --config {config}: rules.prescheduled.mode: Invalid value: 'block'")
+    code, _, err = run(capsys, "-f", str(CLUSTER), "--features", "fast")
+    assert code == 2 and "unknown allocator feature(s) fast" in err
+
+
+def test_the_config_decides_the_modes(
+    capsys: pytest.CaptureFixture[str], troubled: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "draguard.yaml"
+    config.write_text("rules:\n  prescheduled: {mode: warn}\n")
+    _, out, _ = run(capsys, "-f", str(CLUSTER), "-f", str(troubled), "--config", str(config), "-o", "json")
+    results = {f["rule"]: f["result"] for f in json.loads(out)["findings"] if f["rule"] == "prescheduled"}
+    assert results == {"prescheduled": "warn"}
+
+
+def test_progress_bar_redraws_in_place() -> None:
+    stream = io.StringIO()
+    bar = ProgressBar(stream)
+    bar(1, 4)
+    bar(4, 4)
+    bar.close()
+    drawn = stream.getvalue().split("\r")
+    assert drawn[1] == "audit [" + "#" * 7 + "." * 23 + "] 1/4"
+    assert drawn[2] == "audit [" + "#" * 30 + "] 4/4"
+    assert drawn[3].strip() == "" and drawn[4] == ""  # the line is wiped at the end
+
+
+# --- --kubeconfig --------------------------------------------------------------------------------
+
+PATHS = {
+    "DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",
+    "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices",
+    "ResourceClaim": "/apis/resource.k8s.io/v1/resourceclaims",
+    "ResourceClaimTemplate": "/apis/resource.k8s.io/v1/resourceclaimtemplates",
+    "Pod": "/api/v1/pods",
+    "ResourceQuota": "/api/v1/resourcequotas",
+    "Namespace": "/api/v1/namespaces",
+    "Node": "/api/v1/nodes",
+}
+
+
+class ApiServerStandIn(http.server.ThreadingHTTPServer):
+    """Stands in for kube-apiserver, which cannot be installed here: it answers the cluster-wide list
+    calls ``draguard audit --kubeconfig`` makes, as the API server does: items without apiVersion
+    and kind (the list carries them), at most ``page`` items per page with a ``continue`` token,
+    404 for a collection it does not serve, 401 without the bearer token, and any status a test
+    sets in ``fail`` for a path."""
+
+    def __init__(self, collections: dict[str, list[dict[str, Any]]], page: int = 2) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.collections = collections
+        self.page = page
+        self.fail: dict[str, int] = {}
+        self.requests: list[str] = []
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    server: ApiServerStandIn
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        url = urlsplit(self.path)
+        self.server.requests.append(self.path)
+        query = parse_qs(url.query)
+        if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+            return self._answer(401, {"kind": "Status", "code": 401, "message": "Unauthorized"})
+        if url.path in self.server.fail:
+            code = self.server.fail[url.path]
+            return self._answer(code, {"kind": "Status", "code": code, "message": f"{url.path} is forbidden"})
+        if url.path not in self.server.collections:
+            return self._answer(
+                404, {"kind": "Status", "code": 404, "message": "the server could not find it"}
+            )
+        items = self.server.collections[url.path]
+        start = int(query.get("continue", ["0"])[0])
+        end = start + min(self.server.page, int(query.get("limit", ["500"])[0]))
+        metadata = {"resourceVersion": "42", **({"continue": str(end)} if end < len(items) else {})}
+        self._answer(
+            200, {"kind": "List", "apiVersion": "v1", "metadata": metadata, "items": items[start:end]}
+        )
+
+    def _answer(self, code: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def as_listed(*paths: Path) -> dict[str, list[dict[str, Any]]]:
+    """The manifests as the API server lists them, by collection path."""
+    collections: dict[str, list[dict[str, Any]]] = {path: [] for path in PATHS.values()}
+    for doc in read_documents([str(p) for p in paths]):
+        item = {k: v for k, v in doc.raw.items() if k not in ("apiVersion", "kind")}
+        collections[PATHS[doc.raw["kind"]]].append(item)
+    return collections
+
+
+@pytest.fixture
+def apiserver() -> Iterator[ApiServerStandIn]:
+    server = ApiServerStandIn(as_listed(CLUSTER, WORKLOADS))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def kubeconfig(apiserver: ApiServerStandIn, tmp_path: Path) -> Path:
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "test",
+                "clusters": [
+                    {"name": "test", "cluster": {"server": f"http://127.0.0.1:{apiserver.server_address[1]}"}}
+                ],
+                "users": [{"name": "test", "user": {"token": TOKEN}}],
+                "contexts": [{"name": "test", "context": {"cluster": "test", "user": "test"}}],
+            }
+        )
+    )
+    return path
+
+
+def test_a_cluster_is_audited_like_its_manifests(
+    capsys: pytest.CaptureFixture[str], apiserver: ApiServerStandIn, kubeconfig: Path
+) -> None:
+    code, out, err = run(capsys, "--kubeconfig", str(kubeconfig), "-o", "json")
+    assert code == 0, err
+    _, from_files, _ = run(capsys, "-f", str(CLUSTER), "-f", str(WORKLOADS), "-o", "json")
+    listed, read = json.loads(out), json.loads(from_files)
+    assert (listed["objects"], listed["summary"]) == (read["objects"], read["summary"])
+    # The same findings; their order follows the input's (files, or the lists by resource).
+    assert sorted(map(json.dumps, listed["findings"])) == sorted(map(json.dumps, read["findings"]))
+    slices = [r for r in apiserver.requests if r.startswith(PATHS["ResourceSlice"])]
+    assert len(slices) == 2  # three slices, two per page: the continue token was followed
+    assert any(r.startswith("/apis/resource.k8s.io/v1beta2/devicetaintrules") for r in apiserver.requests)
+
+
+def test_a_cluster_that_refuses_a_list_is_unusable_input(
+    capsys: pytest.CaptureFixture[str], apiserver: ApiServerStandIn, kubeconfig: Path
+) -> None:
+    apiserver.fail[PATHS["Pod"]] = 403
+    code, out, err = run(capsys, "--kubeconfig", str(kubeconfig))
+    assert (code, out) == (2, "")
+    assert err == f"error: --kubeconfig {kubeconfig}: HTTP 403: /api/v1/pods is forbidden\n"
+
+
+def test_a_kubeconfig_that_cannot_be_used(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    missing = tmp_path / "missing"
+    code, _, err = run(capsys, "--kubeconfig", str(missing))
+    assert code == 2 and err.startswith(f"error: --kubeconfig {missing}: cannot use the kubeconfig {missing}")

@@ -58,8 +58,9 @@ def pod(*containers: dict[str, Any], init: tuple[dict[str, Any], ...] = (), **sp
     body: dict[str, Any] = {"containers": list(containers), **spec}
     if init:
         body["initContainers"] = list(init)
-    obj = decode({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"},
-                  "spec": body})
+    obj = decode(
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"}, "spec": body}
+    )
     assert isinstance(obj, Pod)
     return obj
 
@@ -68,9 +69,11 @@ def pod(*containers: dict[str, Any], init: tuple[dict[str, Any], ...] = (), **sp
 
 
 def test_137_mapping_from_consumed_capacity_times_multiplier() -> None:
-    d = device(nodeAllocatableResources={
-        "cpu": {"mapping": {"capacityKey": "cpu.example.com/cpu", "capacityMultiplier": "2"}}
-    })
+    d = device(
+        nodeAllocatableResources={
+            "cpu": {"mapping": {"capacityKey": "cpu.example.com/cpu", "capacityMultiplier": "2"}}
+        }
+    )
     fp = device_footprint(d, q(**{"cpu.example.com/cpu": "8"}), "drv/pool/d")
     assert fp.mapped == q(cpu="16") and fp.has_mapping
     # A capacity the allocation did not consume yields nothing.
@@ -84,10 +87,12 @@ def test_137_mapping_without_consumed_capacity_is_an_error_naming_the_device() -
 
 
 def test_137_device_multiplier_and_overhead() -> None:
-    d = device(nodeAllocatableResources={
-        "cpu": {"mapping": {"deviceMultiplier": "2"}},
-        "memory": {"overhead": {"perPod": "1Gi", "perContainer": "500Mi"}},
-    })
+    d = device(
+        nodeAllocatableResources={
+            "cpu": {"mapping": {"deviceMultiplier": "2"}},
+            "memory": {"overhead": {"perPod": "1Gi", "perContainer": "500Mi"}},
+        }
+    )
     fp = device_footprint(d, None, "x")
     assert fp == ClaimFootprint(q(cpu="2"), q(memory="1Gi"), q(memory="500Mi"))
     assert fp.for_pod(3) == q(cpu="2", memory="2524Mi")
@@ -99,37 +104,71 @@ def test_136_mappings_multiplier_per_device_or_times_capacity() -> None:
         nodeAllocatableResourceMappings={"memory": {"allocationMultiplier": "2Gi"}, "cpu": {}}
     )
     assert device_footprint(per_device, None, "x").mapped == q(memory="2Gi", cpu="1")
-    capacity = device(nodeAllocatableResourceMappings={
-        "cpu": {"capacityKey": "dra.example.com/cores", "allocationMultiplier": "2"}
-    })
+    capacity = device(
+        nodeAllocatableResourceMappings={
+            "cpu": {"capacityKey": "dra.example.com/cores", "allocationMultiplier": "2"}
+        }
+    )
     assert device_footprint(capacity, q(**{"dra.example.com/cores": "8"}), "x").mapped == q(cpu="16")
 
 
 def test_claim_sums_devices_skips_admin_access_and_unknown_devices() -> None:
-    slices = [decode({
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
-        "spec": {"driver": "cpu.example.com", "nodeName": "n", "pool": {"name": "n", "resourceSliceCount": 1},
-                 "devices": [{"name": f"core-{i}", "nodeAllocatableResourceMappings": {"cpu": {}}}
-                             for i in range(3)]},
-    })]
+    slices = [
+        decode(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {"name": "s"},
+                "spec": {
+                    "driver": "cpu.example.com",
+                    "nodeName": "n",
+                    "pool": {"name": "n", "resourceSliceCount": 1},
+                    "devices": [
+                        {"name": f"core-{i}", "nodeAllocatableResourceMappings": {"cpu": {}}}
+                        for i in range(3)
+                    ],
+                },
+            }
+        )
+    ]
     index = device_index(s for s in slices if isinstance(s, ResourceSlice))
-    allocation = AllocationResult.model_validate({"devices": {"results": [
-        {"request": "r", "driver": "cpu.example.com", "pool": "n", "device": "core-0"},
-        {"request": "r", "driver": "cpu.example.com", "pool": "n", "device": "core-1"},
-        {"request": "r", "driver": "cpu.example.com", "pool": "n", "device": "core-2", "adminAccess": True},
-        {"request": "r", "driver": "cpu.example.com", "pool": "n", "device": "gone"},
-    ]}})
+    allocation = AllocationResult.model_validate(
+        {
+            "devices": {
+                "results": [
+                    {"request": "r", "driver": "cpu.example.com", "pool": "n", "device": "core-0"},
+                    {"request": "r", "driver": "cpu.example.com", "pool": "n", "device": "core-1"},
+                    {
+                        "request": "r",
+                        "driver": "cpu.example.com",
+                        "pool": "n",
+                        "device": "core-2",
+                        "adminAccess": True,
+                    },
+                    {"request": "r", "driver": "cpu.example.com", "pool": "n", "device": "gone"},
+                ]
+            }
+        }
+    )
     assert claim_footprint(allocation, index).mapped == q(cpu="2")
 
 
 def test_device_index_keeps_the_newest_generation_of_a_pool() -> None:
     def slice_(name: str, generation: int, dev: str) -> Any:
-        return decode({
-            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name},
-            "spec": {"driver": "d", "nodeName": "n", "pool": {"name": "p", "generation": generation,
-                                                                 "resourceSliceCount": 1},
-                     "devices": [{"name": dev}]},
-        })
+        return decode(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {"name": name},
+                "spec": {
+                    "driver": "d",
+                    "nodeName": "n",
+                    "pool": {"name": "p", "generation": generation, "resourceSliceCount": 1},
+                    "devices": [{"name": dev}],
+                },
+            }
+        )
+
     index = device_index([slice_("a", 2, "new"), slice_("b", 1, "old"), slice_("c", 3, "newest")])
     assert set(index) == {("d", "p", "newest")}
 
@@ -220,8 +259,10 @@ def test_worked_example_cpu_1_plus_4_and_two_gpu_containers_1gi_plus_2x500mi() -
         ],
     )
     assert referencing_containers(p, "gpu") == ("main", "helper")
-    uses = [ClaimUse(cores, len(referencing_containers(p, "cores"))),
-            ClaimUse(gpu, len(referencing_containers(p, "gpu")))]
+    uses = [
+        ClaimUse(cores, len(referencing_containers(p, "cores"))),
+        ClaimUse(gpu, len(referencing_containers(p, "gpu"))),
+    ]
     # dra-reference 6.3 says "+2Gi": exactly it is 1Gi + 2 x 500Mi = 2024Mi (1000Mi is not 1Gi).
     assert pod_requests(p, uses) == q(cpu="5", memory="2024Mi")
 
@@ -238,8 +279,11 @@ def test_claim_counted_once_per_pod_however_many_containers_reference_it() -> No
 
 
 def test_init_container_peak_wins_over_the_sum_of_small_regular_containers() -> None:
-    p = pod(container("a", requests={"cpu": "1"}), container("b", requests={"cpu": "1"}),
-            init=(container("setup", requests={"cpu": "3", "memory": "1Gi"}),))
+    p = pod(
+        container("a", requests={"cpu": "1"}),
+        container("b", requests={"cpu": "1"}),
+        init=(container("setup", requests={"cpu": "3", "memory": "1Gi"}),),
+    )
     assert pod_requests(p) == q(cpu="3", memory="1Gi")
 
 
@@ -254,24 +298,33 @@ def test_sidecars_add_to_regular_containers_and_to_later_init_containers() -> No
     )
     # Regular sum: 2 + 1 + 0.5 = 3.5; init peak: migrate 4 + log 1 = 5.
     assert pod_requests(p) == q(cpu="5")
-    small = pod(container("main", requests={"cpu": "2"}),
-                init=(container("log", restart="Always", requests={"cpu": "1"}),
-                      container("migrate", requests={"cpu": "2"})))
+    small = pod(
+        container("main", requests={"cpu": "2"}),
+        init=(
+            container("log", restart="Always", requests={"cpu": "1"}),
+            container("migrate", requests={"cpu": "2"}),
+        ),
+    )
     assert pod_requests(small) == q(cpu="3")
 
 
 def test_dra_amounts_come_on_top_of_the_init_peak_and_per_container_counts_init_references() -> None:
     gpu = ClaimFootprint({}, q(memory="1Gi"), q(memory="500Mi"))
-    p = pod(container("main", "gpu", requests={"memory": "1Gi"}),
-            init=(container("warmup", "gpu", requests={"memory": "4Gi"}),))
+    p = pod(
+        container("main", "gpu", requests={"memory": "1Gi"}),
+        init=(container("warmup", "gpu", requests={"memory": "4Gi"}),),
+    )
     assert referencing_containers(p, "gpu") == ("warmup", "main")
     # Peak 4Gi (warmup) + 1Gi per pod + 2 x 500Mi: the overhead sits on top, not inside the peak.
     assert pod_requests(p, [ClaimUse(gpu, 2)]) == q(memory="6120Mi")
 
 
 def test_pod_level_requests_replace_cpu_and_memory_and_overhead_is_added_last() -> None:
-    p = pod(container("main", requests={"cpu": "1", "ephemeral-storage": "1Gi"}),
-            resources={"requests": {"cpu": "8"}}, overhead={"cpu": "250m", "memory": "64Mi"})
+    p = pod(
+        container("main", requests={"cpu": "1", "ephemeral-storage": "1Gi"}),
+        resources={"requests": {"cpu": "8"}},
+        overhead={"cpu": "250m", "memory": "64Mi"},
+    )
     uses = [ClaimUse(ClaimFootprint(q(cpu="4", ephemeral_storage="1Gi")), 1)]
     assert pod_requests(p, uses) == q(cpu="8250m", memory="64Mi", ephemeral_storage="2Gi")
 
@@ -286,13 +339,23 @@ def test_limits_only_grow_where_declared_except_hugepages() -> None:
 
 
 def test_status_entries_in_both_shapes() -> None:
-    p = Pod.model_validate({"spec": {"containers": []}, "status": {"nodeAllocatableResourceClaimStatuses": [
-        {"resourceClaimName": "old", "containers": ["a"], "resources": {"cpu": "2"}},
-        {"resourceClaimName": "new", "containers": ["a", "b"], "mapping": [{"name": "cpu", "quantity": "3"}],
-         "overhead": [{"name": "memory", "perPod": "1Gi", "perContainer": "1Gi"}]},
-    ]}})
+    p = Pod.model_validate(
+        {
+            "spec": {"containers": []},
+            "status": {
+                "nodeAllocatableResourceClaimStatuses": [
+                    {"resourceClaimName": "old", "containers": ["a"], "resources": {"cpu": "2"}},
+                    {
+                        "resourceClaimName": "new",
+                        "containers": ["a", "b"],
+                        "mapping": [{"name": "cpu", "quantity": "3"}],
+                        "overhead": [{"name": "memory", "perPod": "1Gi", "perContainer": "1Gi"}],
+                    },
+                ]
+            },
+        }
+    )
     assert pod_requests(p, status_claims(p)) == q(cpu="5", memory="3Gi")
-
 
 
 def test_declares_mapping_in_either_shape() -> None:

@@ -26,41 +26,58 @@ NODES = ("node-1", "node-2")
 
 def _class(name: str) -> dict[str, Any]:
     return {
-        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": name},
         "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{name}.example.com"'}}]},
     }
 
 
 def _slice(driver: str, node: str, devices: list[dict[str, Any]]) -> dict[str, Any]:
     return {
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{node}-{driver}"},
-        "spec": {"driver": driver, "nodeName": node, "pool": {"name": node, "resourceSliceCount": 1},
-                 "devices": devices},
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-{driver}"},
+        "spec": {
+            "driver": driver,
+            "nodeName": node,
+            "pool": {"name": node, "resourceSliceCount": 1},
+            "devices": devices,
+        },
     }
 
 
 def _node_objects(node: str) -> list[dict[str, Any]]:
     cpu: dict[str, Any] = {
-        "name": "socket0", "allowMultipleAllocations": True,
+        "name": "socket0",
+        "allowMultipleAllocations": True,
         "capacity": {"cpu.example.com/cpu": {"value": "8"}},
-        "nodeAllocatableResources": {"cpu": {"mapping": {"capacityKey": "cpu.example.com/cpu",
-                                                         "capacityMultiplier": "1"}}},
+        "nodeAllocatableResources": {
+            "cpu": {"mapping": {"capacityKey": "cpu.example.com/cpu", "capacityMultiplier": "1"}}
+        },
     }
     gpus = [
-        {"name": f"gpu-{i}", "attributes": {"model": {"string": "a100"}},
-         "nodeAllocatableResources": {"memory": {"overhead": {"perPod": "1Gi", "perContainer": "512Mi"}}}}
+        {
+            "name": f"gpu-{i}",
+            "attributes": {"model": {"string": "a100"}},
+            "nodeAllocatableResources": {"memory": {"overhead": {"perPod": "1Gi", "perContainer": "512Mi"}}},
+        }
         for i in range(2)
     ]
     hugepages = {
-        "name": "hp-0", "nodeAllocatableResourceMappings": {"hugepages-2Mi": {"allocationMultiplier": "1Gi"}}
+        "name": "hp-0",
+        "nodeAllocatableResourceMappings": {"hugepages-2Mi": {"allocationMultiplier": "1Gi"}},
     }
     nics: list[dict[str, Any]] = [
         {"name": "nic-0"},
         {"name": "nic-1", "attributes": {"draguard.io/sharingPolicy": {"string": "None"}}},
     ]
     return [
-        {"apiVersion": "v1", "kind": "Node",
-         "metadata": {"name": node, "labels": {"kubernetes.io/hostname": node}}},
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": node, "labels": {"kubernetes.io/hostname": node}},
+        },
         _slice("cpu.example.com", node, [cpu]),
         _slice("gpu.example.com", node, gpus),
         _slice("mem.example.com", node, [hugepages]),
@@ -99,7 +116,8 @@ def claim(
     """A claim; with ``devices`` (``driver/device`` on ``node``) it is allocated for the first
     request and reserved for the pods named in ``reserved`` (uid ``uid-<pod>``)."""
     body: dict[str, Any] = {
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
         "metadata": {"name": name, "namespace": NS, "uid": uid or f"uid-{name}"},
         "spec": {"devices": {"requests": list(requests)}},
     }
@@ -107,14 +125,21 @@ def claim(
         results = []
         for d in devices:
             driver, device = d.split("/")
-            result: dict[str, Any] = {"request": requests[0]["name"], "driver": f"{driver}.example.com",
-                                      "pool": node, "device": device}
+            result: dict[str, Any] = {
+                "request": requests[0]["name"],
+                "driver": f"{driver}.example.com",
+                "pool": node,
+                "device": device,
+            }
             if consumed is not None:
                 result["consumedCapacity"] = consumed
                 result["shareID"] = f"{name}-share"
             results.append(result)
-        selector = {"nodeSelectorTerms": [
-            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}
+        selector = {
+            "nodeSelectorTerms": [
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+            ]
+        }
         body["status"] = {"allocation": {"devices": {"results": results}, "nodeSelector": selector}}
         if reserved:
             body["status"]["reservedFor"] = [consumer(p) for p in reserved]
@@ -137,27 +162,43 @@ def container(name: str, *claims: str, **requests: str) -> dict[str, Any]:
     return body
 
 
-def pod(name: str, *containers: dict[str, Any], claims: dict[str, str] | None = None,
-        templates: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+def pod(
+    name: str,
+    *containers: dict[str, Any],
+    claims: dict[str, str] | None = None,
+    templates: dict[str, str] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
     """A pod; ``claims`` maps pod claim names to claim names, ``templates`` to template names."""
     refs = [{"name": k, "resourceClaimName": v} for k, v in (claims or {}).items()]
     refs += [{"name": k, "resourceClaimTemplateName": v} for k, v in (templates or {}).items()]
     body: dict[str, Any] = {"containers": list(containers) or [container("main")], **spec}
     if refs:
         body["resourceClaims"] = refs
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}"}, "spec": body}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}"},
+        "spec": body,
+    }
 
 
 def template(name: str, *requests: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-            "metadata": {"name": name, "namespace": NS},
-            "spec": {"spec": {"devices": {"requests": list(requests)}}}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"spec": {"devices": {"requests": list(requests)}}},
+    }
 
 
 def quota(name: str, hard: dict[str, str], used: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {"apiVersion": "v1", "kind": "ResourceQuota",
-                            "metadata": {"name": name, "namespace": NS}, "spec": {"hard": hard, **spec}}
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"hard": hard, **spec},
+    }
     if used is not None:
         body["status"] = {"hard": hard, "used": used}
     return body

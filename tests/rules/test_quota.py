@@ -149,8 +149,11 @@ def test_scoped_quotas_are_not_folded() -> None:
 def test_hard_comes_from_status_and_spec_until_synced() -> None:
     # Upstream compares with status.hard: a spec raised to 100 counts once the controller syncs it.
     raised = ResourceQuota.model_validate(
-        {"metadata": {"name": "x"}, "spec": {"hard": {"requests.cpu": "100"}},
-         "status": {"hard": {"requests.cpu": "1"}}}
+        {
+            "metadata": {"name": "x"},
+            "spec": {"hard": {"requests.cpu": "100"}},
+            "status": {"hard": {"requests.cpu": "1"}},
+        }
     )
     assert first_exceeded([raised], q(requests__cpu="2"), {}) is not None
     unsynced = ResourceQuota.model_validate(
@@ -433,14 +436,31 @@ def test_stale_snapshot_and_registration() -> None:
 
 # Pod b declares cpu and memory limits and has one container on a claim with 4 mapped CPUs (socket0)
 # and a GPU with 1Gi per pod + 512Mi per container of memory overhead: 4 CPUs and 1536Mi of memory.
-BOTH = claim("cores", request("cores", "cpu", capacity="4"), devices=("cpu/socket0", "gpu/gpu-0"),
-             consumed={"cpu.example.com/cpu": "4"})
-LIMITED_B = pod("b", {**container("main", "c"), "resources": {
-    "claims": [{"name": "c"}], "requests": {"cpu": "1"}, "limits": {"cpu": "2", "memory": "1Gi"}}},
-    claims={"c": "cores"})
+BOTH = claim(
+    "cores",
+    request("cores", "cpu", capacity="4"),
+    devices=("cpu/socket0", "gpu/gpu-0"),
+    consumed={"cpu.example.com/cpu": "4"},
+)
+LIMITED_B = pod(
+    "b",
+    {
+        **container("main", "c"),
+        "resources": {
+            "claims": [{"name": "c"}],
+            "requests": {"cpu": "1"},
+            "limits": {"cpu": "2", "memory": "1Gi"},
+        },
+    },
+    claims={"c": "cores"},
+)
 KEYS = [
-    ("cpu", "4", "1"), ("requests.cpu", "4", "1"), ("limits.cpu", "4", "1"),
-    ("memory", "1536Mi", "1Mi"), ("requests.memory", "1536Mi", "1Mi"), ("limits.memory", "1536Mi", "1Mi"),
+    ("cpu", "4", "1"),
+    ("requests.cpu", "4", "1"),
+    ("limits.cpu", "4", "1"),
+    ("memory", "1536Mi", "1Mi"),
+    ("requests.memory", "1536Mi", "1Mi"),
+    ("limits.memory", "1536Mi", "1Mi"),
 ]
 
 

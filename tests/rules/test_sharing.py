@@ -13,8 +13,13 @@ from policies.rules.registry import RULES
 from policies.rules.sharing import SharingRule
 from policies.snapshot import Snapshot
 
-CORES = claim("cores", request("cores", "cpu", capacity="4"), devices=("cpu/socket0",),
-              consumed={"cpu.example.com/cpu": "4"}, reserved=("a",))
+CORES = claim(
+    "cores",
+    request("cores", "cpu", capacity="4"),
+    devices=("cpu/socket0",),
+    consumed={"cpu.example.com/cpu": "4"},
+    reserved=("a",),
+)
 GPU = claim("gpu", request("gpu", "gpu"), devices=("gpu/gpu-0",), reserved=("a",))
 HUGE = claim("huge", request("huge", "mem"), devices=("mem/hp-0",), reserved=("a",))
 NIC = claim("nic", request("nic", "nic"), devices=("nic/nic-0",), reserved=("a",))
@@ -61,8 +66,12 @@ def test_same_pod_1_36_mapping_is_same_pod_too() -> None:
 
 
 def test_same_pod_allows_many_containers_of_one_pod_and_the_pod_already_reserved() -> None:
-    free = claim("cores", request("cores", "cpu", capacity="4"), devices=("cpu/socket0",),
-                 consumed={"cpu.example.com/cpu": "4"})
+    free = claim(
+        "cores",
+        request("cores", "cpu", capacity="4"),
+        devices=("cpu/socket0",),
+        consumed={"cpu.example.com/cpu": "4"},
+    )
     assert check(second_pod("cores", container("x", "c"), container("y", "c")), node_cluster(free)) == []
     again = pod("a", container("main", "c"), claims={"c": "cores"})
     assert check(again, node_cluster(CORES)) == []
@@ -96,11 +105,14 @@ def test_none_also_denies_a_second_pod() -> None:
     ]
 
 
-@pytest.mark.parametrize("entry", [
-    {"driver": "gpu.example.com"},
-    {"deviceClassName": "gpu"},
-    {"selector": 'device.attributes["gpu.example.com"].model == "a100"'},
-])
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"driver": "gpu.example.com"},
+        {"deviceClassName": "gpu"},
+        {"selector": 'device.attributes["gpu.example.com"].model == "a100"'},
+    ],
+)
 def test_config_sets_the_policy_by_driver_class_or_selector(entry: dict[str, str]) -> None:
     sharing = {"policies": [{"policy": "SamePod", **entry}]}
     assert check(second_pod("gpu"), node_cluster(GPU), sharing=sharing) == [
@@ -111,12 +123,14 @@ def test_config_sets_the_policy_by_driver_class_or_selector(entry: dict[str, str
 
 
 def test_config_entries_that_do_not_match_leave_the_default() -> None:
-    sharing = {"policies": [
-        {"policy": "SamePod", "driver": "other.example.com"},
-        {"policy": "SamePod", "deviceClassName": "cpu"},
-        {"policy": "SamePod", "selector": 'device.attributes["gpu.example.com"].model == "h100"'},
-        {"policy": "SamePod", "driver": "gpu.example.com", "deviceClassName": "cpu"},
-    ]}
+    sharing = {
+        "policies": [
+            {"policy": "SamePod", "driver": "other.example.com"},
+            {"policy": "SamePod", "deviceClassName": "cpu"},
+            {"policy": "SamePod", "selector": 'device.attributes["gpu.example.com"].model == "h100"'},
+            {"policy": "SamePod", "driver": "gpu.example.com", "deviceClassName": "cpu"},
+        ]
+    }
     assert check(second_pod("gpu"), node_cluster(GPU), sharing=sharing) == []
 
 
@@ -129,8 +143,10 @@ def test_config_can_relax_a_default_and_the_attribute_wins_over_config() -> None
 
 def test_claims_that_do_not_exist_or_are_not_allocated_are_left_to_the_reservation_check() -> None:
     pending = claim("pending", request("cores", "cpu", capacity="4"))
-    assert check(pod("b", container("x", "c"), claims={"c": "pending", "d": "missing"}),
-                 node_cluster(pending)) == []
+    assert (
+        check(pod("b", container("x", "c"), claims={"c": "pending", "d": "missing"}), node_cluster(pending))
+        == []
+    )
 
 
 # --- ResourceClaim status: reservedFor -------------------------------------------------------------
@@ -144,8 +160,12 @@ def test_reserving_a_same_pod_claim_for_a_second_pod_is_denied() -> None:
 
 
 def test_first_reservation_and_multi_pod_reservations_are_allowed() -> None:
-    free = claim("cores", request("cores", "cpu", capacity="4"), devices=("cpu/socket0",),
-                 consumed={"cpu.example.com/cpu": "4"})
+    free = claim(
+        "cores",
+        request("cores", "cpu", capacity="4"),
+        devices=("cpu/socket0",),
+        consumed={"cpu.example.com/cpu": "4"},
+    )
     assert check(reserve(free, "a"), node_cluster(free), old=free) == []
     assert check(reserve(GPU, "b"), node_cluster(GPU), old=GPU) == []
 

@@ -1,0 +1,355 @@
+"""The admission server in process: decisions, webhook-call errors vs object errors, deadlines,
+metrics, logs and probes, with rules injected (the real ones are tested in tests/rules)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from aiohttp.test_utils import TestClient
+
+from policies.config import Config
+from policies.rules.engine import Context, Finding, Request
+from policies.snapshot import Snapshot
+from webhook import review, server
+from webhook.logs import JsonFormatter
+from webhook.metrics import Metrics
+from webhook.server import Admission, build_app, readiness, split_rules
+
+Client = Callable[..., Awaitable[TestClient]]
+
+
+@dataclass
+class FakeRule:
+    """A rule whose findings the test chooses; named after a real rule so it has a config section."""
+
+    name: str
+    findings: Sequence[Finding] = ()
+    mutating: bool = False
+    sleep: float = 0.0
+    error: Exception | None = None
+    seen: list[tuple[Request, Context]] = field(default_factory=list)
+
+    def applies(self, request: Request, ctx: Context) -> bool:
+        return True
+
+    def check(self, request: Request, ctx: Context) -> Sequence[Finding]:
+        self.seen.append((request, ctx))
+        time.sleep(self.sleep)
+        if self.error is not None:
+            raise self.error
+        return self.findings
+
+
+@dataclass
+class FakeState:
+    snapshot: Snapshot = field(default_factory=Snapshot)
+    synced: bool = True
+    seconds: float = 0.0
+
+    def age(self) -> float:
+        return self.seconds
+
+
+def pod(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "inference", "namespace": "team-a"},
+        "spec": {"containers": [{"name": "c", "image": "x"}], **spec},
+    }
+
+
+def admission_review(obj: Any = None, uid: str = "uid-1", **request: Any) -> dict[str, Any]:
+    body = {
+        "uid": uid,
+        "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "resource": {"group": "", "version": "v1", "resource": "pods"},
+        "namespace": "team-a",
+        "name": "inference",
+        "operation": "CREATE",
+        "userInfo": {"username": "alice", "groups": ["team-a"]},
+        "object": pod() if obj is None else obj,
+        **request,
+    }
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": body}
+
+
+def make_admission(rules: Sequence[Any] = (), state: FakeState | None = None, **options: Any) -> Admission:
+    state = state or FakeState()
+    config = options.pop("config", Config())
+    return Admission(split_rules(rules), config, state, Metrics(state), **options)
+
+
+async def client_for(aiohttp_client: Client, admission: Admission) -> TestClient:
+    return await aiohttp_client(build_app(admission, readiness(admission.state, None)))
+
+
+async def post(client: TestClient, body: Any, path: str = "/validate") -> tuple[int, Any]:
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    response = await client.post(path, data=data, headers={"Content-Type": "application/json"})
+    text = await response.text()
+    return response.status, json.loads(text) if text.startswith("{") else text
+
+
+async def test_allowed_review_echoes_uid_and_kind(aiohttp_client: Client) -> None:
+    client = await client_for(aiohttp_client, make_admission())
+    status, body = await post(client, admission_review(uid="abc-123"))
+    assert status == 200
+    assert body == {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "response": {"uid": "abc-123", "allowed": True},
+    }
+
+
+async def test_denial_carries_status_message_and_other_rules_warnings(aiohttp_client: Client) -> None:
+    rules = [
+        FakeRule("prescheduled", [Finding("deny", "pod sets spec.nodeName; use a node selector")]),
+        FakeRule("selectors", [Finding("warn", "selector matches no device")]),
+    ]
+    client = await client_for(aiohttp_client, make_admission(rules))
+    status, body = await post(client, admission_review())
+    response = body["response"]
+    assert status == 200
+    assert response["allowed"] is False
+    assert response["status"]["code"] == 403
+    assert response["status"]["message"] == "pod sets spec.nodeName; use a node selector"
+    assert response["warnings"] == ["selector matches no device"]
+
+
+async def test_mutate_answers_a_base64_json_patch_and_validate_does_not_run_mutating_rules(
+    aiohttp_client: Client,
+) -> None:
+    patch = ({"op": "add", "path": "/spec/nodeSelector", "value": {"kubernetes.io/hostname": "node-1"}},)
+    rewrite = FakeRule("prescheduled", [Finding("warn", "rewrote spec.nodeName", patch)], mutating=True)
+    client = await client_for(aiohttp_client, make_admission([rewrite]))
+    _, validated = await post(client, admission_review(), "/validate")
+    assert validated["response"] == {"uid": "uid-1", "allowed": True}
+    _, mutated = await post(client, admission_review(), "/mutate")
+    response = mutated["response"]
+    assert response["patchType"] == "JSONPatch"
+    assert json.loads(base64.b64decode(response["patch"])) == list(patch)
+    assert response["warnings"] == ["rewrote spec.nodeName"]
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b"{not json", "body is not JSON"),
+        (b"[1, 2]", "body is not a JSON object"),
+        ({**admission_review(), "apiVersion": "admission.k8s.io/v1beta1"}, "admissionReviewVersions: [v1]"),
+        ({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}, "request: Required value"),
+        ({**admission_review(), "request": {**admission_review()["request"], "uid": ""}}, "request.uid"),
+        (
+            {
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "request": {"operation": "CREATE"},
+            },
+            "request.uid: Required value",
+        ),
+        (
+            {**admission_review(), "request": {**admission_review()["request"], "kind": "Pod"}},
+            "request.kind: Invalid value: 'Pod': must be an object",
+        ),
+    ],
+)
+async def test_webhook_call_errors_are_http_400_naming_the_field(
+    aiohttp_client: Client, body: Any, reason: str
+) -> None:
+    client = await client_for(aiohttp_client, make_admission())
+    status, answer = await post(client, body)
+    assert status == 400
+    assert reason in answer["error"]
+    status, _ = await post(client, admission_review())
+    assert status == 200  # and the server keeps serving
+
+
+async def test_bodies_over_3_mib_are_413(aiohttp_client: Client) -> None:
+    client = await client_for(aiohttp_client, make_admission())
+    big = admission_review(pod(padding="x" * review.MAX_BODY_BYTES))
+    status, _ = await post(client, big)
+    assert status == 413
+    status, _ = await post(client, admission_review())
+    assert status == 200
+
+
+@pytest.mark.parametrize(
+    ("obj", "fields"),
+    [
+        (pod(resourceClaims="gpu"), ["object.spec.resourceClaims: Invalid value: 'gpu': must be a list"]),
+        (
+            pod(resourceClaims=[{"name": 7}], nodeName=["n"]),
+            ["object.spec.resourceClaims[0].name", "object.spec.nodeName"],
+        ),
+        (
+            {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c"}},
+            ["object: Invalid value: 'resource.k8s.io/v1 ResourceClaim': the request is for v1 Pod"],
+        ),
+        ("a string", ["object: Invalid value: 'a string': must be an object"]),
+    ],
+)
+async def test_an_undecodable_object_is_denied_naming_the_field(
+    aiohttp_client: Client, obj: Any, fields: list[str]
+) -> None:
+    rule = FakeRule("selectors")
+    client = await client_for(aiohttp_client, make_admission([rule]))
+    status, body = await post(client, admission_review(obj))
+    response = body["response"]
+    assert status == 200
+    assert response["uid"] == "uid-1" and response["allowed"] is False
+    assert response["status"]["code"] == 422
+    assert response["status"]["message"].startswith("draguard cannot read this Pod: ")
+    for expected in fields:
+        assert expected in response["status"]["message"]
+    assert rule.seen == []
+
+
+async def test_rules_see_decoded_objects_and_unmodelled_kinds_raw(aiohttp_client: Client) -> None:
+    rule = FakeRule("drain")
+    client = await client_for(aiohttp_client, make_admission([rule]))
+    await post(client, admission_review(pod(resourceClaims=[{"name": "gpu", "resourceClaimName": "c"}])))
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "driver-0"}}
+    evicting = {"kind": {"group": "policy", "version": "v1", "kind": "Eviction"}, "subResource": "eviction"}
+    await post(client, admission_review(eviction, uid="uid-2", dryRun=True, **evicting))
+    (created, _), (evicted, _) = rule.seen
+    assert created.obj is not None and created.obj.kind == "Pod"
+    assert created.user.username == "alice" and created.namespace == "team-a"
+    assert evicted.obj is None and evicted.raw == eviction
+    assert evicted.sub_resource == "eviction" and evicted.dry_run
+
+
+async def test_deadline_answers_per_failure_policy_and_the_loop_keeps_serving(aiohttp_client: Client) -> None:
+    config = Config.model_validate(
+        {"rules": {"selectors": {"failurePolicy": "Fail"}, "prescheduled": {"failurePolicy": "Ignore"}}}
+    )
+    slow = [FakeRule("selectors", sleep=0.6), FakeRule("prescheduled", sleep=0.6)]
+    client = await client_for(aiohttp_client, make_admission(slow, config=config, deadline=0.2))
+    started = time.perf_counter()
+    decision = asyncio.ensure_future(post(client, admission_review()))
+    await asyncio.sleep(0.05)
+    health = await client.get("/healthz")
+    assert health.status == 200 and time.perf_counter() - started < 0.2
+    status, body = await decision
+    assert time.perf_counter() - started < 0.5
+    response = body["response"]
+    assert status == 200 and response["allowed"] is False
+    assert (
+        "could not check rule selectors: no answer within the 0.2s deadline" in response["status"]["message"]
+    )
+    assert response["warnings"] == [
+        "draguard could not check rule prescheduled: no answer within the 0.2s deadline"
+    ]
+
+
+async def test_a_stale_snapshot_reaches_the_rules_as_not_fresh(aiohttp_client: Client) -> None:
+    rule = FakeRule("selectors")
+    state = FakeState(seconds=301.0)
+    client = await client_for(aiohttp_client, make_admission([rule], state))
+    await post(client, admission_review())
+    state.seconds = 299.0
+    await post(client, admission_review())
+    assert [ctx.snapshot_fresh for _, ctx in rule.seen] == [False, True]
+
+
+async def test_a_failing_rule_is_answered_per_its_policy_not_with_500(aiohttp_client: Client) -> None:
+    rule = FakeRule("selectors", error=RuntimeError("boom"))
+    client = await client_for(aiohttp_client, make_admission([rule]))
+    status, body = await post(client, admission_review())
+    assert status == 200
+    assert body["response"]["allowed"] is True  # selectors' default failurePolicy is Ignore
+    assert "internal error: RuntimeError: boom" in body["response"]["warnings"][0]
+
+
+async def test_a_bug_in_the_server_is_a_400_not_a_500(
+    aiohttp_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(uid: str, decision: Any) -> Any:
+        raise KeyError("bug")
+
+    monkeypatch.setattr(review, "answer", broken)
+    client = await client_for(aiohttp_client, make_admission())
+    status, body = await post(client, admission_review())
+    assert status == 400
+    assert body["error"] == "draguard could not process the review: KeyError"
+
+
+async def test_metrics_count_requests_findings_and_snapshot(aiohttp_client: Client) -> None:
+    rules = [
+        FakeRule("prescheduled", [Finding("deny", "no")]),
+        FakeRule("selectors", [Finding("warn", "hm")]),
+    ]
+    admission = make_admission(rules)
+    client = await client_for(aiohttp_client, admission)
+    await post(client, admission_review())
+    odd = admission_review(
+        uid="u2", operation="PATCHY", kind={"group": "x", "version": "v1", "kind": "Widget"}
+    )
+    await post(client, odd)
+    await post(client, b"junk")
+    text = admission.metrics.render().decode()
+    requests = "draguard_admission_requests_total"
+    assert f'{requests}{{decision="denied",kind="Pod",operation="CREATE",webhook="validate"}} 1.0' in text
+    assert 'decision="denied",kind="other",operation="other"' in text
+    assert f'{requests}{{decision="invalid",kind="other",operation="other",webhook="validate"}} 1.0' in text
+    assert 'draguard_rule_findings_total{action="deny",mode="enforce",rule="prescheduled"} 2.0' in text
+    assert 'draguard_rule_findings_total{action="warn",mode="enforce",rule="selectors"} 2.0' in text
+    assert "draguard_admission_in_flight 0.0" in text
+    assert "draguard_admission_duration_seconds_count{" in text
+    assert 'draguard_snapshot_objects{kind="Node"} 0.0' in text
+    assert "draguard_snapshot_age_seconds 0.0" in text
+
+
+async def test_one_json_log_line_per_decision_without_the_object(
+    aiohttp_client: Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret = "hunter2-password"
+    obj = pod(containers=[{"name": "c", "image": "x", "env": [{"name": "PW", "value": secret}]}])
+    client = await client_for(aiohttp_client, make_admission([FakeRule("selectors", [Finding("warn", "w")])]))
+    with caplog.at_level(logging.INFO, logger="draguard.admission"):
+        await post(client, admission_review(obj, uid="log-uid"))
+    lines = [JsonFormatter().format(r) for r in caplog.records if r.name == "draguard.admission"]
+    assert len(lines) == 1
+    line = json.loads(lines[0])
+    assert secret not in lines[0]
+    assert {k: line[k] for k in ("uid", "kind", "namespace", "name", "user", "decision", "operation")} == {
+        "uid": "log-uid",
+        "kind": "Pod",
+        "namespace": "team-a",
+        "name": "inference",
+        "user": "alice",
+        "decision": "allowed",
+        "operation": "CREATE",
+    }
+    assert line["rules"] == [{"rule": "selectors", "mode": "enforce", "action": "warn", "message": "w"}]
+    assert line["latency_ms"] > 0
+
+
+async def test_readyz_waits_for_the_state_and_healthz_does_not(aiohttp_client: Client) -> None:
+    state = FakeState(synced=False)
+    client = await client_for(aiohttp_client, make_admission(state=state))
+    assert (await client.get("/healthz")).status == 200
+    not_ready = await client.get("/readyz")
+    assert not_ready.status == 503
+    assert "cluster state not synced yet" in await not_ready.text()
+    state.synced = True
+    assert (await client.get("/readyz")).status == 200
+
+
+def test_default_deadline_is_below_every_timeout_the_chart_configures() -> None:
+    values = yaml.safe_load((Path(__file__).resolve().parents[2] / "charts/draguard/values.yaml").read_text())
+    hooks = values["webhooks"]
+    timeouts = [h["timeoutSeconds"] for h in hooks.values() if isinstance(h, dict) and "timeoutSeconds" in h]
+    timeouts.append(hooks["prescheduled"]["mutating"]["timeoutSeconds"])
+    assert len(timeouts) >= 7
+    assert min(timeouts) > server.DEFAULT_DEADLINE

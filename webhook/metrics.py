@@ -1,0 +1,103 @@
+"""Prometheus metrics, on their own registry (the chart's dashboard and alerts use these names).
+
+Labels stay bounded whoever calls the webhook: ``operation`` and ``kind`` take values from fixed
+sets (anything else is ``other``), never from free text, so a misbehaving client cannot create
+series without end. The snapshot gauges are read from the current state at scrape time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from policies.api.kinds import KNOWN_KINDS
+from policies.rules.engine import Outcome
+from webhook.state import State
+
+OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
+# Kinds the chart's webhooks send besides the modelled ones (an Eviction for the drain rule).
+KINDS = frozenset({*KNOWN_KINDS, "Eviction"})
+# Admission answers take milliseconds; the tail up to the API server's 5 s timeout is what alerts watch.
+BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+LABELS = ("webhook", "operation", "kind", "decision")
+
+
+def bounded(value: str, allowed: frozenset[str]) -> str:
+    return value if value in allowed else "other"
+
+
+class SnapshotCollector(Collector):
+    """``draguard_snapshot_age_seconds`` and ``draguard_snapshot_objects{kind}`` from the live state."""
+
+    def __init__(self, state: State) -> None:
+        self._state = state
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        yield GaugeMetricFamily(
+            "draguard_snapshot_age_seconds",
+            "Seconds since the cluster state was last known to be current (+Inf before the first sync).",
+            value=self._state.age(),
+        )
+        snapshot = self._state.snapshot
+        objects = GaugeMetricFamily(
+            "draguard_snapshot_objects", "Objects in the snapshot the rules read, by kind.", labels=["kind"]
+        )
+        counts = {
+            "DeviceClass": len(snapshot.classes),
+            "ResourceSlice": len(snapshot.slices),
+            "ResourceClaim": len(snapshot.claims),
+            "ResourceClaimTemplate": len(snapshot.templates),
+            "Pod": len(snapshot.pods),
+            "Node": len(snapshot.nodes),
+            "Namespace": len(snapshot.namespaces),
+            "ResourceQuota": len(snapshot.quotas),
+            "DeviceTaintRule": len(snapshot.taint_rules),
+        }
+        for kind, count in counts.items():
+            objects.add_metric([kind], count)
+        yield objects
+
+
+class Metrics:
+    """The webhook's instruments; ``render()`` is the body of ``GET /metrics``."""
+
+    def __init__(self, state: State) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "draguard_admission_requests_total",
+            "Admission requests answered, by webhook path, operation, kind and decision.",
+            LABELS,
+            registry=self.registry,
+        )
+        self.duration = Histogram(
+            "draguard_admission_duration_seconds",
+            "Time from receiving an admission request to answering it.",
+            LABELS,
+            buckets=BUCKETS,
+            registry=self.registry,
+        )
+        self.in_flight = Gauge(
+            "draguard_admission_in_flight", "Admission requests being processed.", registry=self.registry
+        )
+        self.findings = Counter(
+            "draguard_rule_findings_total",
+            "Rule outcomes by rule, mode and action (deny, warn, audit, error).",
+            ("rule", "mode", "action"),
+            registry=self.registry,
+        )
+        self.registry.register(SnapshotCollector(state))
+
+    def observe(self, webhook: str, operation: str, kind: str, decision: str, seconds: float) -> None:
+        labels = (webhook, bounded(operation, OPERATIONS), bounded(kind, KINDS), decision)
+        self.requests.labels(*labels).inc()
+        self.duration.labels(*labels).observe(seconds)
+
+    def outcomes(self, outcomes: tuple[Outcome, ...]) -> None:
+        for outcome in outcomes:
+            self.findings.labels(outcome.rule, outcome.mode, outcome.action).inc()
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

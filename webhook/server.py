@@ -1,0 +1,241 @@
+"""The HTTPS admission server (``/validate``, ``/mutate``, ``/healthz``, ``/readyz``) and the metrics server.
+
+What the API server gets back, whatever it sends:
+
+* a body that is not an answerable AdmissionReview: HTTP 400 with the reason (413 over 3 MiB);
+* otherwise an AdmissionReview with the request's uid: the rules' decision, or a denial that names
+  the field when the object itself cannot be decoded;
+* never a 500: the rule engine contains a failing rule, and anything else that fails is logged and
+  answered as a 400, which the API server treats per the webhook's failurePolicy, like a 500.
+
+The rules are synchronous, CPU-bound code, so they run in a small thread pool while the event loop
+keeps accepting requests and answering probes. Each request has a deadline (below the webhook
+configuration's ``timeoutSeconds``); when it passes, the answer is what every applicable rule's
+failure policy says (:func:`policies.rules.engine.decide_unavailable`), and the late result is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from certs.reloader import CertReloader
+from policies.api.admission import AdmissionRequest
+from policies.config import Config
+from policies.rules.engine import Context, Decision, Request, Rule, decide, decide_unavailable
+from webhook import logs, review
+from webhook.metrics import Metrics
+from webhook.state import State
+
+log = logging.getLogger(__name__)
+
+# The chart's webhook configurations wait 5 s (timeoutSeconds); answering within 4 s leaves the
+# API server time to receive the answer before it gives up and applies the failurePolicy itself.
+DEFAULT_DEADLINE = 4.0
+WEBHOOKS = ("validate", "mutate")
+
+
+def split_rules(rules: Sequence[Rule]) -> dict[str, tuple[Rule, ...]]:
+    """``/validate`` runs the validating rules, ``/mutate`` the mutating ones."""
+    return {
+        "validate": tuple(r for r in rules if not r.mutating),
+        "mutate": tuple(r for r in rules if r.mutating),
+    }
+
+
+@dataclass
+class Admission:
+    """Everything a decision needs besides the request; one per server."""
+
+    rules: Mapping[str, tuple[Rule, ...]]
+    config: Config
+    state: State
+    metrics: Metrics
+    deadline: float = DEFAULT_DEADLINE
+    executor: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(max_workers=4, thread_name_prefix="draguard-decide")
+    )
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+
+    def context(self) -> Context:
+        """The snapshot a request keeps from start to end, and whether it is fresh enough to trust."""
+        fresh = self.state.age() <= self.config.snapshot.max_age_seconds
+        return Context(self.state.snapshot, self.config, self.clock(), snapshot_fresh=fresh)
+
+    async def handle(self, webhook: str, http: web.Request) -> web.Response:
+        started = time.perf_counter()
+        self.metrics.in_flight.inc()
+        try:
+            try:
+                body = await http.read()
+            except web.HTTPRequestEntityTooLarge:
+                return self._reject(webhook, 413, f"body larger than {review.MAX_BODY_BYTES} bytes", started)
+            try:
+                request = review.parse(body)
+            except review.BadReview as err:
+                return self._reject(webhook, 400, str(err), started)
+            return await self._answer(webhook, request, started)
+        except Exception as err:  # a bug of ours: log it, keep serving, and still never answer 500
+            log.exception("failed to process an admission review")
+            reason = f"draguard could not process the review: {type(err).__name__}"
+            return self._reject(webhook, 400, reason, started)
+        finally:
+            self.metrics.in_flight.dec()
+
+    async def _answer(self, webhook: str, request: AdmissionRequest, started: float) -> web.Response:
+        kind = request.kind.kind
+        try:
+            rule_request = review.to_request(request)
+        except review.UndecodableObject as err:
+            payload = review.undecodable(request.uid, kind, err)
+            self._record(webhook, request, Decision(False, f"cannot decode: {err}"), started)
+            return web.json_response(payload)
+        decision = await self._decide(webhook, rule_request)
+        self._record(webhook, request, decision, started)
+        return web.json_response(review.answer(request.uid, decision))
+
+    async def _decide(self, webhook: str, request: Request) -> Decision:
+        rules = self.rules[webhook]
+        ctx = self.context()
+        work = asyncio.get_running_loop().run_in_executor(self.executor, decide, request, rules, ctx)
+        try:
+            return await asyncio.wait_for(work, self.deadline)
+        except TimeoutError:
+            reason = f"no answer within the {self.deadline:g}s deadline"
+            return decide_unavailable(request, rules, ctx, reason)
+
+    def _record(self, webhook: str, request: AdmissionRequest, decision: Decision, started: float) -> None:
+        seconds = time.perf_counter() - started
+        verdict = "allowed" if decision.allowed else "denied"
+        self.metrics.observe(webhook, request.operation, request.kind.kind, verdict, seconds)
+        self.metrics.outcomes(decision.outcomes)
+        fields: dict[str, Any] = {
+            "webhook": webhook,
+            "uid": request.uid,
+            "operation": request.operation,
+            "kind": request.kind.kind,
+            "namespace": request.namespace or "",
+            "name": request.name or "",
+            "user": request.user_info.username or "",
+            "decision": verdict,
+            "rules": [
+                {"rule": o.rule, "mode": o.mode, "action": o.action, "message": o.message}
+                for o in decision.outcomes
+            ],
+            "latency_ms": round(seconds * 1000, 3),
+        }
+        if not decision.allowed:
+            fields["reason"] = decision.message
+        if request.dry_run:
+            fields["dry_run"] = True
+        logs.decision(fields, decision.allowed)
+
+    def _reject(self, webhook: str, status: int, reason: str, started: float) -> web.Response:
+        seconds = time.perf_counter() - started
+        self.metrics.observe(webhook, "", "", "invalid", seconds)
+        logs.rejected(reason, {"webhook": webhook, "status": status, "latency_ms": round(seconds * 1000, 3)})
+        return web.json_response({"error": reason}, status=status)
+
+
+def build_app(admission: Admission, ready: Callable[[], list[str]]) -> web.Application:
+    """The HTTPS application; ``ready()`` lists what readiness still waits for (empty: ready)."""
+    app = web.Application(client_max_size=review.MAX_BODY_BYTES)
+
+    def endpoint(webhook: str) -> Callable[[web.Request], Any]:
+        async def handler(http: web.Request) -> web.Response:
+            return await admission.handle(webhook, http)
+
+        return handler
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def readyz(_: web.Request) -> web.Response:
+        waiting = ready()
+        if waiting:
+            return web.Response(status=503, text="not ready: " + "; ".join(waiting))
+        return web.Response(text="ok")
+
+    for webhook in WEBHOOKS:
+        app.router.add_post(f"/{webhook}", endpoint(webhook))
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    return app
+
+
+def readiness(state: State, tls: CertReloader | None) -> Callable[[], list[str]]:
+    """Ready once the cluster state is synced and a certificate is served."""
+
+    def waiting() -> list[str]:
+        reasons = []
+        if not state.synced:
+            reasons.append("cluster state not synced yet")
+        if tls is not None and tls.served is None:
+            reasons.append("no TLS certificate loaded yet")
+        return reasons
+
+    return waiting
+
+
+def build_metrics_app(metrics: Metrics) -> web.Application:
+    app = web.Application()
+
+    async def scrape(_: web.Request) -> web.Response:
+        return web.Response(body=metrics.render(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    app.router.add_get("/metrics", scrape)
+    return app
+
+
+@dataclass(frozen=True)
+class Listen:
+    """Where to listen: ``host`` None means every interface; port 0 picks a free port."""
+
+    host: str | None
+    port: int
+    metrics_port: int
+
+
+async def _start(
+    app: web.Application, host: str | None, port: int, tls: CertReloader | None
+) -> tuple[web.AppRunner, int]:
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, ssl_context=tls.server_context if tls else None)
+    await site.start()
+    bound: int = runner.addresses[0][1]
+    return runner, bound
+
+
+async def run(
+    admission: Admission,
+    tls: CertReloader,
+    listen: Listen,
+    stop: asyncio.Event,
+    started: Callable[[int, int], None],
+    ready: Callable[[], list[str]],
+    reload_interval: float = 1.0,
+) -> None:
+    """Serve until ``stop`` is set; ``started(https_port, metrics_port)`` runs once both listen."""
+    runner, port = await _start(build_app(admission, ready), listen.host, listen.port, tls)
+    metrics_runner, metrics_port = await _start(
+        build_metrics_app(admission.metrics), listen.host, listen.metrics_port, None
+    )
+    reloads = asyncio.create_task(tls.watch(reload_interval))
+    try:
+        started(port, metrics_port)
+        await stop.wait()
+    finally:
+        reloads.cancel()
+        await runner.cleanup()
+        await metrics_runner.cleanup()
+        admission.executor.shutdown(wait=False, cancel_futures=True)

@@ -1064,3 +1064,33 @@ def test_invalid_pool_fails_only_that_node_with_an_error(
     assert on_node1["allocated"] is True and on_node1["error"] is None
     assert on_node2["allocated"] is False and on_node2["results"] == [None]
     assert on_node2["error"] == "invalid resource pools were encountered"
+
+
+def test_error_text_names_a_namespace_less_claim_as_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # validateDeviceRequest formats the claim with klog.KObj, which prints "name" for an object
+    # without namespace and "namespace/name" otherwise. Upstream's allocator fed these manifests sees
+    # metadata.namespace unset (as in its own fixtures), so the error starts "claim c, request gpu:".
+    bare = claim("c", request("gpu", "no-such-class"))
+    del bare["metadata"]["namespace"]
+    docs = [node("node-1"), device_class("gpu", GPU), bare]
+    entry = only(run(tmp_path, capsys, docs))
+    assert entry["error"].startswith("claim c, request gpu: could not retrieve device class no-such-class")
+
+
+def test_every_allocated_claim_in_the_input_holds_its_devices(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The allocated state is built from every allocated claim handed over (foreachAllocatedDevice per
+    # claim); two allocated claims that happen to share a name both keep their devices busy, so the
+    # new claim gets gpu-2.
+    docs = [
+        node("node-1"),
+        device_class("gpu", GPU),
+        resource_slice("s", GPU, "node-1", ["gpu-0", "gpu-1", "gpu-2"], nodeName="node-1"),
+        allocated(claim("holder", request("gpu", "gpu")), result("gpu", GPU, "node-1", "gpu-0")),
+        allocated(claim("holder", request("gpu", "gpu")), result("gpu", GPU, "node-1", "gpu-1")),
+        claim("c", request("gpu", "gpu")),
+    ]
+    assert picked(only(run(tmp_path, capsys, docs))) == [f"{GPU}/node-1/gpu-2"]

@@ -11,6 +11,8 @@ once: slices indexed by node, devices digested, selector results and per-pool co
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -138,6 +140,20 @@ class Allocator:
             failed = FailedOnNodeError("invalid resource pools were encountered")
             return AllocationOutcome(None, failed, search.invocations, explanation)
         return AllocationOutcome(None, None, search.invocations, explanation)
+
+    def fork(self, *, budget: SearchBudget | None = None) -> Allocator:
+        """An Allocator for the same inputs that answers like a freshly built one, without rebuilding.
+
+        Shared: what depends only on the snapshot (digested slices and devices, selector results,
+        pools per node). Fresh: the pool-name counter cache, which upstream keeps for one allocator's
+        lifetime and which therefore must not carry over from another pod's questions, and the
+        budget (the parent's when not given). Not for use by several threads at once.
+        """
+        forked = copy.copy(self)
+        forked._context = dataclasses.replace(
+            self._context, available_counters={}, budget=budget or self._context.budget
+        )
+        return forked
 
     def _view(self, node_name: str | None, labels: Mapping[str, str]) -> NodeView | GatherError:
         """The node's pools, gathered once per node name and labels."""

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from policies.allocator.capacity import CapacityInfo, nanos
 from policies.allocator.constraints import AttributeValue
-from policies.allocator.taints import device_taints, rule_selects
+from policies.allocator.taints import device_taints
 from policies.api.base import NodeSelector
 from policies.api.resource import Device, DeviceTaint, DeviceTaintRule, ResourceSlice
 
@@ -236,7 +236,3 @@ class Catalog:
             devices.append(DeviceInfo(self.count, uid, slice_info, device, taints))
             self.count += 1
         return devices
-
-    def _rule_taints(self, driver: str, pool: str, name: str) -> tuple[DeviceTaint, ...]:
-        """Still used by policies/audit.py; remove once it uses policies.allocator.device_taints."""
-        return tuple(r.spec.taint for r in self._rules if rule_selects(r, driver, pool, name))

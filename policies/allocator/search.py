@@ -40,7 +40,7 @@ from policies.allocator.features import Features
 from policies.allocator.nodes import NodeSelectorError
 from policies.allocator.pools import CounterSets, NodeView, Pool
 from policies.allocator.selectors import SelectorEngine
-from policies.allocator.taints import blocks_allocation, tolerates
+from policies.allocator.taints import blocks_allocation
 from policies.api.quantity import Quantity
 from policies.api.resource import (
     ALL,
@@ -852,7 +852,3 @@ def _expression(selectors: list[DeviceSelector], index: int) -> str:
 
 def _constraint_rejection(tracker: Tracker, devices: int) -> ConstraintRejection:
     return ConstraintRejection(tracker.index, tracker.kind, tracker.attribute, devices)
-
-
-# Old private name still imported by policies/audit.py; remove once it uses policies.allocator.tolerates.
-_tolerates = tolerates

@@ -11,7 +11,15 @@ from typing import Any
 
 from fixtures import standard_node
 
-from policies.allocator import AllocatedState, AllocationOutcome, Allocator, DeviceID, Features
+from policies.allocator import (
+    AllocatedState,
+    AllocationOutcome,
+    Allocator,
+    DeviceID,
+    Features,
+    SearchAbortedError,
+    SearchBudget,
+)
 from policies.allocator.constraints import AttributeValue, DistinctAttribute, MatchAttribute
 from policies.api.kinds import decode
 from policies.api.resource import (
@@ -574,4 +582,44 @@ def test_quirk_failed_capacity_recheck_leaves_the_constraint_updated() -> None:
     assert str(outcome.error) == (
         "claim ns/c, request req-1: cannot add device driver-a/pool-1/shared-d because a claim constraint "
         "would not be satisfied"
+    )
+
+
+def test_fork_answers_like_a_fresh_allocator_despite_the_pool_name_cache() -> None:
+    slices = [
+        counter_slice("gpu-counters", "gpu.example.com", "node-1", {"gpu-set": {"memory": "8Gi"}}, count=2),
+        resource_slice(
+            "gpu-devices",
+            "gpu.example.com",
+            "node-1",
+            [{"name": "gpu-0-half", "consumesCounters": consumes("gpu-set", memory="4Gi")}],
+            count=2,
+        ),
+        counter_slice("nic-counters", "nic.example.com", "node-1", {"nic-set": {"units": "4"}}, count=2),
+        resource_slice(
+            "nic-devices",
+            "nic.example.com",
+            "node-1",
+            [{"name": f"nic-{i}", "consumesCounters": consumes("nic-set", units="4")} for i in range(2)],
+            count=2,
+        ),
+    ]
+    classes = {
+        c.name: c for c in [driver_class("gpu", "gpu.example.com"), driver_class("nic", "nic.example.com")]
+    }
+    node = standard_node("node-1")
+    gpu_claim, nic_claim = [claim("g", request("gpu", "gpu"))], [claim("n", request("nics", "nic", 2))]
+
+    base = Allocator(Features(), AllocatedState(), classes, slices, budget=SearchBudget(max_invocations=50))
+    assert base.allocate(node, gpu_claim).results is not None  # caches "node-1" from the GPU pool
+    fork = base.fork(budget=SearchBudget(max_invocations=60))
+    # The base keeps its cache (quirk: both NICs fit); the fork starts afresh like a new Allocator.
+    assert base.allocate(node, nic_claim).results is not None
+    fresh = Allocator(Features(), AllocatedState(), classes, slices).allocate(node, nic_claim)
+    forked = fork.allocate(node, nic_claim)
+    assert fresh.results is None and forked.results is None
+    assert forked.invocations == fresh.invocations
+    # A fork takes its own budget.
+    assert isinstance(
+        base.fork(budget=SearchBudget(max_invocations=1)).allocate(node, nic_claim).error, SearchAbortedError
     )

@@ -212,7 +212,10 @@ async def _start(
     await runner.setup()
     site = web.TCPSite(runner, host, port, ssl_context=tls.server_context if tls else None)
     await site.start()
-    bound: int = runner.addresses[0][1]
+    # Without a host, every interface is bound, IPv4 and IPv6 separately; with port 0 each socket
+    # gets its own port, and the one to report is the one 127.0.0.1 reaches.
+    ipv4 = [address for address in runner.addresses if len(address) == 2]
+    bound: int = (ipv4 or runner.addresses)[0][1]
     return runner, bound
 
 

@@ -1,0 +1,301 @@
+"""``draguard serve`` as a subprocess: real AdmissionReviews over HTTPS with certificate verification.
+
+Each server runs ``python -m webhook.cli serve`` with ``--port 0`` (the banner says which ports it
+got) and a generated CA that the client trusts, so TLS is checked exactly as the API server would
+check it against the caBundle.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import queue
+import re
+import shutil
+import ssl
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from copy import deepcopy
+from dataclasses import dataclass, field
+from http.client import HTTPSConnection
+from pathlib import Path
+from typing import Any
+
+import pytest
+from watch_standin import running
+
+from webhook.commands.serve import generate_pair
+from webhook.demo import documents, pod_review, split
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+
+
+@dataclass
+class Served:
+    process: subprocess.Popen[str]
+    port: int
+    metrics_port: int
+    ca: str
+    lines: list[str] = field(default_factory=list)
+
+    def context(self, ca: str | None = None) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=ca or self.ca)
+
+    def request(
+        self, method: str, path: str, body: bytes | None = None, ca: str | None = None
+    ) -> tuple[int, str]:
+        connection = HTTPSConnection("127.0.0.1", self.port, context=self.context(ca), timeout=10)
+        try:
+            headers = {"Content-Type": "application/json"} if body is not None else {}
+            connection.request(method, path, body, headers)
+            response = connection.getresponse()
+            return response.status, response.read().decode()
+        finally:
+            connection.close()
+
+    def review(self, review: dict[str, Any], path: str = "/validate") -> dict[str, Any]:
+        status, text = self.request("POST", path, json.dumps(review).encode())
+        assert status == 200, text
+        answer: dict[str, Any] = json.loads(text)
+        assert answer["apiVersion"] == "admission.k8s.io/v1" and answer["kind"] == "AdmissionReview"
+        assert answer["response"]["uid"] == review["request"]["uid"]
+        response: dict[str, Any] = answer["response"]
+        return response
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as r:
+            text: str = r.read().decode()
+            return text
+
+
+def start(*args: str, timeout: float = 20.0) -> Served:
+    """Start ``draguard serve`` and wait for its banner (ports, CA)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "webhook.cli", "serve", "--port", "0", "--metrics-port", "0", *args]
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    assert process.stdout is not None
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout or ()], daemon=True).start()
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while not any("press Ctrl-C" in line for line in seen):
+        try:
+            seen.append(lines.get(timeout=max(0.0, deadline - time.monotonic())))
+        except queue.Empty:
+            process.kill()
+            raise AssertionError(f"serve printed no banner: {seen}, exit {process.poll()}") from None
+    text = "".join(seen)
+    port = int(re.search(r"serving https://[^:]+:(\d+)", text).group(1))  # type: ignore[union-attr]
+    metrics_port = int(re.search(r"metrics at http://[^:]+:(\d+)", text).group(1))  # type: ignore[union-attr]
+    ca = re.search(r"verify the server with (\S+)", text)
+    return Served(process, port, metrics_port, ca.group(1) if ca else "", seen)
+
+
+def stop(served: Served) -> int:
+    served.process.terminate()
+    return served.process.wait(timeout=10)
+
+
+def wait_ready(served: Served, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while served.request("GET", "/readyz")[0] != 200:
+        assert time.monotonic() < deadline, served.request("GET", "/readyz")
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    tmp = tmp_path_factory.mktemp("serve")
+    config = tmp / "config.yaml"
+    config.write_text(
+        "rules:\n  prescheduled: {mode: warn, mutate: true}\n"
+        # the server's own sections, as the Helm chart renders them
+        "certificates: {mode: secret, service: draguard, namespace: draguard}\n"
+        'tls: {minVersion: "1.3"}\nlogLevel: info\n'
+    )
+    server = start(
+        "--state", str(EXAMPLES / "gpu-cluster"), "--config", str(config), "--cert-dir", str(tmp / "certs")
+    )
+    yield server
+    assert stop(server) == 0
+
+
+def example_pod() -> dict[str, Any]:
+    return deepcopy(split(documents())[1])
+
+
+def claim_review(expression: str) -> dict[str, Any]:
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "c", "namespace": "team-a"},
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "gpu",
+                        "exactly": {
+                            "deviceClassName": "gpu.example.com",
+                            "allocationMode": "ExactCount",
+                            "count": 1,
+                            "selectors": [{"cel": {"expression": expression}}],
+                        },
+                    }
+                ]
+            }
+        },
+    }
+    review = pod_review(claim)
+    review["request"]["kind"] = {"group": "resource.k8s.io", "version": "v1", "kind": "ResourceClaim"}
+    review["request"]["resource"] = {
+        "group": "resource.k8s.io",
+        "version": "v1",
+        "resource": "resourceclaims",
+    }
+    review["request"]["name"] = "c"
+    return review
+
+
+def test_decisions_and_warnings_over_verified_tls(served: Served) -> None:
+    wait_ready(served)
+    allowed = served.review(pod_review(example_pod()))
+    assert allowed["allowed"] is True
+
+    broken = served.review(claim_review('device.attributes["gpu.example.com"].model =='))
+    assert broken["allowed"] is False
+    assert broken["status"]["code"] == 403
+    assert "selectors[0].cel.expression: invalid CEL expression" in broken["status"]["message"]
+
+    no_match = served.review(claim_review('device.attributes["gpu.example.com"].model == "z100"'))
+    assert no_match["allowed"] is True
+    assert "matches none of" in no_match["warnings"][0]
+
+    pod = example_pod()
+    pod["spec"]["resourceClaims"] = "gpu"
+    undecodable = served.review(pod_review(pod))
+    assert undecodable["allowed"] is False and undecodable["status"]["code"] == 422
+    assert (
+        "object.spec.resourceClaims: Invalid value: 'gpu': must be a list" in undecodable["status"]["message"]
+    )
+
+
+def test_mutate_returns_a_json_patch(served: Served) -> None:
+    pod = example_pod()
+    pod["spec"]["nodeName"] = "node-1"
+    response = served.review(pod_review(pod), "/mutate")
+    assert response["allowed"] is True and response["patchType"] == "JSONPatch"
+    patch = json.loads(base64.b64decode(response["patch"]))
+    assert {op["path"] for op in patch} >= {"/spec/nodeSelector"}
+    assert "spec.nodeName" in response["warnings"][0]
+
+
+def test_bad_calls_are_400_and_413_and_the_server_keeps_serving(served: Served) -> None:
+    status, text = served.request("POST", "/validate", b"{")
+    assert status == 400 and "body is not JSON" in text
+    no_uid = pod_review(example_pod())
+    del no_uid["request"]["uid"]
+    status, text = served.request("POST", "/validate", json.dumps(no_uid).encode())
+    assert status == 400 and "request.uid: Required value" in text
+    status, _ = served.request("POST", "/validate", b" " * (3 * 1024 * 1024 + 1))
+    assert status == 413
+    assert served.review(pod_review(example_pod()))["allowed"] is True
+
+
+def test_probes_and_metrics(served: Served) -> None:
+    assert served.request("GET", "/healthz") == (200, "ok")
+    assert served.request("GET", "/readyz") == (200, "ok")
+    served.review(pod_review(example_pod()))
+    text = served.metrics()
+    labels = r'decision="allowed",kind="Pod",operation="CREATE",webhook="validate"'
+    line = re.search(r"draguard_admission_requests_total\{" + labels + r"\} (\S+)", text)
+    assert line is not None and float(line.group(1)) >= 1
+    assert 'draguard_snapshot_objects{kind="ResourceSlice"} 3.0' in text
+    assert "draguard_snapshot_age_seconds 0.0" in text
+    assert "draguard_admission_duration_seconds_bucket{" in text
+
+
+def test_tls_min_version_comes_from_the_config(served: Served) -> None:
+    context = served.context()
+    context.maximum_version = ssl.TLSVersion.TLSv1_2
+    connection = HTTPSConnection("127.0.0.1", served.port, context=context, timeout=5)
+    with pytest.raises(ssl.SSLError):
+        connection.request("GET", "/healthz")
+    connection.close()
+
+
+def test_new_certificate_files_are_served_without_a_restart(tmp_path: Path) -> None:
+    certs = tmp_path / "certs"
+    server = start("--state", str(EXAMPLES / "gpu-cluster"), "--cert-dir", str(certs))
+    try:
+        assert server.request("GET", "/healthz")[0] == 200
+        new_ca = generate_pair(str(tmp_path / "next"), None)
+        for name in ("tls.key", "tls.crt"):  # as a Secret volume update: new files swapped in
+            os.replace(tmp_path / "next" / name, certs / name)
+        deadline = time.monotonic() + 5
+        while True:
+            try:
+                assert server.request("GET", "/healthz", ca=new_ca)[0] == 200
+                break
+            except ssl.SSLError:
+                assert time.monotonic() < deadline, "the new certificate was never served"
+                time.sleep(0.1)
+        with pytest.raises(ssl.SSLError):
+            server.request("GET", "/healthz")  # the old CA no longer verifies it
+        assert server.process.poll() is None
+    finally:
+        assert stop(server) == 0
+
+
+def test_demo_prints_a_curl_command_that_works_and_exits(tmp_path: Path) -> None:
+    server = start("--demo", "--exit-after", "2.5")
+    curl = next(line for line in server.lines if line.strip().startswith("curl "))
+    review_file = re.search(r"--data @(\S+)", curl).group(1)  # type: ignore[union-attr]
+    sent = json.loads(Path(review_file).read_text())
+    url = re.search(r"(https://\S+/validate)", curl).group(1)  # type: ignore[union-attr]
+    assert url == f"https://127.0.0.1:{server.port}/validate"
+    if shutil.which("curl"):
+        out = subprocess.run(curl.split(), capture_output=True, text=True, timeout=10, check=True).stdout
+    else:
+        out = server.request("POST", "/validate", Path(review_file).read_bytes())[1]
+    answer = json.loads(out)
+    assert answer["response"]["uid"] == sent["request"]["uid"]
+    assert sent["request"]["object"]["kind"] == "Pod"
+    assert server.process.wait(timeout=10) == 0
+    assert not Path(review_file).exists()  # the temporary directory is cleaned up
+
+
+def test_state_from_a_cluster_through_a_kubeconfig(tmp_path: Path) -> None:
+    with running() as apiserver:
+        apiserver.put("DeviceClass", {"metadata": {"name": "gpu.example.com"}, "spec": {}})
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [{"name": "c", "cluster": {"server": apiserver.url}}],
+                    "users": [{"name": "u", "user": {"token": "t"}}],
+                    "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                    "current-context": "x",
+                }
+            )
+        )
+        server = start("--kubeconfig", str(kubeconfig), "--cert-dir", str(tmp_path / "certs"))
+        try:
+            wait_ready(server)
+            assert 'draguard_snapshot_objects{kind="DeviceClass"} 1.0' in server.metrics()
+            apiserver.put("DeviceClass", {"metadata": {"name": "second"}, "spec": {}})
+            deadline = time.monotonic() + 5
+            while 'draguard_snapshot_objects{kind="DeviceClass"} 2.0' not in server.metrics():
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        finally:
+            assert stop(server) == 0

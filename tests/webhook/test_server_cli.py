@@ -1,0 +1,131 @@
+"""``draguard serve`` options, config file and certificate set-up: exit 2 with a message naming the
+problem, before anything listens."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import ssl
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+
+from webhook.cli import main
+from webhook.commands.serve import certificates, generate_pair, load_config
+
+EXAMPLES = str(Path(__file__).resolve().parents[2] / "examples" / "gpu-cluster")
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    code = main(["serve", *args])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "say where the cluster state comes from"),
+        (("--state", EXAMPLES, "--demo"), "exactly once"),
+        (("--state", EXAMPLES, "--tls-cert-file", "x.crt"), "--tls-cert-file and --tls-key-file go together"),
+        (("--state", EXAMPLES, "--deadline", "0"), "--deadline must be more than 0"),
+        (("--state", EXAMPLES, "--port", "70000"), "--port must be between 0 and 65535"),
+        (("--state", "/nonexistent/dir"), "--state: /nonexistent/dir: no such file or directory"),
+        (
+            ("--state", EXAMPLES, "--tls-cert-file", "/no/cert", "--tls-key-file", "/no/key"),
+            "--tls-cert-file /no/cert: no such file",
+        ),
+    ],
+)
+def test_unusable_options_exit_2_naming_the_problem(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...], message: str
+) -> None:
+    code, err = run(capsys, *args)
+    assert code == 2
+    assert message in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("rules:\n  selectors: {mod: warn}\n", "rules.selectors.mod"),
+        ("rules:\n  selectors: {mode: loud}\n", "rules.selectors.mode"),
+        ("certificates: {mode: handmade, service: s, namespace: n}\n", "certificates.mode: 'handmade'"),
+        ("certificates: {mode: secret}\n", "certificates.service: required"),
+        ('tls: {minVersion: "1.1"}\n', "tls.minVersion: '1.1' is not one of 1.2, 1.3"),
+        ("tls: {ciphers: all}\n", "tls: the only setting is minVersion"),
+        ("logLevel: chatty\n", "logLevel: 'chatty'"),
+        ("- a list\n", "must be a mapping of settings"),
+        ("rules: [\n", "not valid YAML"),
+    ],
+)
+def test_config_problems_name_the_field(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, message: str
+) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(text)
+    code, err = run(capsys, "--state", EXAMPLES, "--config", str(config))
+    assert code == 2
+    assert message in err
+    assert str(config) in err
+
+
+def test_config_splits_rules_from_server_sections(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "rules:\n  personas: {mode: enforce}\nsnapshot: {maxAgeSeconds: 60}\n"
+        "certificates: {mode: selfManaged, service: draguard, namespace: ops}\n"
+        'tls: {minVersion: "1.3"}\nlogLevel: debug\n'
+    )
+    loaded = load_config(str(config))
+    assert loaded.policy.rules.personas.mode == "enforce"
+    assert loaded.policy.snapshot.max_age_seconds == 60
+    assert loaded.certificates is not None and loaded.certificates.mode == "selfManaged"
+    assert loaded.certificates.targets.namespace == "ops"
+    assert loaded.tls_min_version is ssl.TLSVersion.TLSv1_3
+    assert loaded.log_level == "debug"
+
+
+def test_generated_certificate_covers_local_names_and_the_host(tmp_path: Path) -> None:
+    ca_path = generate_pair(str(tmp_path), "webhook.example.com")
+    cert = x509.load_pem_x509_certificate((tmp_path / "tls.crt").read_bytes())
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert set(names.get_values_for_type(x509.DNSName)) == {"localhost", "webhook.example.com"}
+    assert {str(ip) for ip in names.get_values_for_type(x509.IPAddress)} == {"127.0.0.1", "::1"}
+    assert ca_path == str(tmp_path / "ca.crt")
+    assert oct(os.stat(tmp_path / "tls.key").st_mode & 0o777) == "0o600"
+    ca = x509.load_pem_x509_certificate((tmp_path / "ca.crt").read_bytes())
+    cert.verify_directly_issued_by(ca)
+
+
+def test_unspecified_listen_address_is_not_put_in_the_certificate(tmp_path: Path) -> None:
+    generate_pair(str(tmp_path), "0.0.0.0")
+    cert = x509.load_pem_x509_certificate((tmp_path / "tls.crt").read_bytes())
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert ipaddress.ip_address("0.0.0.0") not in names.get_values_for_type(x509.IPAddress)
+
+
+def options(cert_dir: Path) -> argparse.Namespace:
+    return argparse.Namespace(tls_cert_file=None, tls_key_file=None, cert_dir=str(cert_dir), host=None)
+
+
+def test_an_empty_cert_dir_is_filled_unless_rotation_will_fill_it(tmp_path: Path) -> None:
+    config = load_config(None)
+    reloader, ca = certificates(options(tmp_path / "local"), config, str(tmp_path / "local"), rotated=False)
+    assert ca is not None and reloader.reload() and reloader.served is not None
+    waiting, none = certificates(
+        options(tmp_path / "rotated"), config, str(tmp_path / "rotated"), rotated=True
+    )
+    assert none is None
+    assert not (tmp_path / "rotated").exists()  # left for the elected replica to write
+    assert not waiting.reload() and waiting.served is None  # readiness stays false meanwhile
+
+
+def test_an_existing_pair_in_the_cert_dir_is_used_as_is(tmp_path: Path) -> None:
+    generate_pair(str(tmp_path), None)
+    before = (tmp_path / "tls.crt").read_bytes()
+    reloader, ca = certificates(options(tmp_path), load_config(None), str(tmp_path), rotated=False)
+    assert ca is None and reloader.reload()
+    assert (tmp_path / "tls.crt").read_bytes() == before

@@ -1,0 +1,389 @@
+"""``draguard serve``: the admission webhook over HTTPS, on cluster state from the API server or files.
+
+Where the cluster state comes from (exactly one): ``--kubeconfig FILE`` or ``--in-cluster`` (list and
+watch the API server), ``--state FILE_OR_DIR`` (manifests, for offline use and tests), or
+``--demo`` (the bundled example GPU cluster on 127.0.0.1, with a ready-made ``curl`` command).
+
+TLS is required. ``--tls-cert-file``/``--tls-key-file`` name a pair; ``--cert-dir`` holds
+``tls.crt``/``tls.key`` (a kubernetes.io/tls Secret volume). Either way the files are re-read when
+their content changes, without a restart. With neither, or with an empty ``--cert-dir`` outside the
+chart's ``selfManaged`` mode (where the elected replica writes the Secret), a private CA and a
+serving certificate for localhost, 127.0.0.1, ::1 and ``--host`` are generated into the directory
+(a temporary one by default) and the CA's path is printed for clients' ``--cacert``.
+
+``--config FILE`` is the file the Helm chart renders: the rules' settings (:class:`policies.config.Config`)
+plus three sections read here, because they concern the server and not the decisions:
+``certificates`` (see :mod:`certs.settings`), ``tls.minVersion`` ("1.2" or "1.3") and ``logLevel``.
+
+Exit codes: 0 after Ctrl-C, SIGTERM or ``--exit-after``; 2 when the options, the config, the
+manifests or the certificates cannot be used, or the ports cannot be bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import ipaddress
+import json
+import logging
+import os
+import shlex
+import signal
+import socket
+import ssl
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from kubernetes.client import ApiClient
+from pydantic import ValidationError
+
+from certs.material import CertificateError, generate_ca, issue_serving
+from certs.reloader import CertReloader
+from certs.settings import CertSettings, SettingsError, start_rotation
+from policies.api.kinds import validation_problems
+from policies.config import Config
+from policies.quota import LedgerUnavailable
+from policies.rules.registry import RULES
+from webhook import demo, logs
+from webhook.commands.certs import LOCAL_HOSTS, _write
+from webhook.kube import ConnectError, KubeReader, connect
+from webhook.ledger import ApiLedgerStore, ConfigMaps, reconcile_all, with_ledger
+from webhook.manifests import ManifestError, decode_documents
+from webhook.metrics import Metrics
+from webhook.server import DEFAULT_DEADLINE, Admission, Listen, readiness, run, split_rules
+from webhook.state import ClusterState, FileState, State
+
+log = logging.getLogger(__name__)
+
+TLS_VERSIONS = {"1.2": ssl.TLSVersion.TLSv1_2, "1.3": ssl.TLSVersion.TLSv1_3}
+LOCAL_VALIDITY = dt.timedelta(days=365)
+# Longer than the ledger's grace period, so a charge is in the snapshot before reconcile judges it.
+RECONCILE_INTERVAL = 120.0
+
+
+class UsageError(Exception):
+    """Options, config, manifests or certificates that cannot be used (exit code 2)."""
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """The config file split in two: the rules' :class:`Config` and the server's own sections."""
+
+    policy: Config
+    certificates: CertSettings | None = None
+    tls_min_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_2
+    log_level: str = "info"
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "serve",
+        help="run the admission webhook (HTTPS) with metrics",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    source = p.add_argument_group("cluster state (choose one)")
+    source.add_argument(
+        "--state", action="append", default=[], metavar="FILE_OR_DIR", help="manifests (repeatable)"
+    )
+    source.add_argument("--kubeconfig", metavar="FILE", help="list and watch the cluster of this kubeconfig")
+    source.add_argument(
+        "--in-cluster", action="store_true", help="list and watch with the pod's service account"
+    )
+    source.add_argument("--demo", action="store_true", help="the bundled example cluster on 127.0.0.1")
+    p.add_argument("--config", metavar="FILE", help="draguard config (YAML), as the Helm chart renders it")
+    p.add_argument("--host", default=None, help="address to listen on (default: every interface)")
+    p.add_argument("--port", type=int, default=8443, help="HTTPS port (default 8443; 0: any free port)")
+    p.add_argument("--metrics-port", type=int, default=8080, help="metrics port, plain HTTP (default 8080)")
+    p.add_argument("--tls-cert-file", metavar="FILE", help="serving certificate (PEM, with its chain)")
+    p.add_argument("--tls-key-file", metavar="FILE", help="private key of --tls-cert-file (PEM)")
+    p.add_argument(
+        "--cert-dir", metavar="DIR", help="directory with tls.crt and tls.key (generated if absent)"
+    )
+    p.add_argument(
+        "--deadline",
+        type=float,
+        default=DEFAULT_DEADLINE,
+        metavar="SECONDS",
+        help=f"answer per the rules' failure policy after this long (default {DEFAULT_DEADLINE:g}; keep it "
+        "below the webhook configuration's timeoutSeconds)",
+    )
+    p.add_argument(
+        "--exit-after", type=float, metavar="SECONDS", help="stop after this long (scripts, tests)"
+    )
+    p.add_argument("--log-level", choices=logs.LEVELS, help="default: the config's logLevel, else info")
+    p.set_defaults(func=serve_command)
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    sources = [bool(args.state), bool(args.kubeconfig), args.in_cluster, args.demo]
+    if sum(sources) != 1:
+        raise UsageError(
+            "say where the cluster state comes from, exactly once: --state FILE_OR_DIR, --kubeconfig FILE, "
+            "--in-cluster or --demo"
+        )
+    if bool(args.tls_cert_file) != bool(args.tls_key_file):
+        raise UsageError("--tls-cert-file and --tls-key-file go together: give both or neither")
+    if args.tls_cert_file and args.cert_dir:
+        raise UsageError("give either --tls-cert-file/--tls-key-file or --cert-dir, not both")
+    if args.demo and args.tls_cert_file:
+        raise UsageError("--demo generates its own certificate: leave out --tls-cert-file/--tls-key-file")
+    for flag, value, least in (("port", args.port, 0), ("metrics-port", args.metrics_port, 0)):
+        if not least <= value <= 65535:
+            raise UsageError(f"--{flag} must be between 0 and 65535, got {value}")
+    if args.deadline <= 0:
+        raise UsageError(f"--deadline must be more than 0 seconds, got {args.deadline:g}")
+    if args.exit_after is not None and args.exit_after <= 0:
+        raise UsageError(f"--exit-after must be more than 0 seconds, got {args.exit_after:g}")
+
+
+def load_config(path: str | None) -> ServeConfig:
+    """Read and check the config file; every problem names its field."""
+    if path is None:
+        return ServeConfig(Config())
+    try:
+        with open(path, encoding="utf-8") as fh:
+            raw = yaml.safe_load(fh)
+    except OSError as err:
+        raise UsageError(f"--config {path}: cannot read: {err.strerror}") from None
+    except yaml.YAMLError as err:
+        raise UsageError(f"--config {path}: not valid YAML: {err}") from None
+    raw = {} if raw is None else raw
+    if not isinstance(raw, dict):
+        raise UsageError(f"--config {path}: must be a mapping of settings, got {type(raw).__name__}")
+    rest = {k: v for k, v in raw.items() if k not in ("certificates", "tls", "logLevel")}
+    try:
+        policy = Config.model_validate(rest)
+    except ValidationError as err:
+        raise UsageError("\n".join(f"--config {path}: {p}" for p in validation_problems(err))) from None
+    return ServeConfig(
+        policy,
+        certificates=_certificates(path, raw.get("certificates")),
+        tls_min_version=_tls_version(path, raw.get("tls")),
+        log_level=_log_level(path, raw.get("logLevel", "info")),
+    )
+
+
+def _certificates(path: str, raw: Any) -> CertSettings | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise UsageError(f"--config {path}: certificates: must be a mapping")
+    try:
+        return CertSettings.from_mapping(raw)
+    except SettingsError as err:
+        raise UsageError(f"--config {path}: {err}") from None
+
+
+def _tls_version(path: str, raw: Any) -> ssl.TLSVersion:
+    tls = raw or {}
+    if not isinstance(tls, dict) or set(tls) - {"minVersion"}:
+        raise UsageError(f"--config {path}: tls: the only setting is minVersion")
+    version = str(tls.get("minVersion", "1.2"))
+    if version not in TLS_VERSIONS:
+        raise UsageError(
+            f"--config {path}: tls.minVersion: {version!r} is not one of {', '.join(TLS_VERSIONS)}"
+        )
+    return TLS_VERSIONS[version]
+
+
+def _log_level(path: str, raw: Any) -> str:
+    if raw not in logs.LEVELS:
+        raise UsageError(f"--config {path}: logLevel: {raw!r} is not one of {', '.join(logs.LEVELS)}")
+    return str(raw)
+
+
+def _is_unspecified(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return False
+
+
+def generate_pair(directory: str, host: str | None) -> str:
+    """A private CA and a serving certificate in ``directory``; returns the CA's path."""
+    hosts = list(dict.fromkeys([*LOCAL_HOSTS, *([host] if host and not _is_unspecified(host) else [])]))
+    now = dt.datetime.now(dt.UTC)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        ca = generate_ca(now, LOCAL_VALIDITY)
+        serving = issue_serving(ca, hosts, now, LOCAL_VALIDITY)
+        _write(os.path.join(directory, "ca.crt"), ca.cert_pem, 0o644)
+        _write(os.path.join(directory, "tls.key"), serving.key_pem, 0o600)
+        _write(os.path.join(directory, "tls.crt"), serving.cert_pem, 0o644)
+    except OSError as err:
+        raise UsageError(f"cannot write a certificate to {directory}: {err.strerror}") from None
+    except CertificateError as err:
+        raise UsageError(str(err)) from None
+    return os.path.join(directory, "ca.crt")
+
+
+def certificates(
+    args: argparse.Namespace, config: ServeConfig, cert_dir: str, rotated: bool
+) -> tuple[CertReloader, str | None]:
+    """The reloader of the serving pair, and the CA path when the pair was generated here.
+
+    ``rotated``: the elected replica writes the pair into ``cert_dir`` (selfManaged in a cluster), so
+    an empty directory is waited for rather than filled.
+    """
+    if args.tls_cert_file:
+        for flag, path in (("--tls-cert-file", args.tls_cert_file), ("--tls-key-file", args.tls_key_file)):
+            if not os.path.isfile(path):
+                raise UsageError(f"{flag} {path}: no such file")
+        return CertReloader(args.tls_cert_file, args.tls_key_file, config.tls_min_version), None
+    reloader = CertReloader.from_dir(cert_dir, config.tls_min_version)
+    present = os.path.isfile(reloader.cert_file) and os.path.isfile(reloader.key_file)
+    if present or rotated:
+        return reloader, None
+    return reloader, generate_pair(cert_dir, args.host)
+
+
+def _load_state(args: argparse.Namespace, api: ApiClient | None, review_dir: str) -> tuple[State, str | None]:
+    """The state source, and for ``--demo`` the path of the sample review written to ``review_dir``."""
+    now = dt.datetime.now(dt.UTC)
+    if api is not None:
+        return ClusterState(KubeReader(api)), None
+    if not args.demo:
+        try:
+            return FileState.load(args.state, now), None
+        except ManifestError as err:
+            raise UsageError(f"--state: {err}") from None
+    docs, pod = demo.split(demo.documents())
+    loaded, problems = decode_documents(docs)
+    assert not problems, problems  # the bundled files are tested
+    review_path = os.path.join(review_dir, "pod-review.json")
+    with open(review_path, "w", encoding="utf-8") as fh:
+        json.dump(demo.pod_review(pod), fh, indent=2)
+    return FileState.from_objects((d.obj for d in loaded), now), review_path
+
+
+def _url(scheme: str, host: str | None, port: int) -> str:
+    shown = "127.0.0.1" if not host or _is_unspecified(host) else host
+    return f"{scheme}://{'[' + shown + ']' if ':' in shown else shown}:{port}"
+
+
+def _banner(args: argparse.Namespace, ca: str | None, review_path: str | None) -> Callable[[int, int], None]:
+    def started(port: int, metrics_port: int) -> None:
+        url = _url("https", args.host, port)
+        print(f"draguard serving {url} (/validate, /mutate, /healthz, /readyz)")
+        print(f"metrics at {_url('http', args.host, metrics_port)}/metrics")
+        if ca is not None:
+            print(f"generated a private CA: clients verify the server with {ca}")
+        if review_path is not None and ca is not None:
+            print("send the example pod's AdmissionReview:")
+            print(
+                f"  curl --cacert {shlex.quote(ca)} -H 'Content-Type: application/json' "
+                f"--data @{shlex.quote(review_path)} {url}/validate"
+            )
+        print("press Ctrl-C to stop")
+        sys.stdout.flush()
+
+    return started
+
+
+@contextmanager
+def _rotation(config: ServeConfig, api: ApiClient | None) -> Iterator[bool]:
+    """Run selfManaged certificate rotation for the lifetime of the server; yields whether it runs."""
+    settings = config.certificates
+    if settings is None or settings.mode != "selfManaged" or api is None:
+        yield False
+        return
+    identity = os.environ.get("POD_NAME") or socket.gethostname()
+    thread, stop = start_rotation(settings, api, identity)
+    try:
+        yield True
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+
+
+async def _reconcile_ledger(admission: Admission, store: ApiLedgerStore) -> None:
+    """Heal the quota ledger from the snapshot now and then (charges whose release was never seen).
+
+    Only on a synced, fresh snapshot: a stale one would remove charges that are still in use.
+    """
+    loop = asyncio.get_running_loop()
+    while True:
+        await asyncio.sleep(RECONCILE_INTERVAL)
+        if not admission.state.synced or not admission.context().snapshot_fresh:
+            continue
+        try:
+            fixed = await loop.run_in_executor(
+                admission.executor, reconcile_all, store, admission.state.snapshot
+            )
+        except LedgerUnavailable as err:
+            log.warning("quota ledger reconcile failed: %s", err)
+            continue
+        if fixed:
+            log.info("quota ledger corrected from the snapshot in: %s", ", ".join(fixed))
+
+
+async def _serve(
+    admission: Admission,
+    tls: CertReloader,
+    args: argparse.Namespace,
+    started: Callable[[int, int], None],
+    ledger: ApiLedgerStore | None,
+) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    if args.exit_after is not None:
+        loop.call_later(args.exit_after, stop.set)
+    reconcile = asyncio.create_task(_reconcile_ledger(admission, ledger)) if ledger is not None else None
+    listen = Listen(args.host, args.port, args.metrics_port)
+    try:
+        await run(admission, tls, listen, stop, started, readiness(admission.state, tls))
+    finally:
+        if reconcile is not None:
+            reconcile.cancel()
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    try:
+        return _serve_checked(args)
+    except UsageError as err:
+        for line in str(err).splitlines():
+            print(f"draguard serve: {line}", file=sys.stderr)
+        return 2
+
+
+def _serve_checked(args: argparse.Namespace) -> int:
+    _check_options(args)
+    if args.demo:
+        args.host = args.host or "127.0.0.1"
+    config = load_config(args.config)
+    logs.configure(args.log_level or config.log_level)
+    try:
+        api = connect(args.kubeconfig, args.in_cluster) if (args.kubeconfig or args.in_cluster) else None
+    except ConnectError as err:
+        raise UsageError(str(err)) from None
+    with ExitStack() as stack:
+        cert_dir = args.cert_dir or stack.enter_context(
+            tempfile.TemporaryDirectory(prefix="draguard-demo-" if args.demo else "draguard-certs-")
+        )
+        rotated = stack.enter_context(_rotation(config, api))
+        tls, ca = certificates(args, config, cert_dir, rotated)
+        tls.reload()
+        state, review_path = _load_state(args, api, cert_dir)
+        if isinstance(state, ClusterState):
+            state.start()
+            stack.callback(state.stop)
+        # Behind the webhook, the quota rule charges the ledger shared by all replicas.
+        ledger = ApiLedgerStore(ConfigMaps(api)) if api is not None else None
+        rules = with_ledger(RULES, ledger) if ledger is not None else RULES
+        admission = Admission(split_rules(rules), config.policy, state, Metrics(state), args.deadline)
+        try:
+            asyncio.run(_serve(admission, tls, args, _banner(args, ca, review_path), ledger))
+        except OSError as err:
+            raise UsageError(
+                f"cannot listen on port {args.port} or {args.metrics_port}: {err.strerror}"
+            ) from None
+    return 0

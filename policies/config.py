@@ -158,7 +158,9 @@ class SharingConfig(RuleConfig):
 
 
 class QuotaConfig(RuleConfig):
-    pass
+    # Fail: when the shared ledger cannot be reached, admitting would let replicas overcommit the
+    # quota unseen; a denied reservation is retried by the scheduler.
+    failure_policy: FailurePolicy = "Fail"
 
 
 class RulesConfig(ConfigModel):

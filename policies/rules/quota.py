@@ -113,7 +113,7 @@ class QuotaRule:
         return request.sub_resource == "status" and request.operation == "UPDATE"
 
     def check(self, request: Request, ctx: Context) -> Sequence[Finding]:
-        if not ctx.snapshot_fresh:
+        if not ctx.snapshot_fresh and _quotas(ctx.snapshot, request.namespace):
             raise RuleUnavailable("the cluster snapshot is stale: the namespace's quota usage is unknown")
         try:
             if isinstance(request.obj, Pod):

@@ -422,10 +422,20 @@ def test_pods_in_namespaces_without_quota_or_with_missing_templates_pass() -> No
     assert pod_create(TEMPLATE_POD, snapshot) == []  # the template does not exist (yet)
 
 
-def test_stale_snapshot_and_registration() -> None:
+def test_stale_snapshot_is_unavailable_where_quotas_are_and_fails_closed_by_default() -> None:
     req = admission(TEMPLATE_POD)
+    limited = node_cluster(CORES_TEMPLATE, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "0"}))
     with pytest.raises(RuleUnavailable, match="stale"):
-        QuotaRule().check(req, context(node_cluster(), fresh=False))
+        QuotaRule().check(req, context(limited, fresh=False))
+    decision = decide(req, [QuotaRule()], context(limited, fresh=False))
+    assert not decision.allowed
+    assert decision.message.startswith("draguard could not check rule quota: the cluster snapshot is stale")
+    # Namespaces without quota have nothing to fold: a stale snapshot does not stop their pods.
+    assert QuotaRule().check(req, context(node_cluster(CORES_TEMPLATE), fresh=False)) == []
+
+
+def test_registration() -> None:
+    req = admission(TEMPLATE_POD)
     assert any(isinstance(r, QuotaRule) for r in RULES)
     snapshot = node_cluster(CORES_TEMPLATE, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "10"}))
     decision = decide(req, RULES, context(snapshot, quota={"mode": "warn"}))

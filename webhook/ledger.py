@@ -32,12 +32,10 @@ the reservation that an admission charged a moment ago.
 from __future__ import annotations
 
 import json
-import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
@@ -52,9 +50,6 @@ from policies.quota import Charge, ChargeCheck, Exceeded, Ledger, LedgerUnavaila
 from policies.rules.engine import Rule
 from policies.rules.quota import QuotaRule, namespace_ledger, quota_namespaces
 from policies.snapshot import Snapshot
-from webhook.state import State
-
-log = logging.getLogger(__name__)
 
 LEDGER_NAME = "draguard-quota-ledger"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "draguard"}
@@ -347,34 +342,3 @@ def reconcile_all(store: ApiLedgerStore, snapshot: Snapshot) -> list[str]:
     ledger was corrected. Run it periodically on a fresh snapshot (any replica; writes are CAS)."""
     return [ns for ns in quota_namespaces(snapshot) if store.reconcile(ns, namespace_ledger(snapshot, ns))]
 
-
-RECONCILE_INTERVAL = 30.0
-
-
-@contextmanager
-def reconciling(
-    store: ApiLedgerStore, state: State, max_age: float, interval: float = RECONCILE_INTERVAL
-) -> Iterator[threading.Thread]:
-    """Reconcile the ledgers every ``interval`` seconds in a thread, while the state is fresh (a
-    stale snapshot could make reconcile drop live charges); stopped when the context exits."""
-    stop = threading.Event()
-
-    def loop() -> None:
-        while not stop.wait(interval):
-            if not state.synced or state.age() > max_age:
-                continue
-            try:
-                fixed = reconcile_all(store, state.snapshot)
-            except LedgerUnavailable as err:
-                log.warning("quota ledger reconcile failed, retrying in %gs: %s", interval, err)
-                continue
-            if fixed:
-                log.info("quota ledger reconciled in namespaces %s", ", ".join(fixed))
-
-    thread = threading.Thread(target=loop, name="draguard-ledger-reconcile", daemon=True)
-    thread.start()
-    try:
-        yield thread
-    finally:
-        stop.set()
-        thread.join(timeout=5)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -20,7 +19,7 @@ from policies.rules.engine import Context, Request, decide
 from policies.rules.quota import QuotaRule
 from policies.rules.registry import RULES
 from policies.snapshot import Snapshot
-from webhook.ledger import ApiLedgerStore, ConfigMaps, reconcile_all, reconciling, with_ledger
+from webhook.ledger import ApiLedgerStore, ConfigMaps, reconcile_all, with_ledger
 
 NS = "team-a"
 T0 = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
@@ -205,24 +204,3 @@ def test_without_a_quota_the_ledger_is_not_written(apiserver: FaultyApiserver) -
     snap = Snapshot.build(decode(o) for o in [*BASE[:2], *BASE[3:], claim("first", "8")])
     assert decide(reservation("first", "8", "a"), with_ledger(RULES, store), ctx(snap)).allowed
     assert apiserver.requests == []
-
-
-class FakeState:
-    def __init__(self, snap: Snapshot, age: float) -> None:
-        self.snapshot, self.synced, self._age = snap, True, age
-
-    def age(self) -> float:
-        return self._age
-
-
-def test_the_reconcile_loop_runs_on_fresh_state_only(apiserver: FaultyApiserver) -> None:
-    store = store_for(apiserver)
-    snap = snapshot(claim("first", "8", "a"))
-    with reconciling(store, FakeState(snap, age=999), max_age=300, interval=0.02):
-        time.sleep(0.2)
-    assert apiserver.requests == []  # stale: not even read
-    with reconciling(store, FakeState(snap, age=1), max_age=300, interval=0.02):
-        deadline = time.monotonic() + 3
-        while not apiserver.writes and time.monotonic() < deadline:
-            time.sleep(0.02)
-    assert store.current(NS).usage(NS)["requests.cpu"] == Quantity.parse("8")

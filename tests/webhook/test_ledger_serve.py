@@ -1,0 +1,316 @@
+"""Two ``draguard serve`` replicas admitting concurrently never overcommit a quota.
+
+Both processes watch one stand-in for kube-apiserver (``ledger_standin.ClusterApiserver``: the
+list/watch stand-in plus ConfigMap writes with resourceVersion preconditions; no kube-apiserver can
+be installed here) and keep the quota ledger there. 200 claims, each asking for one CPU of a CPU
+driver's socket, are reserved concurrently through both replicas into a namespace whose quota has
+room for 100, while the stand-in drops or loses some ledger writes. The client retries a request
+the webhook could not decide, as the scheduler retries a failed reservation.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import ssl
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+from urllib.error import URLError
+from urllib.parse import urlsplit
+
+import pytest
+from ledger_standin import ClusterApiserver, cluster_apiserver
+
+from policies.api.kinds import decode
+from policies.api.quantity import Quantity
+from policies.rules.quota import namespace_ledger
+from policies.snapshot import Snapshot
+from webhook.ledger import LEDGER_NAME, decode_entry
+
+ROOT = Path(__file__).resolve().parents[2]
+NS = "team-a"
+CLAIMS = 200
+ROOM = 100
+UNDECIDED = "draguard could not check rule quota"
+SERVE = ROOT / "webhook" / "commands" / "serve.py"
+
+# Until ``serve`` hands the quota rule its ledger store (/work/helpers/server-notes.md, 09:02), the
+# replicas would each decide on their own snapshot alone; the test then has nothing to test.
+pytestmark = pytest.mark.skipif(
+    not (SERVE.is_file() and "with_ledger" in SERVE.read_text(encoding="utf-8")),
+    reason="draguard serve does not wire the quota ledger (webhook.ledger.with_ledger) yet",
+)
+
+
+def claim(i: int, allocated: bool) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": f"c-{i}", "namespace": NS, "uid": f"uid-c-{i}", "resourceVersion": "1"},
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "r",
+                        "exactly": {
+                            "deviceClassName": "cpu",
+                            "allocationMode": "ExactCount",
+                            "count": 1,
+                            "capacity": {"requests": {"cpu.example.com/cpu": "1"}},
+                        },
+                    }
+                ]
+            }
+        },
+    }
+    if allocated:
+        body["status"] = {
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {
+                            "request": "r",
+                            "driver": "cpu.example.com",
+                            "pool": "node-1",
+                            "device": "socket0",
+                            "shareID": f"share-{i}",
+                            "consumedCapacity": {"cpu.example.com/cpu": "1"},
+                        }
+                    ]
+                }
+            },
+            "reservedFor": [{"resource": "pods", "name": f"p-{i}", "uid": f"uid-p-{i}"}],
+        }
+    return body
+
+
+def pod(i: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"p-{i}", "namespace": NS, "uid": f"uid-p-{i}"},
+        "spec": {
+            "containers": [{"name": "main", "image": "app", "resources": {"claims": [{"name": "c"}]}}],
+            "resourceClaims": [{"name": "c", "resourceClaimName": f"c-{i}"}],
+        },
+    }
+
+
+CLUSTER: list[tuple[str, dict[str, Any]]] = [
+    ("Namespace", {"metadata": {"name": NS}}),
+    ("Node", {"metadata": {"name": "node-1"}}),
+    (
+        "DeviceClass",
+        {
+            "metadata": {"name": "cpu"},
+            "spec": {"selectors": [{"cel": {"expression": 'device.driver == "cpu.example.com"'}}]},
+        },
+    ),
+    (
+        "ResourceSlice",
+        {
+            "metadata": {"name": "node-1-cpu"},
+            "spec": {
+                "driver": "cpu.example.com",
+                "nodeName": "node-1",
+                "pool": {"name": "node-1", "generation": 1, "resourceSliceCount": 1},
+                "devices": [
+                    {
+                        "name": "socket0",
+                        "allowMultipleAllocations": True,
+                        "capacity": {"cpu.example.com/cpu": {"value": "256"}},
+                        "nodeAllocatableResources": {
+                            "cpu": {
+                                "mapping": {"capacityKey": "cpu.example.com/cpu", "capacityMultiplier": "1"}
+                            }
+                        },
+                    }
+                ],
+            },
+        },
+    ),
+    (
+        "ResourceQuota",
+        {
+            "metadata": {"name": "team-a-quota", "namespace": NS},
+            "spec": {"hard": {"requests.cpu": str(ROOM)}},
+            "status": {"hard": {"requests.cpu": str(ROOM)}, "used": {"requests.cpu": "0"}},
+        },
+    ),
+]
+
+
+def review(i: int) -> bytes:
+    request = {
+        "uid": f"review-{i}",
+        "kind": {"group": "resource.k8s.io", "version": "v1", "kind": "ResourceClaim"},
+        "resource": {"group": "resource.k8s.io", "version": "v1", "resource": "resourceclaims"},
+        "subResource": "status",
+        "namespace": NS,
+        "name": f"c-{i}",
+        "operation": "UPDATE",
+        "userInfo": {"username": "system:kube-scheduler"},
+        "object": claim(i, allocated=True),
+        "oldObject": claim(i, allocated=False),
+    }
+    return json.dumps(
+        {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+    ).encode()
+
+
+@pytest.fixture
+def apiserver() -> Iterator[ClusterApiserver]:
+    with cluster_apiserver() as server:
+        for kind, obj in CLUSTER:
+            server.put(kind, obj)
+        for i in range(CLAIMS):
+            server.put("Pod", pod(i))
+            server.put("ResourceClaim", claim(i, allocated=False))
+        yield server
+
+
+class Replica:
+    """One ``draguard serve --kubeconfig`` process and an HTTPS client for it."""
+
+    def __init__(self, kubeconfig: Path) -> None:
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "webhook.cli",
+                "serve",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--metrics-port",
+                "0",
+                "--exit-after",
+                "60",
+                "--log-level",
+                "error",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        assert self.process.stdout is not None
+        url = ca = ""
+        while not (url and ca):
+            line = self.process.stdout.readline()
+            assert line, f"serve exited: {self.process.stderr.read() if self.process.stderr else ''}"
+            if found := re.search(r"draguard serving (https://\S+) ", line):
+                url = found[1]
+            if found := re.search(r"clients verify the server with (\S+)", line):
+                ca = found[1]
+        self.url, self.tls = url, ssl.create_default_context(cafile=ca)
+        self._local = threading.local()
+
+    def ready(self, timeout: float = 20) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"{self.url}/readyz", context=self.tls, timeout=2) as answer:
+                    if answer.status == 200:
+                        return
+            except URLError:
+                pass
+            time.sleep(0.05)
+        raise AssertionError(f"{self.url} not ready")
+
+    def _connection(self) -> http.client.HTTPSConnection:
+        """One kept-alive connection per client thread, as the API server keeps its own."""
+        connection: http.client.HTTPSConnection | None = getattr(self._local, "connection", None)
+        if connection is None:
+            host, port = urlsplit(self.url).hostname, urlsplit(self.url).port
+            connection = http.client.HTTPSConnection(host or "", port, context=self.tls, timeout=10)
+            self._local.connection = connection
+        return connection
+
+    def admit(self, i: int) -> bool:
+        """Whether the reservation of claim i was admitted, retrying undecided answers."""
+        for _ in range(30):
+            connection = self._connection()
+            connection.request(
+                "POST", "/validate", body=review(i), headers={"Content-Type": "application/json"}
+            )
+            response = json.load(connection.getresponse())["response"]
+            if response["allowed"]:
+                return True
+            if UNDECIDED not in response["status"]["message"]:
+                return False
+            time.sleep(0.02)
+        raise AssertionError(f"claim c-{i}: never decided")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.communicate(timeout=10)
+
+
+def test_two_serve_replicas_admit_exactly_the_room_of_the_quota(
+    apiserver: ClusterApiserver, tmp_path: Path
+) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "standin",
+                "clusters": [{"name": "standin", "cluster": {"server": apiserver.url}}],
+                "users": [{"name": "draguard", "user": {"token": "unused"}}],
+                "contexts": [{"name": "standin", "context": {"cluster": "standin", "user": "draguard"}}],
+            }
+        )
+    )
+    replicas = [Replica(kubeconfig), Replica(kubeconfig)]
+    try:
+        for replica in replicas:
+            replica.ready()
+        apiserver.faults = ["drop", "lose", "drop", "lose", "drop"]
+        with ThreadPoolExecutor(32) as pool:
+            admitted = [
+                i
+                for i, ok in zip(
+                    range(CLAIMS), pool.map(lambda i: replicas[i % 2].admit(i), range(CLAIMS)), strict=True
+                )
+                if ok
+            ]
+    finally:
+        for replica in replicas:
+            replica.stop()
+    assert len(admitted) == ROOM
+    stored = apiserver.configmaps[(NS, LEDGER_NAME)]["data"]
+    assert sorted(stored) == sorted(f"uid-c-{i}" for i in admitted)  # charged once each, nothing else
+    # The ledger is what the cluster, with the admitted reservations written, recomputes.
+    objects = [
+        decode(
+            {
+                "apiVersion": "v1" if k in ("Namespace", "Node", "ResourceQuota") else "resource.k8s.io/v1",
+                "kind": k,
+                **o,
+            }
+        )
+        for k, o in CLUSTER
+    ]
+    objects += [decode(pod(i)) for i in range(CLAIMS)]
+    objects += [decode(claim(i, allocated=i in admitted)) for i in range(CLAIMS)]
+    expected = namespace_ledger(Snapshot.build(objects), NS).namespace(NS)
+    assert {uid: dict(decode_entry(uid, text)[0]) for uid, text in stored.items()} == {
+        uid: dict(charge) for uid, charge in expected.items()
+    }
+    assert sum((decode_entry(u, t)[0]["requests.cpu"] for u, t in stored.items()), Quantity.from_int(0)) == (
+        Quantity.from_int(ROOM)
+    )

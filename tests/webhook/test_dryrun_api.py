@@ -1,0 +1,774 @@
+"""POST /v1/dryrun end to end over HTTPS on 127.0.0.1: authentication, bounds, answers, OpenAPI.
+
+The cluster: three nodes with four GPUs each (selectors on attributes only), some already taken,
+a pod asking for one GPU through a template. TLS material comes from certs.material; the
+TokenReview path talks to a stand-in for kube-apiserver (see :class:`TokenReviewStandIn`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import http.server
+import io
+import json
+import ssl
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import redirect_stdout
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import jsonschema
+import pytest
+import yaml
+from aiohttp import web
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from kubernetes import client as kube
+
+from certs.material import KeyPair, generate_ca, issue_serving
+from policies.api.kinds import decode
+from policies.snapshot import Snapshot
+from webhook import cli
+from webhook import dryrun_api as api
+from webhook.dryrun_api import DryRunSettings, add_dryrun_routes
+from webhook.state import FileState
+
+DRIVER = "gpu.example.com"
+NS = "team-a"
+NOW = dt.datetime.now(dt.UTC)
+DAY = dt.timedelta(days=1)
+# node -> GPUs already taken; with a one-GPU pod, node-c strands 0, node-a 1, node-b 3.
+TAKEN = {"node-a": 2, "node-b": 0, "node-c": 3}
+
+
+# --- the cluster ------------------------------------------------------------------------------------
+
+
+def gpu_slice(node: str) -> dict[str, Any]:
+    devices = [
+        {
+            "name": f"gpu-{i}",
+            "attributes": {"model": {"string": "a100"}, "index": {"int": i}},
+            "nodeAllocatableResourceMappings": {"memory": {"allocationMultiplier": "2Gi"}},
+        }
+        for i in range(4)
+    ]
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-gpus"},
+        "spec": {
+            "driver": DRIVER,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": devices,
+        },
+    }
+
+
+def claim(name: str, count: int, node: str | None = None) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}"},
+        "spec": {
+            "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu", "count": count}}]}
+        },
+    }
+    if node is not None:
+        results = [
+            {"request": "gpu", "driver": DRIVER, "pool": node, "device": f"gpu-{i}"} for i in range(count)
+        ]
+        selector = {
+            "nodeSelectorTerms": [
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+            ]
+        }
+        obj["status"] = {"allocation": {"devices": {"results": results}, "nodeSelector": selector}}
+    return obj
+
+
+def template(name: str, count: int = 1) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu", "count": count}}]
+                }
+            }
+        },
+    }
+
+
+def pod(*refs: dict[str, str], name: str = "trainer") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {
+            "resourceClaims": list(refs),
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "trainer:1",
+                    "resources": {"requests": {"cpu": "1"}, "claims": [{"name": r["name"]} for r in refs]},
+                }
+            ],
+        },
+    }
+
+
+def cluster_objects() -> list[dict[str, Any]]:
+    objects: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu"},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "h100"},
+            "spec": {
+                "selectors": [{"cel": {"expression": f'device.attributes["{DRIVER}"].model == "h100"'}}]
+            },
+        },
+        template("one-gpu"),
+        {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": {"name": "claims", "namespace": NS},
+            "spec": {"hard": {"count/resourceclaims.resource.k8s.io": "2"}},
+            "status": {
+                "hard": {"count/resourceclaims.resource.k8s.io": "2"},
+                "used": {"count/resourceclaims.resource.k8s.io": "2"},
+            },
+        },
+    ]
+    for node, taken in TAKEN.items():
+        objects.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
+        objects.append(gpu_slice(node))
+        if taken:
+            objects.append(claim(f"busy-{node}", taken, node))
+    return objects
+
+
+def snapshot_of(objects: list[dict[str, Any]]) -> Snapshot:
+    return FileState.from_objects((decode(o) for o in objects), NOW).snapshot
+
+
+# --- TLS ----------------------------------------------------------------------------------------------
+
+
+def issue_client(ca: KeyPair, user: str, groups: tuple[str, ...]) -> KeyPair:
+    """A client certificate (certs/ issues serving ones only): CN = user, O = groups, clientAuth."""
+    ca_cert = ca.certificate
+    ca_key = serialization.load_pem_private_key(ca.key_pem, password=None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name(
+        [
+            x509.NameAttribute(NameOID.COMMON_NAME, user),
+            *(x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in groups),
+        ]
+    )
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(NOW - dt.timedelta(minutes=5))
+        .not_valid_after(NOW + DAY)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return KeyPair(cert.public_bytes(serialization.Encoding.PEM), key_pem)
+
+
+@dataclass(frozen=True)
+class Tls:
+    dir: Path
+    server_ca: KeyPair
+    client_ca: KeyPair
+
+    def file(self, name: str, data: bytes) -> str:
+        path = self.dir / name
+        path.write_bytes(data)
+        return str(path)
+
+    def server_context(self, client_ca: bool) -> ssl.SSLContext:
+        serving = issue_serving(self.server_ca, ["127.0.0.1"], NOW, DAY)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(self.file("tls.crt", serving.cert_pem), self.file("tls.key", serving.key_pem))
+        if client_ca:
+            context.verify_mode = ssl.CERT_OPTIONAL
+            context.load_verify_locations(cadata=self.client_ca.cert_pem.decode())
+        return context
+
+    def client_context(self, cert: KeyPair | None = None) -> ssl.SSLContext:
+        context = ssl.create_default_context(cadata=self.server_ca.cert_pem.decode())
+        if cert is not None:
+            context.load_cert_chain(
+                self.file("client.crt", cert.cert_pem), self.file("client.key", cert.key_pem)
+            )
+        return context
+
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory: pytest.TempPathFactory) -> Tls:
+    return Tls(tmp_path_factory.mktemp("tls"), generate_ca(NOW, DAY), generate_ca(NOW, DAY))
+
+
+# --- the TokenReview stand-in ------------------------------------------------------------------------
+
+
+class TokenReviewStandIn:
+    """Answers ``POST /apis/authentication.k8s.io/v1/tokenreviews`` on 127.0.0.1, for tests only.
+
+    It stands in for kube-apiserver, which cannot be installed here. Like the real one it returns the
+    TokenReview with ``status.authenticated`` and the user (``authentication.k8s.io/v1`` types.go), and
+    with requested audiences echoes those the token is valid for; ``tokens`` maps accepted tokens to
+    (user, groups). ``reviews`` records every review's spec.
+    """
+
+    def __init__(self, tokens: dict[str, tuple[str, list[str]]]) -> None:
+        self.tokens = tokens
+        self.reviews: list[dict[str, Any]] = []
+        stand_in = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                if self.path != "/apis/authentication.k8s.io/v1/tokenreviews":
+                    self.send_error(404)
+                    return
+                review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                stand_in.reviews.append(review["spec"])
+                self._reply(201, stand_in.answer(review))
+
+            def _reply(self, status: int, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
+
+    def answer(self, review: dict[str, Any]) -> dict[str, Any]:
+        spec = review["spec"]
+        found = self.tokens.get(spec.get("token", ""))
+        status: dict[str, Any] = {"authenticated": False, "error": "invalid bearer token"}
+        if found is not None:
+            status = {
+                "authenticated": True,
+                "user": {"username": found[0], "groups": found[1]},
+                "audiences": spec.get("audiences") or ["https://kubernetes.default.svc"],
+            }
+        return {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenReview",
+            "spec": spec,
+            "status": status,
+        }
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+
+@pytest.fixture
+def apiserver() -> Iterator[TokenReviewStandIn]:
+    stand_in = TokenReviewStandIn(
+        {"good-token": ("system:serviceaccount:team-a:planner", ["system:serviceaccounts"])}
+    )
+    stand_in.thread.start()
+    yield stand_in
+    stand_in.server.shutdown()
+    stand_in.server.server_close()
+
+
+def api_client(url: str) -> kube.ApiClient:
+    return kube.ApiClient(kube.Configuration(host=url))
+
+
+# --- serving and calling ------------------------------------------------------------------------------
+
+
+@dataclass
+class Served:
+    url: str
+    tls: Tls
+
+    async def post(
+        self,
+        body: Any,
+        *,
+        token: str | None = None,
+        cert: KeyPair | None = None,
+        raw: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, Any, Any]:
+        sent = dict(headers or {})
+        if token is not None:
+            sent["Authorization"] = f"Bearer {token}"
+        data = raw if raw is not None else json.dumps(body).encode()
+        sent.setdefault("Content-Type", "application/json")
+        connector = aiohttp.TCPConnector(ssl=self.tls.client_context(cert))
+        async with (
+            aiohttp.ClientSession(connector=connector) as session,
+            session.post(self.url + api.DRYRUN_PATH, data=data, headers=sent) as response,
+        ):
+            return response.status, await response.json(content_type=None), response.headers
+
+    async def get(self, path: str) -> tuple[int, Any]:
+        connector = aiohttp.TCPConnector(ssl=self.tls.client_context())
+        async with (
+            aiohttp.ClientSession(connector=connector) as session,
+            session.get(self.url + path) as response,
+        ):
+            return response.status, await response.json()
+
+
+DEMO = DryRunSettings(demo=True)
+
+
+@pytest.fixture
+async def serve(aiohttp_server: Any, tls: Tls) -> AsyncIterator[Any]:
+    clients: list[kube.ApiClient] = []
+
+    async def start(
+        settings: DryRunSettings = DEMO,
+        snapshot: Snapshot | None = None,
+        *,
+        apiserver_url: str | None = None,
+        clock: Any = None,
+        provider: Any = None,
+    ) -> Served:
+        app = web.Application()
+        client = api_client(apiserver_url) if apiserver_url else None
+        if client is not None:
+            clients.append(client)
+        state = snapshot if snapshot is not None else snapshot_of(cluster_objects())
+        extra = {"clock": clock} if clock is not None else {}
+        add_dryrun_routes(app, provider or (lambda: state), settings, api_client=client, **extra)
+        server = await aiohttp_server(
+            app, ssl=tls.server_context(client_ca=settings.client_ca_file is not None)
+        )
+        return Served(f"https://127.0.0.1:{server.port}", tls)
+
+    yield start
+    for c in clients:
+        c.close()
+
+
+ONE_GPU_POD = {"pod": pod({"name": "gpu", "resourceClaimTemplateName": "one-gpu"})}
+
+
+# --- answers ------------------------------------------------------------------------------------------
+
+
+async def test_fitting_nodes_come_ranked_by_stranded_devices_with_footprint_and_quota(serve: Any) -> None:
+    served = await serve()
+    status, body, _ = await served.post(ONE_GPU_POD)
+    assert status == 200, body
+    assert body["claims"] == [f"{NS}/trainer-gpu"]
+    assert (body["checked"], body["total"], body["fitting"], body["complete"]) == (3, 3, 3, True)
+    assert [(n["node"], n["rank"], n["stranded"]) for n in body["nodes"]] == [
+        ("node-c", 1, 0),
+        ("node-a", 2, 1),
+        ("node-b", 3, 3),
+    ]
+    best = body["nodes"][0]
+    chosen = best["results"][0]["devices"]["results"]
+    assert [(r["pool"], r["device"]) for r in chosen] == [("node-c", "gpu-3")]
+    # one device mapping 2Gi of memory (KEP-5517), and the pod's own cpu request next to it
+    assert best["footprint"] == {"memory": "2Gi"}
+    assert best["quota"]["charge"]["requests.memory"] == "2Gi"
+    assert best["quota"]["charge"]["requests.cpu"] == "1"
+    # the template creates a claim; the namespace already uses both claims it may have
+    assert best["quota"]["exceeded"].startswith("exceeded quota: claims, requested: count/resourceclaims")
+    assert body["elapsedMs"] >= 0
+
+
+async def test_nodes_that_do_not_fit_come_last_with_their_explanation(serve: Any) -> None:
+    served = await serve()
+    three = {
+        "pod": pod({"name": "gpu", "resourceClaimTemplateName": "three"}),
+        "claimTemplates": [template("three", 3)],
+    }
+    status, body, _ = await served.post(three)
+    assert status == 200, body
+    assert [(n["node"], n["allocated"]) for n in body["nodes"]] == [
+        ("node-b", True),
+        ("node-a", False),
+        ("node-c", False),
+    ]
+    refused = body["nodes"][1]
+    assert refused["results"] == [None]
+    assert "needs 3 device(s)" in refused["reason"]
+    assert refused["explanation"]["requests"][0]["wanted"] == 3
+    assert "rank" not in refused and "footprint" not in refused
+
+
+async def test_the_answer_is_the_allocate_commands_on_the_same_state(serve: Any, tmp_path: Path) -> None:
+    objects = cluster_objects()
+    request = {
+        "pod": pod(
+            {"name": "gpu", "resourceClaimTemplateName": "two"},
+            {"name": "extra", "resourceClaimName": "extra"},
+        ),
+        "claimTemplates": [template("two", 2)],
+        "claims": [claim("extra", 1)],
+        "limit": 10,
+    }
+    served = await serve()
+    status, body, _ = await served.post(request)
+    assert status == 200, body
+
+    manifests = [*objects, request["pod"], *request["claimTemplates"], *request["claims"]]
+    (tmp_path / "state.yaml").write_text(yaml.safe_dump_all(manifests))
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = cli.main(["allocate", "-f", str(tmp_path), "-o", "json"])
+    assert code == 0
+    expected = {n["node"]: n for n in json.loads(out.getvalue())["nodes"]}
+    got = {
+        n["node"]: {k: n[k] for k in ("node", "allocated", "results", "error", "explanation")}
+        for n in body["nodes"]
+    }
+    assert got == expected
+
+
+async def test_a_claim_allocated_already_is_checked_on_its_node_not_allocated_again(serve: Any) -> None:
+    served = await serve()
+    status, body, _ = await served.post({"pod": pod({"name": "gpu", "resourceClaimName": "busy-node-a"})})
+    assert status == 200, body
+    assert [(n["node"], n["allocated"]) for n in body["nodes"]] == [
+        ("node-a", True),
+        ("node-b", False),
+        ("node-c", False),
+    ]
+    kept = body["nodes"][0]["results"][0]["devices"]["results"]
+    assert [r["device"] for r in kept] == ["gpu-0", "gpu-1"]
+    assert body["nodes"][1]["reason"] == f"claim {NS}/busy-node-a is allocated for other nodes"
+
+
+async def test_claims_without_a_pod_and_a_node_list_and_a_limit(serve: Any) -> None:
+    served = await serve()
+    status, body, _ = await served.post(
+        {"claims": [claim("solo", 2)], "nodes": ["node-c", "node-b"], "limit": 1}
+    )
+    assert status == 200, body
+    assert body["claims"] == [f"{NS}/solo"]
+    assert (body["checked"], body["total"], body["fitting"]) == (2, 2, 1)
+    assert [n["node"] for n in body["nodes"]] == ["node-b"]
+    # no pod: nothing but what the devices yield and the claim object itself is charged
+    assert body["nodes"][0]["quota"]["charge"]["requests.memory"] == "4Gi"
+    assert "requests.cpu" not in body["nodes"][0]["quota"]["charge"]
+
+
+# --- input bounds ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        (
+            {"pod": pod({"name": "gpu", "resourceClaimTemplateName": "one-gpu"}), "limit": "3"},
+            "limit: Invalid value: '3': must be an integer",
+        ),
+        ({"claims": {"name": "x"}}, "claims: Invalid value: object: must be a list"),
+        ({"pods": []}, "pods: Invalid value: list: unknown field"),
+        ({"claims": [claim("x", 1)], "limit": 0}, "limit: Invalid value: 0:"),
+        (
+            {"pod": {**pod(), "kind": "Deployment", "apiVersion": "apps/v1"}},
+            "pod.kind: Unsupported value: 'Deployment'",
+        ),
+        (
+            {"pod": {**pod(), "spec": {"resourceClaims": "gpu"}}},
+            "pod.spec.resourceClaims: Invalid value: 'gpu': must be a list",
+        ),
+        (
+            {"claims": [template("t")]},
+            "claims[0].kind: Invalid value: 'ResourceClaimTemplate': must be ResourceClaim",
+        ),
+        ({"pod": pod()}, "pod.spec.resourceClaims: Required value"),
+        ({"nodes": ["node-a"]}, "pod: Required value"),
+        ({"claims": [claim("x", 1, "node-a")]}, "claims[0].status: Forbidden"),
+        (
+            {"claims": [{**claim("x", 1), "metadata": {"name": "x", "namespace": "other"}}, claim("y", 1)]},
+            "claims[1].metadata.namespace: Invalid value: 'team-a': must be 'other'",
+        ),
+        ({"claims": [claim("x", 1)], "nodes": ["node-a", "node-a"]}, "nodes: Duplicate value: 'node-a'"),
+        ([1, 2], "body: Invalid value: must be a JSON object"),
+    ],
+)
+async def test_malformed_requests_are_400_naming_the_field(serve: Any, body: Any, field: str) -> None:
+    served = await serve()
+    status, answer, _ = await served.post(body)
+    assert status == 400, answer
+    assert any(p.startswith(field) for p in answer["problems"]), answer
+
+
+async def test_bodies_that_are_not_json_or_not_json_typed_are_refused(serve: Any) -> None:
+    served = await serve()
+    status, answer, _ = await served.post(None, raw=b'{"pod": ')
+    assert status == 400 and answer["problems"][0].startswith("body: Invalid value: not JSON: ")
+    status, answer, _ = await served.post(ONE_GPU_POD, headers={"Content-Type": "text/yaml"})
+    assert status == 415 and "application/json" in answer["error"]
+
+
+async def test_too_many_claims_or_nodes_are_refused_before_any_work(serve: Any) -> None:
+    served = await serve(replace(DEMO, max_claims=2, max_nodes=2))
+    status, answer, _ = await served.post(
+        {"claims": [claim(f"c{i}", 1) for i in range(3)], "nodes": ["node-a", "node-b", "node-c"]}
+    )
+    assert status == 400
+    assert answer["problems"] == [
+        "claims: Too many: 3: must have at most 2 items",
+        "nodes: Too many: 3: must have at most 2 items",
+    ]
+
+
+async def test_oversized_bodies_are_413_whether_announced_or_streamed(serve: Any) -> None:
+    served = await serve(replace(DEMO, max_body_bytes=2048))
+    big = {"claims": [claim("x", 1)], "padding": "x" * 4096}
+    status, answer, _ = await served.post(big)
+    assert status == 413 and "2048 bytes" in answer["error"]
+
+    async def chunks() -> AsyncIterator[bytes]:  # chunked: no Content-Length to refuse up front
+        for _ in range(8):
+            yield b" " * 1024
+
+    connector = aiohttp.TCPConnector(ssl=served.tls.client_context())
+    async with (
+        aiohttp.ClientSession(connector=connector) as session,
+        session.post(
+            served.url + api.DRYRUN_PATH, data=chunks(), headers={"Content-Type": "application/json"}
+        ) as response,
+    ):
+        assert response.status == 413
+
+
+async def test_a_missing_template_or_node_is_422_with_the_message(serve: Any) -> None:
+    served = await serve()
+    status, answer, _ = await served.post({"pod": pod({"name": "gpu", "resourceClaimTemplateName": "nope"})})
+    assert status == 422
+    assert answer["error"] == (f"pod {NS}/trainer: claim 'gpu': resource claim template {NS}/nope not found")
+    status, answer, _ = await served.post({**ONE_GPU_POD, "nodes": ["node-z"]})
+    assert status == 422 and answer["problems"] == ["nodes: Not found: 'node-z'"]
+
+
+async def test_objects_the_api_server_would_refuse_are_422(serve: Any) -> None:
+    served = await serve()
+    bad = claim("bad", 1)
+    bad["spec"]["devices"]["requests"][0]["exactly"]["selectors"] = [
+        {"cel": {"expression": "device.nope =="}}
+    ]
+    status, answer, _ = await served.post({"claims": [bad]})
+    assert status == 422
+    assert answer["problems"][0].startswith(
+        "claims[0]: spec.devices.requests[0].exactly.selectors[0].cel.expression"
+    )
+
+
+async def test_a_name_the_cluster_already_has_is_422(serve: Any) -> None:
+    served = await serve()
+    status, answer, _ = await served.post({"claims": [claim("busy-node-a", 1)]})
+    assert status == 422 and "already exists in the cluster" in answer["error"]
+
+
+# --- time bounds --------------------------------------------------------------------------------------
+
+
+class SteppingClock:
+    """Every reading is ``step`` seconds after the previous one: time passes as the code looks at it."""
+
+    def __init__(self, step: float) -> None:
+        self.now = 0.0
+        self.step = step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+async def test_past_the_total_deadline_the_answer_is_partial(serve: Any) -> None:
+    served = await serve(replace(DEMO, timeout=10.0, node_timeout=100.0), clock=SteppingClock(1.0))
+    status, body, _ = await served.post(ONE_GPU_POD)
+    assert status == 200, body
+    assert body["complete"] is False
+    assert 0 < body["checked"] < body["total"] == 3
+    assert len(body["nodes"]) == body["checked"]
+
+
+async def test_no_node_checked_within_the_deadline_is_503(serve: Any) -> None:
+    served = await serve(replace(DEMO, timeout=1.0), clock=SteppingClock(1.0))
+    status, body, headers = await served.post(ONE_GPU_POD)
+    assert status == 503 and "no node could be checked" in body["error"]
+    assert headers["Retry-After"] == "1"
+
+
+async def test_a_node_over_its_search_budget_fails_like_an_aborted_filter(serve: Any) -> None:
+    served = await serve(replace(DEMO, node_max_steps=1))
+    status, body, _ = await served.post(ONE_GPU_POD)
+    assert status == 200 and body["complete"] is True and body["fitting"] == 0
+    assert all(n["error"].startswith("filter operation aborted") for n in body["nodes"])
+
+
+async def test_not_synced_is_503(serve: Any) -> None:
+    served = await serve(provider=lambda: None)
+    status, body, headers = await served.post(ONE_GPU_POD)
+    assert (status, body["error"], headers["Retry-After"]) == (
+        503,
+        "the cluster state is not synced yet",
+        "1",
+    )
+
+
+async def test_the_event_loop_serves_while_a_dry_run_works_and_a_full_queue_is_503(
+    serve: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started, release = threading.Event(), threading.Event()
+    real = api.answer
+
+    def slow(*args: Any) -> dict[str, Any]:
+        started.set()
+        release.wait(10)
+        return real(*args)
+
+    monkeypatch.setattr(api, "answer", slow)
+    served = await serve(replace(DEMO, queue=0))
+    first = asyncio.create_task(served.post(ONE_GPU_POD))
+    await asyncio.to_thread(started.wait, 10)
+    try:
+        status, document = await asyncio.wait_for(served.get(api.OPENAPI_PATH), 5)
+        assert status == 200 and document["openapi"] == "3.1.0"
+        status, body, headers = await served.post(ONE_GPU_POD)
+        assert status == 503 and body["error"].startswith("busy") and int(headers["Retry-After"]) >= 1
+    finally:
+        release.set()
+    status, _, _ = await first
+    assert status == 200
+
+
+# --- authentication and rate limit ------------------------------------------------------------------------
+
+
+async def test_without_demo_a_caller_without_credentials_is_401(
+    serve: Any, apiserver: TokenReviewStandIn
+) -> None:
+    served = await serve(DryRunSettings(), apiserver_url=apiserver.url)
+    status, body, headers = await served.post(ONE_GPU_POD)
+    assert status == 401 and "bearer token" in body["error"]
+    assert headers["WWW-Authenticate"].startswith("Bearer")
+    assert apiserver.reviews == []
+
+
+async def test_bearer_tokens_are_checked_with_a_token_review(
+    serve: Any, apiserver: TokenReviewStandIn
+) -> None:
+    served = await serve(DryRunSettings(token_audiences=("draguard",)), apiserver_url=apiserver.url)
+    status, body, _ = await served.post(ONE_GPU_POD, token="good-token")
+    assert status == 200, body
+    assert apiserver.reviews == [{"token": "good-token", "audiences": ["draguard"]}]
+    status, body, _ = await served.post(ONE_GPU_POD, token="good-token")
+    assert status == 200 and len(apiserver.reviews) == 1  # the accepted review is reused
+    status, body, _ = await served.post(ONE_GPU_POD, token="stolen-token")
+    assert status == 401 and body["error"] == "bearer token refused: invalid bearer token"
+
+
+async def test_a_token_review_that_cannot_be_made_is_503(serve: Any, apiserver: TokenReviewStandIn) -> None:
+    served = await serve(DryRunSettings(), apiserver_url=apiserver.url)
+    apiserver.server.shutdown()
+    apiserver.server.server_close()
+    status, body, _ = await served.post(ONE_GPU_POD, token="good-token")
+    assert status == 503 and body["error"].startswith("cannot authenticate the bearer token now")
+
+
+async def test_client_certificates_of_the_configured_ca_are_accepted(serve: Any, tls: Tls) -> None:
+    settings = DryRunSettings(client_ca_file=tls.file("client-ca.crt", tls.client_ca.cert_pem))
+    served = await serve(settings)
+    status, body, _ = await served.post(
+        ONE_GPU_POD, cert=issue_client(tls.client_ca, "alice", ("dra-admins",))
+    )
+    assert status == 200, body
+    status, body, _ = await served.post(ONE_GPU_POD)
+    assert status == 401 and "client certificate" in body["error"]
+
+
+async def test_a_certificate_the_handshake_accepts_but_the_dry_run_ca_did_not_issue_is_401(
+    serve: Any, tls: Tls
+) -> None:
+    # The serving context trusts the client CA; the dry run is configured with another one.
+    settings = DryRunSettings(client_ca_file=tls.file("other-ca.crt", generate_ca(NOW, DAY).cert_pem))
+    served = await serve(settings)
+    status, body, _ = await served.post(ONE_GPU_POD, cert=issue_client(tls.client_ca, "mallory", ()))
+    assert status == 401 and "is not issued by the dry-run CA" in body["error"]
+
+
+async def test_each_caller_has_a_token_bucket_and_gets_429_with_retry_after(
+    serve: Any, apiserver: TokenReviewStandIn
+) -> None:
+    apiserver.tokens["other-token"] = ("bob", [])
+    served = await serve(DryRunSettings(rate=0.1, burst=2), apiserver_url=apiserver.url)
+    statuses = [(await served.post(ONE_GPU_POD, token="good-token"))[0] for _ in range(2)]
+    status, body, headers = await served.post(ONE_GPU_POD, token="good-token")
+    assert statuses == [200, 200]
+    assert status == 429 and "rate limit" in body["error"]
+    assert 1 <= int(headers["Retry-After"]) <= 10
+    assert (await served.post(ONE_GPU_POD, token="other-token"))[0] == 200
+
+
+# --- OpenAPI --------------------------------------------------------------------------------------
+
+
+def schema_for(document: dict[str, Any], name: str) -> dict[str, Any]:
+    return {"$ref": f"#/components/schemas/{name}", "components": document["components"]}
+
+
+async def test_openapi_describes_real_answers_errors_and_requests(serve: Any) -> None:
+    served = await serve()
+    status, document = await served.get(api.OPENAPI_PATH)
+    assert status == 200 and document["openapi"] == "3.1.0"
+    jsonschema.Draft202012Validator.check_schema(document["components"]["schemas"]["DryRunResponse"])
+    validator = jsonschema.Draft202012Validator
+    _, body, _ = await served.post(ONE_GPU_POD)
+    validator(schema_for(document, "DryRunResponse")).validate(body)
+    _, refused, _ = await served.post(
+        {
+            "pod": pod({"name": "gpu", "resourceClaimTemplateName": "three"}),
+            "claimTemplates": [template("three", 3)],
+        }
+    )
+    validator(schema_for(document, "DryRunResponse")).validate(refused)
+    _, error, _ = await served.post({"claims": "x"})
+    validator(schema_for(document, "Error")).validate(error)
+    validator(schema_for(document, "DryRunRequest")).validate(ONE_GPU_POD)
+    with pytest.raises(jsonschema.ValidationError):
+        validator(schema_for(document, "DryRunRequest")).validate({"pods": []})
+
+
+def test_the_request_schema_names_the_fields_the_parser_takes() -> None:
+    request = api.openapi_document(DEMO)["components"]["schemas"]["DryRunRequest"]
+    assert set(request["properties"]) == {f.alias for f in api.DryRunBody.model_fields.values()}

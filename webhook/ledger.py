@@ -66,6 +66,9 @@ class Conflict(Exception):
     """409: someone else wrote the ledger (or created it) since it was read."""
 
 
+Stored = Mapping[str, Any]
+"""The ledger ConfigMap as the API server returned it."""
+
 Entries = Mapping[str, tuple[Charge, datetime]]
 """The ledger of one namespace as stored: claim uid -> (charge, when it was written)."""
 
@@ -125,8 +128,8 @@ class ConfigMaps:
         path = f"/api/v1/namespaces/{namespace}/configmaps"
         return f"{path}/{name}" if name else path
 
-    def read(self, namespace: str) -> tuple[dict[str, str], str | None]:
-        """The ledger's data and resourceVersion; ``({}, None)`` when it does not exist yet."""
+    def read(self, namespace: str) -> tuple[dict[str, str], Stored | None]:
+        """The ledger's data, and the whole object as read (None: it does not exist yet)."""
         status, body = self._call("GET", self._path(namespace, self.name))
         if status == 404:
             return {}, None
@@ -134,18 +137,18 @@ class ConfigMaps:
             raise LedgerUnavailable(
                 f"reading ConfigMap {namespace}/{self.name}: HTTP {status}: {_message(body)}"
             )
-        meta = body.get("metadata") or {}
-        return dict(body.get("data") or {}), str(meta.get("resourceVersion") or "")
+        return dict(body.get("data") or {}), body
 
-    def write(self, namespace: str, data: Mapping[str, str], version: str | None) -> None:
-        """Create (``version`` None) or replace at ``version``; raises :class:`Conflict` on 409."""
-        metadata: dict[str, Any] = {"name": self.name, "namespace": namespace, "labels": dict(MANAGED_BY)}
-        if version is not None:
-            metadata["resourceVersion"] = version
-        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": dict(data)}
-        if version is None:
+    def write(self, namespace: str, data: Mapping[str, str], base: Stored | None) -> None:
+        """Create the ledger (``base`` None) or replace ``base`` with new data, every other field
+        kept as read (labels or annotations someone added, and the resourceVersion, so that the
+        write fails with :class:`Conflict` if the object changed since)."""
+        if base is None:
+            metadata = {"name": self.name, "namespace": namespace, "labels": dict(MANAGED_BY)}
+            body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": dict(data)}
             status, answer = self._call("POST", self._path(namespace), body)
         else:
+            body = {**base, "apiVersion": "v1", "kind": "ConfigMap", "data": dict(data)}
             status, answer = self._call("PUT", self._path(namespace, self.name), body)
         if status == 409:
             raise Conflict(_message(answer))
@@ -199,9 +202,9 @@ class ApiLedgerStore:
         self._waiting: dict[str, list[_Pending]] = {}
         self._busy: set[str] = set()
 
-    def _read(self, namespace: str) -> tuple[dict[str, tuple[Charge, datetime]], str | None]:
-        data, version = self._maps.read(namespace)
-        return {uid: decode_entry(uid, text) for uid, text in data.items()}, version
+    def _read(self, namespace: str) -> tuple[dict[str, tuple[Charge, datetime]], Stored | None]:
+        data, stored = self._maps.read(namespace)
+        return {uid: decode_entry(uid, text) for uid, text in data.items()}, stored
 
     def current(self, namespace: str) -> Ledger:
         """The namespace's ledger as stored now."""
@@ -254,7 +257,7 @@ class ApiLedgerStore:
         """Check each charge of the batch in order on the stored ledger and write the ones that
         fit in one compare-and-swap; on a conflict, start over from a fresh read."""
         for attempt in range(self._max_attempts):
-            entries, version = self._read(namespace)
+            entries, stored = self._read(namespace)
             ledger = _ledger(namespace, entries)
             changed = False
             for pending in batch:
@@ -269,7 +272,7 @@ class ApiLedgerStore:
             if not changed:
                 return
             try:
-                self._maps.write(namespace, _encode(entries), version)
+                self._maps.write(namespace, _encode(entries), stored)
                 return
             except Conflict:
                 self._backoff(attempt)
@@ -297,7 +300,7 @@ class ApiLedgerStore:
         charges, drop released ones, fix changed ones; entries written within the grace period are
         kept as they are. Returns whether anything was written."""
         for attempt in range(self._max_attempts):
-            entries, version = self._read(namespace)
+            entries, stored = self._read(namespace)
             now = self._clock()
             wanted = {uid: dict(c) for uid, c in expected.namespace(namespace).items()}
             fixed: dict[str, tuple[Charge, datetime]] = {}
@@ -309,7 +312,7 @@ class ApiLedgerStore:
             if _encode(fixed) == _encode(entries):
                 return False
             try:
-                self._maps.write(namespace, _encode(fixed), version)
+                self._maps.write(namespace, _encode(fixed), stored)
                 return True
             except Conflict:
                 self._backoff(attempt)

@@ -80,6 +80,17 @@ def test_first_charge_creates_the_ledger_and_later_ones_replace_it_at_its_versio
     assert store.current(NS).usage(NS) == cpu("6")
 
 
+def test_replacing_keeps_what_others_added_to_the_configmap(apiserver: FaultyApiserver) -> None:
+    store, check = store_for(apiserver), room(10)
+    store.charge(NS, "uid-1", cpu("1"), check("uid-1", cpu("1")))
+    cm = stored(apiserver)
+    cm["metadata"]["annotations"] = {"team-a/owner": "platform"}
+    apiserver.store.put(apiserver.resource("ConfigMap"), NS, cm)
+    store.charge(NS, "uid-2", cpu("1"), check("uid-2", cpu("1")))
+    assert stored(apiserver)["metadata"]["annotations"] == {"team-a/owner": "platform"}
+    assert sorted(stored(apiserver)["data"]) == ["uid-1", "uid-2"]
+
+
 def test_a_charge_that_does_not_fit_writes_nothing(apiserver: FaultyApiserver) -> None:
     store, check = store_for(apiserver), room(5)
     assert store.charge(NS, "uid-1", cpu("4"), check("uid-1", cpu("4"))) is None
@@ -177,9 +188,9 @@ class CountingConfigMaps(ConfigMaps):
         super().__init__(api)
         self.conflicts = 0
 
-    def write(self, namespace: str, data: Any, version: str | None) -> None:
+    def write(self, namespace: str, data: Any, base: Any) -> None:
         try:
-            super().write(namespace, data, version)
+            super().write(namespace, data, base)
         except Conflict:
             self.conflicts += 1
             raise

@@ -45,14 +45,19 @@ def _utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
-def _base_context(minimum_version: ssl.TLSVersion) -> ssl.SSLContext:
+def _base_context(minimum_version: ssl.TLSVersion, client_ca_file: str | None) -> ssl.SSLContext:
     """Protocol settings shared by the outer and every inner context.
 
     They must agree: the protocol version is fixed by the outer context before the callback
-    swaps in the inner one, which contributes the certificate.
+    swaps in the inner one, which contributes the certificate. Client certificates too: OpenSSL
+    takes the verify mode from the outer context but the trust store from the inner one, so both
+    ask for a certificate (optional: the API server presents none) and trust ``client_ca_file``.
     """
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = minimum_version
+    if client_ca_file is not None:
+        context.verify_mode = ssl.CERT_OPTIONAL
+        context.load_verify_locations(cafile=client_ca_file)
     return context
 
 
@@ -78,22 +83,34 @@ class CertReloader:
         key_file: str,
         minimum_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_2,
         clock: Callable[[], dt.datetime] = _utcnow,
+        client_ca_file: str | None = None,
     ) -> None:
         self.cert_file = cert_file
         self.key_file = key_file
         self._minimum_version = minimum_version
+        # Clients presenting a certificate must present one this CA bundle verifies (read when a
+        # serving pair loads); None: client certificates are not asked for.
+        self.client_ca_file = client_ca_file
         self._clock = clock
         self._served: Served | None = None
         self._last_digest: str | None = None
-        self._outer = _base_context(minimum_version)
+        self._outer = _base_context(minimum_version, client_ca_file)
         self._outer.sni_callback = self._select
 
     @classmethod
     def from_dir(
-        cls, cert_dir: str, minimum_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_2
+        cls,
+        cert_dir: str,
+        minimum_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_2,
+        client_ca_file: str | None = None,
     ) -> CertReloader:
         """The ``tls.crt``/``tls.key`` layout of a ``kubernetes.io/tls`` Secret volume."""
-        return cls(os.path.join(cert_dir, "tls.crt"), os.path.join(cert_dir, "tls.key"), minimum_version)
+        return cls(
+            os.path.join(cert_dir, "tls.crt"),
+            os.path.join(cert_dir, "tls.key"),
+            minimum_version,
+            client_ca_file=client_ca_file,
+        )
 
     @property
     def server_context(self) -> ssl.SSLContext:
@@ -174,10 +191,10 @@ class CertReloader:
         """
         label = f"TLS pair {self.cert_file} + {self.key_file}"
         cert = check_pair(pair, self._clock(), label)
-        context = _base_context(self._minimum_version)
         try:
+            context = _base_context(self._minimum_version, self.client_ca_file)
             context.load_cert_chain(self.cert_file, self.key_file)
-        except ssl.SSLError as err:
+        except OSError as err:  # ssl.SSLError is one; so is a client CA file that went away
             raise CertificateError(f"{label}: OpenSSL refused it: {err}") from None
         return Served(digest, cert, context)
 

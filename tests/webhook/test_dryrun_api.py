@@ -32,6 +32,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from kubernetes import client as kube
 
 from certs.material import KeyPair, generate_ca, issue_serving
+from certs.reloader import CertReloader
 from policies.api.kinds import decode
 from policies.snapshot import Snapshot
 from webhook import cli
@@ -212,13 +213,16 @@ class Tls:
         return str(path)
 
     def server_context(self, client_ca: bool) -> ssl.SSLContext:
+        """The serving context as draguard serve builds it: CertReloader, asking for client certificates
+        of the client CA when ``client_ca``."""
         serving = issue_serving(self.server_ca, ["127.0.0.1"], NOW, DAY)
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(self.file("tls.crt", serving.cert_pem), self.file("tls.key", serving.key_pem))
-        if client_ca:
-            context.verify_mode = ssl.CERT_OPTIONAL
-            context.load_verify_locations(cadata=self.client_ca.cert_pem.decode())
-        return context
+        reloader = CertReloader(
+            self.file("tls.crt", serving.cert_pem),
+            self.file("tls.key", serving.key_pem),
+            client_ca_file=self.file("client-ca.crt", self.client_ca.cert_pem) if client_ca else None,
+        )
+        assert reloader.reload()
+        return reloader.server_context
 
     def client_context(self, cert: KeyPair | None = None) -> ssl.SSLContext:
         context = ssl.create_default_context(cadata=self.server_ca.cert_pem.decode())

@@ -28,6 +28,7 @@ from policies.footprint import (
     pod_limits,
     pod_requests,
     referencing_containers,
+    snapshot_devices,
     status_claims,
 )
 from policies.snapshot import Snapshot
@@ -363,3 +364,12 @@ def test_declares_mapping_in_either_shape() -> None:
     assert declares_mapping(device(nodeAllocatableResources={"cpu": {"mapping": {"deviceMultiplier": "1"}}}))
     assert not declares_mapping(device(nodeAllocatableResources={"memory": {"overhead": {"perPod": "1Gi"}}}))
     assert not declares_mapping(device())
+
+
+def test_snapshot_devices_is_shared_per_snapshot_and_rebuilt_for_a_new_one() -> None:
+    first = Snapshot.build(decode(o) for o in yaml.safe_load_all(WORKED))
+    index = snapshot_devices(first.slices)
+    assert snapshot_devices(first.slices) is index
+    assert set(index) == {("cpu.example.com", "node-1", "socket0"), ("gpu.example.com", "node-1", "gpu-0")}
+    second = Snapshot.build(decode(o) for o in list(yaml.safe_load_all(WORKED))[:4])
+    assert set(snapshot_devices(second.slices)) == {("cpu.example.com", "node-1", "socket0")}

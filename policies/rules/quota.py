@@ -35,9 +35,9 @@ from policies.footprint import (
     FootprintError,
     add_lists,
     claim_footprint,
-    device_index,
     difference,
     referencing_containers,
+    snapshot_devices,
     yields_node_resources,
 )
 from policies.quota import (
@@ -81,7 +81,7 @@ def namespace_ledger(
     """The DRA charges of the namespace as the snapshot shows them: the ledger offline, the
     prediction base on pod create, and what the shared ledger is reconciled to."""
     claims = (c for c in snapshot.allocated_claims() if c.namespace == namespace)
-    index = device_index(snapshot.slices) if devices is None else devices
+    index = snapshot_devices(snapshot.slices) if devices is None else devices
     return Ledger.compute(claims, index, snapshot.pods)
 
 
@@ -125,7 +125,7 @@ class QuotaRule:
             raise RuleUnavailable(f"the DRA quota ledger is unavailable: {err}") from None
 
     def _claim_findings(self, request: Request, snapshot: Snapshot) -> list[Finding]:
-        devices = device_index(snapshot.slices)
+        devices = snapshot_devices(snapshot.slices)
         new = request.obj if isinstance(request.obj, ResourceClaim) else None
         old = request.old if isinstance(request.old, ResourceClaim) else None
         claim = new or old
@@ -169,7 +169,7 @@ def _pod_findings(pod: Pod, snapshot: Snapshot) -> list[Finding]:
         claims = pod_claims(snapshot, pod)
     except DryRunInputError:
         return []  # a missing claim or template: the pod waits for it, nothing to charge yet
-    devices = device_index(snapshot.slices)
+    devices = snapshot_devices(snapshot.slices)
     created = [c for c in claims if (c.namespace, c.name) not in snapshot.claims]
     counts = add_lists(*(claim_object_usage(c.spec.devices, snapshot.classes) for c in created))
     footprint, node = _smallest_footprint(pod, claims, snapshot, devices, quotas)

@@ -170,12 +170,12 @@ def _pod_findings(pod: Pod, snapshot: Snapshot) -> list[Finding]:
     except DryRunInputError:
         return []  # a missing claim or template: the pod waits for it, nothing to charge yet
     devices = snapshot_devices(snapshot.slices)
-    created = [c for c in claims if (c.namespace, c.name) not in snapshot.claims]
-    counts = add_lists(*(claim_object_usage(c.spec.devices, snapshot.classes) for c in created))
-    footprint, node = _smallest_footprint(pod, claims, snapshot, devices, quotas)
     used = namespace_ledger(snapshot, pod.namespace, devices).usage(pod.namespace)
     if first_exceeded(quotas, pod_charge(pod, []), used) is not None:
         return []  # over quota without any device: upstream's quota admission says so itself
+    created = [c for c in claims if (c.namespace, c.name) not in snapshot.claims]
+    counts = add_lists(*(claim_object_usage(c.spec.devices, snapshot.classes) for c in created))
+    footprint, node = _smallest_footprint(pod, claims, snapshot, devices, quotas)
     exceeded = first_exceeded(quotas, add_lists(footprint, counts), used)
     if exceeded is None:
         return []

@@ -239,6 +239,8 @@ def settings_from_args(args: argparse.Namespace, demo: bool) -> DryRunSettings:
         features = Features() if args.dryrun_features is None else Features.parse(args.dryrun_features)
     except ValueError as err:
         raise SettingsError(f"--dryrun-features: {err}") from None
+    if args.dryrun_client_ca is not None:
+        _check_ca_bundle(args.dryrun_client_ca)
     return DryRunSettings(
         demo=demo,
         client_ca_file=args.dryrun_client_ca,
@@ -255,6 +257,16 @@ def settings_from_args(args: argparse.Namespace, demo: bool) -> DryRunSettings:
         queue=args.dryrun_queue,
         features=features,
     )
+
+
+def _check_ca_bundle(path: str) -> None:
+    """Refuse at start-up a CA bundle the handshake or the authenticator could not read."""
+    try:
+        ClientCertificates.from_file(path)
+    except OSError as err:
+        raise SettingsError(f"--dryrun-client-ca {path}: cannot read: {err.strerror}") from None
+    except ValueError as err:
+        raise SettingsError(f"--dryrun-client-ca {path}: not a PEM certificate bundle: {err}") from None
 
 
 # --- the question -----------------------------------------------------------------------------------
@@ -821,6 +833,10 @@ def authenticator_for(settings: DryRunSettings, api_client: object | None) -> Ch
         methods.append(ClientCertificates.from_file(settings.client_ca_file))
     if api_client is not None:
         methods.append(BearerTokens(kube_token_reviewer(api_client, settings.token_audiences)))
+    if not methods:
+        log.warning(
+            "the dry-run endpoint accepts nobody: give --dryrun-client-ca, serve a cluster, or --demo"
+        )
     return Chain(methods)
 
 

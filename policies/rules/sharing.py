@@ -46,6 +46,8 @@ from policies.snapshot import Snapshot
 ATTRIBUTE = "draguard.io/sharingPolicy"
 # Strictest first: a claim takes the first of these that any of its devices has.
 STRICTNESS = ("None", "SamePod", "MultiPod")
+# The fix a message gives when a second pod wants the claim.
+OWN_CLAIM = "give each pod a claim of its own (spec.resourceClaims[].resourceClaimTemplateName does)"
 # Why each default applies, for messages.
 DEFAULT_REASONS = {
     "SamePod": "default: the device maps node-allocatable resources directly",
@@ -217,7 +219,7 @@ def _pod_problems(
         if others:
             problems.append(
                 f"pod {object_key(pod)} cannot use claim {claim.key}: it is already reserved by "
-                f"{a_few(others)}, and {_restriction(policy)}"
+                f"{a_few(others)}, and {_restriction(policy)}; {OWN_CLAIM}"
             )
         problem = _containers_problem(pod, claim, policy)
         if problem:
@@ -245,7 +247,7 @@ def _reservation_problems(
         consumers = [_consumer(r, claim.namespace) for r in reserved]
         return [
             f"claim {claim.key} cannot be reserved for {a_few(new)}: it would be shared by "
-            f"{a_few(consumers)}, but {_restriction(policy)}"
+            f"{a_few(consumers)}, but {_restriction(policy)}; {OWN_CLAIM}"
         ]
     problems = []
     for ref in added:

@@ -53,7 +53,8 @@ def second_pod(claim_name: str, *containers: dict[str, Any]) -> dict[str, Any]:
 def test_same_pod_default_denies_a_second_pod() -> None:
     assert check(second_pod("cores"), node_cluster(CORES)) == [
         f"deny: pod team-a/b cannot use claim team-a/cores: it is already reserved by pod team-a/a, and "
-        f"{SAME_POD_DEFAULT}"
+        f"{SAME_POD_DEFAULT}; "
+        "give each pod a claim of its own (spec.resourceClaims[].resourceClaimTemplateName does)"
     ]
 
 
@@ -61,7 +62,8 @@ def test_same_pod_1_36_mapping_is_same_pod_too() -> None:
     assert check(second_pod("huge"), node_cluster(HUGE)) == [
         "deny: pod team-a/b cannot use claim team-a/huge: it is already reserved by pod team-a/a, and its "
         "device mem.example.com/node-1/hp-0 has sharing policy SamePod (default: the device maps "
-        "node-allocatable resources directly), so only the containers of one pod may use it"
+        "node-allocatable resources directly), so only the containers of one pod may use it; "
+        "give each pod a claim of its own (spec.resourceClaims[].resourceClaimTemplateName does)"
     ]
 
 
@@ -101,7 +103,8 @@ def test_none_also_denies_a_second_pod() -> None:
     assert check(second_pod("pinned"), node_cluster(taken)) == [
         "deny: pod team-a/b cannot use claim team-a/pinned: it is already reserved by pod team-a/a, and its "
         "device nic.example.com/node-1/nic-1 has sharing policy None (device attribute "
-        "draguard.io/sharingPolicy), so only one container of one pod may use it"
+        "draguard.io/sharingPolicy), so only one container of one pod may use it; "
+        "give each pod a claim of its own (spec.resourceClaims[].resourceClaimTemplateName does)"
     ]
 
 
@@ -118,7 +121,8 @@ def test_config_sets_the_policy_by_driver_class_or_selector(entry: dict[str, str
     assert check(second_pod("gpu"), node_cluster(GPU), sharing=sharing) == [
         "deny: pod team-a/b cannot use claim team-a/gpu: it is already reserved by pod team-a/a, and its "
         "device gpu.example.com/node-1/gpu-0 has sharing policy SamePod (draguard config "
-        "sharing.policies[0]), so only the containers of one pod may use it"
+        "sharing.policies[0]), so only the containers of one pod may use it; "
+        "give each pod a claim of its own (spec.resourceClaims[].resourceClaimTemplateName does)"
     ]
 
 
@@ -155,7 +159,8 @@ def test_claims_that_do_not_exist_or_are_not_allocated_are_left_to_the_reservati
 def test_reserving_a_same_pod_claim_for_a_second_pod_is_denied() -> None:
     assert check(reserve(CORES, "b"), node_cluster(CORES), old=CORES) == [
         f"deny: claim team-a/cores cannot be reserved for pod team-a/b: it would be shared by pod team-a/a, "
-        f"pod team-a/b, but {SAME_POD_DEFAULT}"
+        f"pod team-a/b, but {SAME_POD_DEFAULT}; "
+        "give each pod a claim of its own (spec.resourceClaims[].resourceClaimTemplateName does)"
     ]
 
 
@@ -224,5 +229,6 @@ def test_a_mapped_device_without_consumed_capacity_is_still_same_pod() -> None:
     odd = claim("cores", request("cores", "cpu"), devices=("cpu/socket0",), reserved=("a",))
     assert check(second_pod("cores"), node_cluster(odd)) == [
         f"deny: pod team-a/b cannot use claim team-a/cores: it is already reserved by pod team-a/a, and "
-        f"{SAME_POD_DEFAULT}"
+        f"{SAME_POD_DEFAULT}; "
+        "give each pod a claim of its own (spec.resourceClaims[].resourceClaimTemplateName does)"
     ]

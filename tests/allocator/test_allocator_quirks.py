@@ -623,3 +623,16 @@ def test_fork_answers_like_a_fresh_allocator_despite_the_pool_name_cache() -> No
     assert isinstance(
         base.fork(budget=SearchBudget(max_invocations=1)).allocate(node, nic_claim).error, SearchAbortedError
     )
+
+
+def test_admin_pick_counts_as_in_use_for_later_non_admin_requests() -> None:
+    # dra-reference 4.13: the in-flight set does not tell admin picks apart, so a normal claim after an
+    # admin claim finds the device taken, while the reverse order shares it.
+    slices = [resource_slice("s", "driver-a", "pool-1", [{"name": "device-1"}])]
+    classes = [driver_class("class-a", "driver-a")]
+    admin, normal = claim("a", request("r", "class-a", adminAccess=True)), claim("b", request("r", "class-a"))
+    assert allocate(classes, slices, [admin, normal]).results is None
+    assert picked(allocate(classes, slices, [normal, admin])) == [
+        ["r:driver-a/pool-1/device-1"],
+        ["r:driver-a/pool-1/device-1"],
+    ]

@@ -16,6 +16,8 @@ import yaml
 from conftest import CHART, NAMESPACE, HelmError, helm_sdkpy, needs_helm, render
 
 from certs.settings import CertSettings
+from policies.config import Config
+from webhook.commands.serve import load_config
 
 Find = Callable[[list[dict[str, Any]], str, str | None], dict[str, Any]]
 BUILTIN_GROUPS = (
@@ -447,20 +449,34 @@ def test_config_file_carries_rule_modes_and_loads_into_cert_settings(
     config = config_file(default_objects, find)
     assert {name: rule["mode"] for name, rule in config["rules"].items()} == {
         "selectors": "enforce",
-        "prescheduled": "warn",
-        "personas": "enforce",
-        "drain": "warn",
+        "prescheduled": "enforce",
+        "personas": "warn",
+        "drain": "enforce",
         "sharing": "enforce",
         "quota": "enforce",
     }
-    assert config["rules"]["quota"]["parameters"] == {"ledgerName": "draguard-quota-ledger"}
-    assert config["exemptNamespaces"] == ["kube-system", NAMESPACE]
     settings = CertSettings.from_mapping(config["certificates"])
     assert settings.mode == "selfManaged"
     assert settings.targets.validating == ("draguard",) and settings.targets.mutating == ()
     assert settings.targets.tls_secret == "draguard-tls" and settings.targets.ca_secret == "draguard-ca"
     assert settings.lease_name == "draguard-certs"
     assert settings.policy.hosts == (f"draguard.{NAMESPACE}.svc", f"draguard.{NAMESPACE}.svc.cluster.local")
+
+
+def test_rendered_config_is_what_serve_loads(
+    tmp_path: Path, default_objects: list[dict[str, Any]], find: Find
+) -> None:
+    # The file the chart mounts must start draguard: serve refuses unknown keys, naming them.
+    path = tmp_path / "config.yaml"
+    path.write_text(find(default_objects, "ConfigMap", "draguard-config")["data"]["config.yaml"])
+    loaded = load_config(str(path)).policy
+    assert loaded == Config().model_copy(update={"rules": loaded.rules})
+    assert loaded.rules == Config().rules  # the chart's defaults are draguard's own
+    drain = {"mode": "enforce", "driverPodSelector": {"matchLabels": {"app": "gpu"}}}
+    custom = render({"rules": {"drain": drain}})
+    path.write_text(find(custom, "ConfigMap", "draguard-config")["data"]["config.yaml"])
+    selector = load_config(str(path)).policy.rules.drain.driver_pod_selector
+    assert selector is not None and selector.match_labels == {"app": "gpu"}
 
 
 def test_config_change_rolls_the_pods(find: Find, default_objects: list[dict[str, Any]]) -> None:

@@ -1,15 +1,8 @@
 {{/* The file `draguard serve --config` reads; the deployment's checksum annotation hashes it. */}}
 {{- define "draguard.config" -}}
 logLevel: {{ .Values.logLevel }}
-exemptNamespaces:
-  {{- toYaml (concat (list "kube-system" .Release.Namespace) .Values.excludedNamespaces | uniq) | nindent 2 }}
 rules:
-  {{- range $name, $rule := .Values.rules }}
-  {{ $name }}:
-    mode: {{ $rule.mode }}
-    exemptNamespaces: {{ toJson ($rule.exemptNamespaces | default list) }}
-    parameters: {{ toJson ($rule.parameters | default dict) }}
-  {{- end }}
+  {{- toYaml .Values.rules | nindent 2 }}
 tls:
   minVersion: {{ .Values.tls.minVersion | quote }}
 certificates:

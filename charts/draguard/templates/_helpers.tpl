@@ -55,8 +55,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- include "draguard.fullname" . -}}
 {{- end -}}
 
+{{/* Fixed in draguard (webhook/ledger.py LEDGER_NAME): RBAC grants exactly this name. */}}
 {{- define "draguard.ledgerName" -}}
-{{- .Values.rules.quota.parameters.ledgerName | default "draguard-quota-ledger" -}}
+draguard-quota-ledger
 {{- end -}}
 
 {{- define "draguard.image" -}}

@@ -18,6 +18,7 @@ from policies.allocator.nodes import NodeSelectorError, selector_matches
 from policies.allocator.results import allocation_result_json
 from policies.api.base import ObjectMeta
 from policies.api.core import Node, Pod
+from policies.api.kinds import DEFAULT_NAMESPACE
 from policies.api.resource import AllocationResult, ResourceClaim
 from policies.snapshot import Snapshot
 
@@ -67,23 +68,24 @@ def pod_claims(snapshot: Snapshot, pod: Pod) -> list[ResourceClaim]:
         if (pod.status)
         else {}
     )
+    namespace = pod.namespace or DEFAULT_NAMESPACE
     claims = []
     for ref in pod.spec.resource_claims or []:
         name = ref.resource_claim_name or generated.get(ref.name)
         if name:
-            claim = snapshot.claims.get((pod.namespace, name))
+            claim = snapshot.claims.get((namespace, name))
             if claim is None:
                 raise DryRunInputError(
-                    f"pod {pod.key}: claim {ref.name!r}: resource claim {pod.namespace}/{name} not found"
+                    f"pod {pod.key}: claim {ref.name!r}: resource claim {namespace}/{name} not found"
                 )
             claims.append(claim)
             continue
         template_name = ref.resource_claim_template_name or ""
-        template = snapshot.templates.get((pod.namespace, template_name))
+        template = snapshot.templates.get((namespace, template_name))
         if template is None:
             raise DryRunInputError(
                 f"pod {pod.key}: claim {ref.name!r}: "
-                f"resource claim template {pod.namespace}/{template_name} not found"
+                f"resource claim template {namespace}/{template_name} not found"
             )
         meta = template.spec.metadata or ObjectMeta()
         annotations = {**(meta.annotations or {}), POD_CLAIM_NAME_ANNOTATION: ref.name}
@@ -107,13 +109,8 @@ def claims_to_allocate(snapshot: Snapshot, pod: Pod | None) -> list[ResourceClai
     """The pod's claims when a pod is given, otherwise every unallocated claim in input order."""
     if pod is not None:
         return pod_claims(snapshot, pod)
-    # Every unallocated claim, same-named ones included (allocator input is a list), unless a later
-    # object with that key (the cluster's current version) is allocated.
-    return [
-        c
-        for c in snapshot.all_claims
-        if not _is_allocated(c) and not _is_allocated(snapshot.claims[(c.namespace, c.name)])
-    ]
+    # Same-named claims included: the allocator's input is a list, never keyed by name.
+    return [c for c in snapshot.all_claims if not _is_allocated(c)]
 
 
 def allocated_claim_problem(claim: ResourceClaim, node: Node, pod: Pod | None) -> str | None:

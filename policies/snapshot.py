@@ -13,6 +13,7 @@ from types import MappingProxyType
 
 from policies.api.base import TypedObject
 from policies.api.core import Namespace, Node, Pod, ResourceQuota
+from policies.api.kinds import DEFAULT_NAMESPACE
 from policies.api.resource import (
     DeviceClass,
     DeviceTaintRule,
@@ -32,8 +33,10 @@ class Snapshot:
     Slices and ``all_claims`` keep every object even when names repeat: the allocator takes
     them as lists and never keys them by name (upstream's own test table reuses names), so a
     manifest set fed to ``draguard allocate`` must reach it whole. ``claims`` is the cluster's
-    view by key (a later object with the same key replaces an earlier one, as an update would):
-    rules and the allocated state read that.
+    view by key (a later object with the same key replaces an earlier one, as an update would),
+    for following references. A namespaced object whose manifest names no namespace is keyed
+    under ``default``, where kubectl would apply it; the object itself is left as given (upstream
+    messages print such a claim as ``name``, not ``default/name``).
     """
 
     classes: Mapping[str, DeviceClass] = field(default_factory=dict)
@@ -60,7 +63,7 @@ class Snapshot:
         quotas: dict[Key, ResourceQuota] = {}
         rules: dict[str, DeviceTaintRule] = {}
         for obj in objects:
-            key = (obj.namespace, obj.name)
+            key = (obj.namespace or DEFAULT_NAMESPACE, obj.name)
             if isinstance(obj, DeviceClass):
                 classes[obj.name] = obj
             elif isinstance(obj, ResourceSlice):
@@ -82,7 +85,7 @@ class Snapshot:
         return cls(
             classes=MappingProxyType(classes),
             slices=tuple(slices),
-            claims=MappingProxyType({(c.namespace, c.name): c for c in claims}),
+            claims=MappingProxyType({(c.namespace or DEFAULT_NAMESPACE, c.name): c for c in claims}),
             all_claims=tuple(claims),
             templates=MappingProxyType(templates),
             pods=MappingProxyType(pods),
@@ -93,8 +96,9 @@ class Snapshot:
         )
 
     def allocated_claims(self) -> Iterator[ResourceClaim]:
-        """Claims with ``status.allocation``: the cluster's allocated state."""
-        for claim in self.claims.values():
+        """Claims with ``status.allocation``: the cluster's allocated state (every one given, as the
+        scheduler walks every allocated claim)."""
+        for claim in self.all_claims:
             if claim.status is not None and claim.status.allocation is not None:
                 yield claim
 

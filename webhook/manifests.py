@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from policies.api.base import TypedObject
-from policies.api.kinds import DEFAULT_NAMESPACE, NAMESPACED_KINDS, DecodeError, decode
+from policies.api.kinds import DecodeError, decode
 
 SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -114,21 +114,13 @@ def read_documents(paths: Sequence[str]) -> list[Document]:
     return docs
 
 
-def _in_namespace(obj: TypedObject) -> TypedObject:
-    """A namespaced object without ``metadata.namespace`` is where kubectl would apply it."""
-    if obj.kind not in NAMESPACED_KINDS or obj.metadata.namespace:
-        return obj
-    metadata = obj.metadata.model_copy(update={"namespace": DEFAULT_NAMESPACE})
-    return obj.model_copy(update={"metadata": metadata})
-
-
 def decode_documents(docs: Sequence[Document]) -> tuple[list[Loaded], list[str]]:
     """Decode what can be decoded; problems come back as ``source: path: message`` lines."""
     loaded: list[Loaded] = []
     problems: list[str] = []
     for doc in docs:
         try:
-            loaded.append(Loaded(_in_namespace(decode(doc.raw)), doc.source))
+            loaded.append(Loaded(decode(doc.raw), doc.source))
         except DecodeError as err:
             problems += [f"{doc.source}: {p}" for p in err.problems]
     return loaded, problems

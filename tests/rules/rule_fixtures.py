@@ -44,7 +44,9 @@ def cluster(*extra: Mapping[str, Any] | TypedObject, base: Iterable[TypedObject]
     """The example cluster (or ``base``) plus ``extra`` objects (JSON or models); later ones win."""
     objects = list(gpu_cluster_objects() if base is None else base)
     objects += [x if isinstance(x, TypedObject) else decode(x) for x in extra]
-    return Snapshot.build(objects)
+    # "Later ones win" like an update would; Snapshot.build itself keeps same-named objects apart.
+    latest = {(o.kind, o.namespace, o.name): o for o in objects}
+    return Snapshot.build(latest.values())
 
 
 def context(snapshot: Snapshot | None = None, fresh: bool = True, **rules: Any) -> Context:

@@ -78,10 +78,16 @@ def test_includes_on_lists_and_scalars() -> None:
     assert not includes([semver("1.0.0")], "1.0.0")  # erroring comparisons count as unequal
 
 
-def test_includes_looks_only_at_the_first_48_elements() -> None:
+def test_includes_fails_past_the_first_48_elements() -> None:
+    # dynamic-resource-allocation/cel/compile.go includesFunc: the iterator errors once it would
+    # look at a 49th element (compile_test.go "includes-function-on-very-long-list-runtime-error").
     values = [f"value-{i}" for i in range(49)]
     assert includes(values, "value-47")
-    assert not includes(values, "value-48")  # no error either: upstream just stops looking
+    assert not includes(values[:48], "value-48")
+    with pytest.raises(
+        CELEvalError, match="'includes' function cannot be applied to lists longer than 48 values"
+    ):
+        includes(values, "value-48")
 
 
 @pytest.mark.parametrize(

@@ -15,13 +15,13 @@ the runtime guard charges with their actual cost); the guard charges that per it
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from policies.cel import decls
 from policies.cel import types as t
 from policies.cel.checker import Checked
 from policies.cel.library import CallSite
+from policies.cel.library.cost import scale
 from policies.cel.syntax import (
     ACCUMULATOR,
     Call,
@@ -54,7 +54,7 @@ def _mul(a: Range, b: Range) -> Range:
 
 
 def _factor(a: Range, f: float) -> Range:
-    return tuple(MAX if x >= MAX else min(math.ceil(x * f), MAX) for x in a)  # type: ignore[return-value]
+    return scale(a, f)
 
 
 def _union(a: Range, b: Range) -> Range:
@@ -345,7 +345,12 @@ _TREE: dict[str, dict[str, str]] = {
     "caps": {"@keys": "domain", "@values": "cap_map"},
     "cap_map": {"@keys": "id", "@values": "quantity"},
 }
+# The sizeEstimator answers {0, MaxElements} for every node it can walk to; DeclTypes that set no
+# MaxElements (the DRADevice object itself and QuantityDeclType, apiserver/pkg/cel/types.go) answer
+# {0, 0}, so e.g. comparing a capacity with ``==`` costs nothing beyond its operands.
 _BOUNDS = {
+    "device": 0,
+    "quantity": 0,
     "driver": decls.MAX_DRIVER_LENGTH,
     "attrs": decls.MAX_ATTRIBUTES,
     "attr_map": decls.MAX_ATTRIBUTES,

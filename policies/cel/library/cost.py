@@ -72,10 +72,25 @@ def _sat(value: int) -> int:
     return min(value, MAX_COST)
 
 
+_TWO_TO_64 = float(1 << 64)
+
+
+def multiply_by_cost_factor(value: int, factor: float) -> int:
+    """cel-go ``multiplyByCostFactor`` (checker/cost.go): float64 arithmetic rounded up, saturating
+    only when the product leaves uint64. An unknown size (2^64-1) times 0.1 is therefore about
+    1.8e18, not 2^64-1."""
+    as_float = float(value)
+    if as_float > 0 and factor > 0 and as_float > float(MAX_COST) / factor:
+        return MAX_COST
+    ceil = math.ceil(as_float * factor)
+    if ceil >= _TWO_TO_64:
+        return MAX_COST
+    return int(ceil)
+
+
 def scale(size: SizeRange, factor: float) -> CostRange:
     """checker.SizeEstimate.MultiplyByCostFactor: round each bound up."""
-    low, high = (_sat(math.ceil(bound * factor)) if bound < MAX_COST else MAX_COST for bound in size)
-    return (low, high)
+    return (multiply_by_cost_factor(size[0], factor), multiply_by_cost_factor(size[1], factor))
 
 
 def times(a: SizeRange, b: SizeRange) -> CostRange:

@@ -474,7 +474,7 @@ def check(root: Expr, source: str, env: Environment) -> Checked:
     if errors:
         raise _compile_error(source, errors)
     if not _output_allowed(checked):
-        raise CompileError(f"must evaluate to bool or the unknown type, not {t.format_type(checked.output)}")
+        raise CompileError(f"must evaluate to bool or the unknown type, not {t.type_string(checked.output)}")
     problem = _plan_conversions(checked)
     if problem is not None:
         raise CompileError(f"program instantiation failed: {problem}")

@@ -82,6 +82,23 @@ def format_type(t: Type) -> str:
     return f"{t.name}({', '.join(format_type(p) for p in t.params)})"
 
 
+_RUNTIME_NAMES = {
+    "any": "google.protobuf.Any",
+    "timestamp": "google.protobuf.Timestamp",
+    "duration": "google.protobuf.Duration",
+}
+
+
+def type_string(t: Type) -> str:
+    """cel-go's ``Type.String()`` (common/types/types.go), which compile.go prints in "must evaluate
+    to bool ... not <type>": unlike the checker's FormatCELType it shows runtime type names, so
+    ``any`` is ``google.protobuf.Any`` and ``null`` is ``null_type``."""
+    name = _RUNTIME_NAMES.get(t.kind, t.name)
+    if not t.params:
+        return name
+    return f"{name}({', '.join(type_string(p) for p in t.params)})"
+
+
 def is_dyn(t: Type) -> bool:
     return t.kind in ("dyn", "any")
 

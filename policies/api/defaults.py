@@ -76,10 +76,29 @@ def _device(d: r.Device, now: datetime) -> r.Device:
     return d.model_copy(update=update) if update else d
 
 
+def _claim_status(status: r.ResourceClaimStatus | None) -> r.ResourceClaimStatus | None:
+    """Result tolerations are DeviceTolerations too: the generated defaulter gives them Equal as well."""
+    allocation = status.allocation if status is not None else None
+    devices = allocation.devices if allocation is not None else None
+    if status is None or allocation is None or devices is None or not devices.results:
+        return status
+    results = [
+        res.model_copy(update={"tolerations": [_toleration(t) for t in res.tolerations]})
+        if res.tolerations
+        else res
+        for res in devices.results
+    ]
+    devices = devices.model_copy(update={"results": results})
+    return status.model_copy(update={"allocation": allocation.model_copy(update={"devices": devices})})
+
+
 def apply_defaults(obj: ObjT, now: datetime) -> ObjT:
     """The object as the API server would store it; other kinds come back unchanged."""
     if isinstance(obj, r.ResourceClaim):
-        return obj.model_copy(update={"spec": default_claim_spec(obj.spec)})
+        update: dict[str, object] = {"spec": default_claim_spec(obj.spec)}
+        if obj.status is not None:
+            update["status"] = _claim_status(obj.status)
+        return obj.model_copy(update=update)
     if isinstance(obj, r.ResourceClaimTemplate):
         template_spec = obj.spec.model_copy(update={"spec": default_claim_spec(obj.spec.spec)})
         return obj.model_copy(update={"spec": template_spec})

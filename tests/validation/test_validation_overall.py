@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from dra_objects import claim, device, exact, lines, resource_slice
+from dra_objects import allocated, claim, device, exact, lines, resource_slice, result
 
 from policies.api.kinds import decode
 from policies.validation import ErrorType, validate
@@ -136,6 +136,20 @@ def test_name_or_generate_name_is_required() -> None:
     assert lines(obj) == []
 
 
+def test_generate_name_trailing_dash_is_masked_like_upstream() -> None:
+    """apimachinery maskTrailingDash (pkg/api/validation/generic.go) replaces the *last two*
+    characters of a dash-terminated prefix with "a", so the character before the dash is never
+    checked: "gpu.-" is accepted, and "gpu_-" too; a lone "-" is left as it is and rejected."""
+    obj = claim(exact())
+    for prefix in ("gpu.-", "gpu_-", "gpu--"):
+        obj["metadata"] = {"namespace": "ns", "generateName": prefix}
+        assert lines(obj) == [], prefix
+    obj["metadata"] = {"namespace": "ns", "generateName": "-"}
+    assert lines(obj)[0].startswith('metadata.generateName: Invalid value: "-": a lowercase RFC 1123')
+    obj["metadata"] = {"namespace": "ns", "generateName": "Gpu-"}
+    assert lines(obj)[0].startswith('metadata.generateName: Invalid value: "Gpu-": a lowercase RFC 1123')
+
+
 def test_metadata_labels_annotations_namespace_generation() -> None:
     obj = claim(exact(), namespace="Team_A")
     obj["metadata"].update({"generation": -1, "annotations": {"/x": "y"}, "labels": {"k": "v" * 64}})
@@ -239,3 +253,15 @@ def test_admin_access_false_needs_no_label() -> None:
 def test_admin_access_is_not_rechecked_on_update() -> None:
     """The spec is immutable, so the strategy does not look at the namespace again."""
     assert lines(ADMIN, ADMIN, labels={}) == []
+
+
+def test_result_toleration_operator_defaults_to_equal() -> None:
+    """The generated defaulter (pkg/apis/resource/v1/zz_generated.defaults.go,
+    SetObjectDefaults_ResourceClaim) walks status.allocation.devices.results[].tolerations too: an
+    omitted operator is Equal there as well."""
+    obj = claim(exact(), status=allocated(result(tolerations=[{"key": "k", "value": "v"}])))
+    assert lines(obj) == []
+    bad = claim(exact(), status=allocated(result(tolerations=[{"key": "k", "value": "a b"}])))
+    assert lines(bad)[0].startswith(
+        'status.allocation.devices.results[0].tolerations[0].value: Invalid value: "a b": a valid label'
+    )

@@ -32,8 +32,13 @@ _TEMPLATE_META_ALLOWED = {"labels", "annotations"}
 
 
 def _prefix_name(name: str) -> str:
-    """A generateName may end with "-": check it as if a generated suffix followed (maskTrailingDash)."""
-    return name[:-1] + "a" if len(name) > 1 and name.endswith("-") else name
+    """A generateName may end with "-": check it as if a generated suffix followed.
+
+    apimachinery's ``maskTrailingDash`` drops the last *two* characters before appending "a" (an
+    upstream quirk: the character before the dash goes unchecked), and the port keeps it so the
+    same prefixes pass.
+    """
+    return name[:-2] + "a" if len(name) > 1 and name.endswith("-") else name
 
 
 def validate_labels(labels: Mapping[str, str] | None, path: Path) -> ErrorList:

@@ -426,8 +426,10 @@ def _static_arg(checked: Checked, e: Expr) -> StaticArg:
     if isinstance(e, ListExpr):
         inner = tuple(_static_arg(checked, x) for x in e.elements)
     elif isinstance(e, MapExpr):
-        inner = tuple(_static_arg(checked, x.value) for x in e.entries)
-    return StaticArg(t.format_type(typ) if typ.kind != "any" else "any", inner)
+        inner = tuple(_static_arg(checked, x) for entry in e.entries for x in (entry.key, entry.value))
+    # cel-go's stringFormatChecker compares kinds and names a bad argument by its runtime type name
+    # (ext/formatting.go: c.typeOf(id).TypeName()): google.protobuf.Duration, null_type, list...
+    return StaticArg(t.type_string(typ), inner)
 
 
 def _validate_format(checked: Checked, call: Call, errors: list[tuple[int, str]]) -> None:

@@ -13,12 +13,14 @@ import re
 
 from policies.api.base import Condition, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
 from policies.api.core import Container, ContainerResourceClaim, Pod, PodResourceClaim
+from policies.validation import gosyntax
 from policies.validation.fielderrors import (
     ErrorList,
     FieldError,
     Path,
     duplicate,
     forbidden,
+    go_quote,
     invalid,
     not_found,
     not_supported,
@@ -217,7 +219,19 @@ def _validate_pod_claim(pod: Pod, claim: PodResourceClaim, seen: set[str], path:
                 for msg in is_dns1123_subdomain(generated)
             ]
         seen.add(claim.name)
-    shown = claim.to_json()
+    shown = gosyntax.GoSyntax(
+        gosyntax.struct(
+            "core.PodResourceClaim",
+            [
+                ("Name", go_quote(claim.name)),
+                ("ResourceClaimName", gosyntax.pointer("string", claim.resource_claim_name is not None)),
+                (
+                    "ResourceClaimTemplateName",
+                    gosyntax.pointer("string", claim.resource_claim_template_name is not None),
+                ),
+            ],
+        )
+    )
     if claim.resource_claim_name is not None and claim.resource_claim_template_name is not None:
         errs.append(
             invalid(

@@ -4,8 +4,9 @@ Users compare draguard's output with what ``kubectl apply`` tells them, and scri
 the rendering follows ``staging/src/k8s.io/apimachinery/pkg/util/validation/field/errors.go``
 (1.36): ``<path>: <Type>[: <value>][: <detail>]``. Required, Forbidden, Too long and Internal
 error never show the value; strings are quoted the way Go's ``%q`` quotes them; numbers and
-booleans print bare. Values Go would dump as a struct (lists, maps) print as compact JSON instead,
-the one place where a byte-for-byte match with Go is not possible.
+booleans print bare. Values Go dumps with ``%#v`` (internal structs and slices) are rendered by
+:mod:`policies.validation.gosyntax` where the validator knows the Go type; the remaining composite
+values (whole specs shown by "field is immutable") print as compact JSON instead.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from typing import Any
 
 from policies.api import resource as r
 from policies.api.quantity import Quantity
+from policies.validation import gosyntax
 from policies.validation.core import validate_node_selector
 from policies.validation.fielderrors import (
     ErrorList,
@@ -39,7 +40,6 @@ from policies.validation.names import (
 )
 from policies.validation.resource import (
     immutable,
-    plain,
     same_value,
     validate_binding_conditions,
     validate_taint,
@@ -126,12 +126,16 @@ def _validate_slice_node_selection(spec: r.ResourceSliceSpec, path: Path) -> Err
     if spec.node_selector is not None:
         chosen.append("`nodeSelector`")
         errs += validate_node_selector(spec.node_selector, path.child("nodeSelector"))
-        terms = spec.node_selector.node_selector_terms
-        if len(terms) != 1:
+        selector = spec.node_selector
+        if len(selector.node_selector_terms) != 1:
+            # An absent list is Go's nil slice, an empty one is not: %#v tells them apart.
+            terms = (
+                selector.node_selector_terms if "node_selector_terms" in selector.model_fields_set else None
+            )
             errs.append(
                 invalid(
                     path.child("nodeSelector", "nodeSelectorTerms"),
-                    plain(terms),
+                    gosyntax.node_selector_terms(terms),
                     "must have exactly one node selector term",
                 )
             )
@@ -304,18 +308,20 @@ def _validate_attribute(attr: r.DeviceAttribute, path: Path) -> ErrorList:
     if attr.version is not None:
         members += 1
         errs += _validate_version_value(attr.version, path.child("version"))
-    lists: Sequence[tuple[str, list[Any] | None]] = (
-        ("bools", attr.bools),
-        ("ints", attr.ints),
-        ("strings", attr.strings),
-        ("versions", attr.versions),
+    # The Go element type of each list: an empty one is shown as that Go slice ("[]int64{}").
+    lists: Sequence[tuple[str, str, list[Any] | None]] = (
+        ("bools", "bool", attr.bools),
+        ("ints", "int64", attr.ints),
+        ("strings", "string", attr.strings),
+        ("versions", "string", attr.versions),
     )
-    for name, items in lists:
+    for name, go_type, items in lists:
         if items is None:
             continue
         members += 1
         if not items:
-            errs.append(invalid(path.child(name), items, "must not be empty if specified"))
+            shown = gosyntax.GoSyntax(gosyntax.slice_of(go_type, []))
+            errs.append(invalid(path.child(name), shown, "must not be empty if specified"))
         for i, item in enumerate(items):
             if name == "strings":
                 errs += _validate_string_value(item, path.child(name).index(i))

@@ -172,10 +172,55 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
         "node selector with two terms",
         resource_slice(device(), nodeSelector={"nodeSelectorTerms": ZONE_A["nodeSelectorTerms"] * 2}),
         [
-            "spec.nodeSelector.nodeSelectorTerms: Invalid value: "
-            '[{"matchExpressions":[{"key":"zone","operator":"In",'
-            '"values":["a"]}]},{"matchExpressions":[{"key":"zone","operator":"In","values":["a"]}]}]: '
+            # Go's %#v of []core.NodeSelectorTerm (field.Error.ErrorBody prints non-scalar values so).
+            "spec.nodeSelector.nodeSelectorTerms: Invalid value: []core.NodeSelectorTerm{"
+            "core.NodeSelectorTerm{MatchExpressions:[]core.NodeSelectorRequirement{"
+            'core.NodeSelectorRequirement{Key:"zone", Operator:"In", Values:[]string{"a"}}}, '
+            "MatchFields:[]core.NodeSelectorRequirement(nil)}, "
+            "core.NodeSelectorTerm{MatchExpressions:[]core.NodeSelectorRequirement{"
+            'core.NodeSelectorRequirement{Key:"zone", Operator:"In", Values:[]string{"a"}}}, '
+            "MatchFields:[]core.NodeSelectorRequirement(nil)}}: "
             "must have exactly one node selector term"
+        ],
+    ),
+    (
+        "node selector without terms",
+        resource_slice(device(), nodeSelector={}),
+        [
+            "spec.nodeSelector.nodeSelectorTerms: Required value: must have at least one node selector term",
+            "spec.nodeSelector.nodeSelectorTerms: Invalid value: []core.NodeSelectorTerm(nil): "
+            "must have exactly one node selector term",
+        ],
+    ),
+    (
+        "node selector with an empty term list",
+        resource_slice(device(), nodeSelector={"nodeSelectorTerms": []}),
+        [
+            "spec.nodeSelector.nodeSelectorTerms: Required value: must have at least one node selector term",
+            "spec.nodeSelector.nodeSelectorTerms: Invalid value: []core.NodeSelectorTerm{}: "
+            "must have exactly one node selector term",
+        ],
+    ),
+    (
+        "node selector terms with empty and absent parts",
+        resource_slice(
+            device(),
+            nodeSelector={
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [], "matchFields": [{"key": "metadata.name", "operator": "In"}]},
+                    {},
+                ]
+            },
+        ),
+        [
+            "spec.nodeSelector.nodeSelectorTerms[0].matchFields[0].values: Required value: "
+            "must be only one value when `operator` is 'In' or 'NotIn' for node field selector",
+            "spec.nodeSelector.nodeSelectorTerms: Invalid value: []core.NodeSelectorTerm{"
+            "core.NodeSelectorTerm{MatchExpressions:[]core.NodeSelectorRequirement{}, "
+            "MatchFields:[]core.NodeSelectorRequirement{core.NodeSelectorRequirement{"
+            'Key:"metadata.name", Operator:"In", Values:[]string(nil)}}}, '
+            "core.NodeSelectorTerm{MatchExpressions:[]core.NodeSelectorRequirement(nil), "
+            "MatchFields:[]core.NodeSelectorRequirement(nil)}}: must have exactly one node selector term",
         ],
     ),
     (
@@ -289,6 +334,15 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
         ],
     ),
     (
+        "empty list attributes print as Go slices",
+        resource_slice(attrs(b={"bools": []}, i={"ints": []}, v={"versions": []})),
+        [
+            f"{DEV}.attributes[b].bools: Invalid value: []bool{{}}: must not be empty if specified",
+            f"{DEV}.attributes[i].ints: Invalid value: []int64{{}}: must not be empty if specified",
+            f"{DEV}.attributes[v].versions: Invalid value: []string{{}}: must not be empty if specified",
+        ],
+    ),
+    (
         "attribute values",
         resource_slice(
             attrs(
@@ -307,7 +361,8 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
             f"{DEV}.attributes[long].string: Too long: may not be more than 64 bytes",
             f'{DEV}.attributes[ver].version: Invalid value: "1.02.3": must be a string compatible with '
             "semver.org spec 2.0.0",
-            f"{DEV}.attributes[empty].strings: Invalid value: []: must not be empty if specified",
+            # The bad value is the Go slice, printed with %#v.
+            f"{DEV}.attributes[empty].strings: Invalid value: []string{{}}: must not be empty if specified",
             f'{DEV}.attributes[items].versions[1]: Invalid value: "v1": must be a string compatible with '
             "semver.org spec 2.0.0",
         ],

@@ -212,8 +212,10 @@ def _pool(
     if len(same_generation) != pool.slices_wanted:
         pool.incomplete = True
         return pool
-    seen = {id(s) for s in slices}
-    _build(pool, slices, [s for s in same_generation if id(s) not in seen], features)
+    # Upstream buildPool tells the node's slices apart from the others by name, not identity: a slice
+    # for another node that shares a name with one of the node's slices is left out entirely.
+    seen = {s.name for s in slices}
+    _build(pool, slices, [s for s in same_generation if s.name not in seen], features)
     return pool
 
 

@@ -289,6 +289,31 @@ def test_allocated_devices_on_other_nodes_consume_the_pool_counters() -> None:
     assert devices(allocator(slices, allocated=one).allocate(NODE1, [claim("c", "gpu")])) == [f"{GPU}/p/a"]
 
 
+def same_named_slice_pool(*, broken: bool = False) -> list[ResourceSlice]:
+    """Pool p (3 slices): a counter slice, and two slices both named "n" for node-1 and node-2."""
+    other = consuming("b", "nope" if broken else "mem", units="6")
+    return [
+        pool_slice(
+            "counters", GPU, "p", [], count=3, allNodes=True, sharedCounters=counters(mem={"units": "8"})
+        ),
+        pool_slice("n", GPU, "p", [consuming("a", "mem", units="6")], count=3, nodeName="node-1"),
+        pool_slice("n", GPU, "p", [other], count=3, nodeName="node-2"),
+    ]
+
+
+def test_slices_not_targeting_the_node_are_told_apart_by_name() -> None:
+    # buildPool (pools_incubating.go, like pools_experimental.go) collects the pool's slices for
+    # other nodes as "every slice of the generation whose *name* is not among the node's slices".
+    # A node-2 slice that shares its name with node-1's slice is therefore left out: its allocated
+    # device b does not consume the counter set (so a still fits on node-1), and its reference to a
+    # counter set that does not exist does not make the pool invalid.
+    allocated = frozenset({DeviceID(GPU, "p", "b")})
+    outcome = allocator(same_named_slice_pool(), allocated=allocated).allocate(NODE1, [claim("c", "gpu")])
+    assert devices(outcome) == [f"{GPU}/p/a"]
+    outcome = allocator(same_named_slice_pool(broken=True)).allocate(NODE1, [claim("c", "gpu")])
+    assert devices(outcome) == [f"{GPU}/p/a"]
+
+
 def test_counter_cache_keyed_by_pool_name_outlives_the_node() -> None:
     # Allocator.availableCounters is filled once per pool *name* and kept for the Allocator's
     # lifetime (the scheduler builds one Allocator per pod and asks it about every node). node-1

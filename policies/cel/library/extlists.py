@@ -137,8 +137,15 @@ def _output_size(args: Sequence[Any], result: Any) -> int:
     return actual_size(result)
 
 
+def _negative_literal(site: CallSite, index: int) -> bool:
+    value = site.literal(index)
+    return isinstance(value, int) and not isinstance(value, bool) and value < 0
+
+
 def _range_size(site: CallSite) -> tuple[int, int]:
-    size = _literal_int(site, 0, MAX_COST)
+    # A negative count makes an empty list (cel-go genRange), not an unknown-sized one: the runtime
+    # guard checks this estimate before the call and must not trip on lists.range(-1).
+    size = 0 if _negative_literal(site, 0) else _literal_int(site, 0, MAX_COST)
     return (size, size)
 
 
@@ -149,12 +156,15 @@ _REVERSE_COST = allocating_list(1, lambda s: s.size(0), _output_size)
 
 
 def _flatten_estimate(site: CallSite) -> CostRange:
-    depth = _literal_int(site, 1, MAX_COST) if len(site.sizes) > 1 else 1
+    if len(site.sizes) > 1 and _negative_literal(site, 1):
+        depth = 0  # flatten refuses a negative depth before looking at the list
+    else:
+        depth = _literal_int(site, 1, MAX_COST) if len(site.sizes) > 1 else 1
     return allocating_list(depth, lambda s: s.size(0), _output_size).estimate(site)
 
 
 def _flatten_actual(args: Sequence[Any], result: Any) -> int:
-    depth = args[1] if len(args) == 2 else 1
+    depth = max(args[1], 0) if len(args) == 2 else 1
     return allocating_list(depth, lambda s: s.size(0), lambda a, r: actual_size(a[0])).actual(args, result)
 
 

@@ -86,7 +86,8 @@ def validate_object_meta(
 
 
 def validate_object_meta_update(meta: ObjectMeta, old: ObjectMeta, path: Path) -> ErrorList:
-    """Name and namespace cannot change; generation cannot go down."""
+    """``ValidateObjectMetaUpdate``: generation cannot go down, name and namespace cannot change,
+    and labels and annotations are checked again (in that order)."""
     errs: ErrorList = []
     if (meta.generation or 0) < (old.generation or 0):
         errs.append(invalid(path.child("generation"), meta.generation or 0, "must not be decremented"))
@@ -94,21 +95,47 @@ def validate_object_meta_update(meta: ObjectMeta, old: ObjectMeta, path: Path) -
         new_value, old_value = getattr(meta, name) or "", getattr(old, name) or ""
         if new_value != old_value:
             errs.append(invalid(path.child(name), new_value, IMMUTABLE))
+    errs += validate_labels(meta.labels, path.child("labels"))
+    errs += validate_annotations(meta.annotations, path.child("annotations"))
     return errs
 
 
-def _is_zero(value: object) -> bool:
-    return value is None or value in ("", 0, False) or value == [] or value == {}
+# Go's zero value of each ObjectMeta field: "" and 0 for the plain strings and generation; for the
+# pointers (deletionTimestamp, deletionGracePeriodSeconds), the lists and the maps only nil is zero,
+# so an explicit 0 or [] counts as set (reflect.DeepEqual against the zero value).
+_ZERO_WHEN_EMPTY = {
+    "name",
+    "generate_name",
+    "namespace",
+    "self_link",
+    "uid",
+    "resource_version",
+    "generation",
+}
+
+
+def _is_zero(field: str, value: object) -> bool:
+    if value is None:
+        return True
+    return field in _ZERO_WHEN_EMPTY and value in ("", 0)
+
+
+def _go_field_path(json_name: str) -> str:
+    """validateFieldAllowList names a field by its Go name with the first letter lowered: UID is "uID"."""
+    return "uID" if json_name == "uid" else json_name
 
 
 def validate_template_object_meta(meta: ObjectMeta | None, path: Path) -> ErrorList:
-    """Only labels and annotations may be set; every other field is "Forbidden: cannot be set"."""
+    """Only labels and annotations may be set; every other field is "Forbidden: cannot be set".
+
+    corevalidation.ValidateTemplateObjectMeta: annotations, labels, then the other fields in Go order.
+    """
     if meta is None:
         return []
     errs = validate_annotations(meta.annotations, path.child("annotations"))
     errs += validate_labels(meta.labels, path.child("labels"))
     for name, info in type(meta).model_fields.items():
         json_name = info.alias or name
-        if json_name not in _TEMPLATE_META_ALLOWED and not _is_zero(getattr(meta, name)):
-            errs.append(forbidden(path.child(json_name), "cannot be set"))
+        if json_name not in _TEMPLATE_META_ALLOWED and not _is_zero(name, getattr(meta, name)):
+            errs.append(forbidden(path.child(_go_field_path(json_name)), "cannot be set"))
     return errs

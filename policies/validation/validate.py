@@ -133,11 +133,16 @@ def _meta(
     old: TypedObject | None,
     namespaced: bool,
     name_check: Callable[[str], list[str]] = is_dns1123_subdomain,
+    *,
+    recheck_on_update: bool = True,
 ) -> ErrorList:
-    errs = validate_object_meta(obj.metadata, namespaced, META, name_check)
-    if old is not None:
-        errs += validate_object_meta_update(obj.metadata, old.metadata, META)
-    return errs
+    """Create: ``ValidateObjectMeta``. Update: ``ValidateObjectMetaUpdate``, after the create checks
+    where upstream repeats them (claims, classes, pods) and alone where it does not
+    (``recheck_on_update=False``: templates, slices, DeviceTaintRules)."""
+    if old is None:
+        return validate_object_meta(obj.metadata, namespaced, META, name_check)
+    errs = validate_object_meta(obj.metadata, namespaced, META, name_check) if recheck_on_update else []
+    return errs + validate_object_meta_update(obj.metadata, old.metadata, META)
 
 
 def _has_status(claim: resource.ResourceClaim) -> bool:
@@ -166,7 +171,7 @@ def _template(obj: TypedObject, old: TypedObject | None, labels: Labels) -> Erro
     assert isinstance(obj, resource.ResourceClaimTemplate)
     assert old is None or isinstance(old, resource.ResourceClaimTemplate)
     if old is not None:
-        return _meta(obj, old, True) + immutable(obj.spec, old.spec, SPEC)
+        return _meta(obj, old, True, recheck_on_update=False) + immutable(obj.spec, old.spec, SPEC)
     errs = _admin_requests(obj.spec.spec, obj.namespace or DEFAULT_NAMESPACE, labels)
     errs += _meta(obj, None, True)
     errs += validate_template_object_meta(obj.spec.metadata, SPEC.child("metadata"))
@@ -183,13 +188,14 @@ def _device_class(obj: TypedObject, old: TypedObject | None, _labels: Labels) ->
 def _resource_slice(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> ErrorList:
     assert isinstance(obj, resource.ResourceSlice)
     assert old is None or isinstance(old, resource.ResourceSlice)
-    return _meta(obj, old, False) + validate_slice_spec(obj.spec, old.spec if old is not None else None, SPEC)
+    errs = _meta(obj, old, False, recheck_on_update=False)
+    return errs + validate_slice_spec(obj.spec, old.spec if old is not None else None, SPEC)
 
 
 def _taint_rule(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> ErrorList:
     assert isinstance(obj, resource.DeviceTaintRule)
     assert old is None or isinstance(old, resource.DeviceTaintRule)
-    errs = _meta(obj, old, False)
+    errs = _meta(obj, old, False, recheck_on_update=False)
     errs += validate_taint_rule_spec(obj.spec, old.spec if old is not None else None, SPEC)
     errs += validate_taint_rule_status(obj.status, STATUS)
     return errs

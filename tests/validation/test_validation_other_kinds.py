@@ -105,6 +105,29 @@ TEMPLATE_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
         ["spec.spec.devices.requests[0].exactly.deviceClassName: Required value"],
     ),
     (
+        # validateFieldAllowList (pkg/apis/core/validation) compares each Go field with its zero
+        # value and names it by its Go name with the first letter lowered: UID is "uID"; an empty
+        # list is not a nil one and a pointer to 0 is not a nil pointer, so both count as set.
+        "metadata set to empty lists or zero pointers",
+        template(
+            exact(),
+            metadata={
+                "uid": "u",
+                "generation": 0,
+                "deletionGracePeriodSeconds": 0,
+                "ownerReferences": [],
+                "finalizers": [],
+                "creationTimestamp": None,
+            },
+        ),
+        [
+            "spec.metadata.uID: Forbidden: cannot be set",
+            "spec.metadata.deletionGracePeriodSeconds: Forbidden: cannot be set",
+            "spec.metadata.ownerReferences: Forbidden: cannot be set",
+            "spec.metadata.finalizers: Forbidden: cannot be set",
+        ],
+    ),
+    (
         "other metadata cannot be set",
         template(
             exact(), metadata={"name": "x", "namespace": "y", "finalizers": ["f"], "labels": {"a b": "c"}}

@@ -202,6 +202,34 @@ def test_name_and_namespace_are_immutable_generation_only_grows() -> None:
     ]
 
 
+def test_update_of_a_slice_checks_metadata_as_an_update_only() -> None:
+    """ValidateResourceSliceUpdate (like the template and DeviceTaintRule updates) runs only
+    ValidateObjectMetaUpdate: generation first, then name/namespace, then labels and annotations;
+    the create-time checks (name format, negative generation) are not repeated."""
+    old = resource_slice(device())
+    old["metadata"]["generation"] = 3
+    new = resource_slice(device())
+    new["metadata"].update({"generation": -1, "labels": {"a b": "c"}})
+    assert lines(new, old) == [
+        "metadata.generation: Invalid value: -1: must not be decremented",
+        'metadata.labels: Invalid value: "a b": name part must consist of alphanumeric characters, '
+        "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or "
+        "'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+    ]
+
+
+def test_update_of_a_claim_checks_metadata_as_a_create_and_an_update() -> None:
+    """ValidateResourceClaimUpdate runs ValidateObjectMeta, then ValidateObjectMetaUpdate."""
+    old = claim(exact())
+    old["metadata"]["generation"] = 3
+    new = claim(exact())
+    new["metadata"]["generation"] = -1
+    assert lines(new, old) == [
+        "metadata.generation: Invalid value: -1: must be greater than or equal to 0",
+        "metadata.generation: Invalid value: -1: must not be decremented",
+    ]
+
+
 def test_old_object_of_another_kind() -> None:
     assert lines(claim(exact()), resource_slice(device())) == [
         'kind: Invalid value: "ResourceClaim": must be the same kind as the old object (ResourceSlice)'

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -24,9 +23,9 @@ from policies.api.admission import (
     AdmissionReview,
     Status,
 )
-from policies.api.base import TypedObject
-from policies.api.kinds import KINDS, DecodeError, decode, validation_problems
+from policies.api.kinds import validation_problems
 from policies.rules.engine import Decision, Request
+from policies.rules.request import UndecodableObject, request_from
 
 # kube-apiserver refuses request bodies over 3 MiB (MaxRequestBodyBytes in
 # staging/src/k8s.io/apiserver/pkg/server/config.go), and a review carries at most the object and
@@ -36,16 +35,6 @@ MAX_BODY_BYTES = 3 * 1024 * 1024
 
 class BadReview(ValueError):
     """The body is not an AdmissionReview draguard can answer (HTTP 400); the message names the field."""
-
-
-@dataclass(frozen=True)
-class UndecodableObject(ValueError):
-    """The review is fine but its object is not a valid object of the request's kind."""
-
-    problems: tuple[str, ...]
-
-    def __str__(self) -> str:
-        return "; ".join(self.problems)
 
 
 def parse(body: bytes) -> AdmissionRequest:
@@ -74,61 +63,23 @@ def parse(body: bytes) -> AdmissionRequest:
     return request
 
 
-def _api_version(group: str, version: str) -> str:
-    return f"{group}/{version}" if group else version
-
-
-def _decode(raw: Any, api_version: str, kind: str, field: str) -> TypedObject | None:
-    """The object as a model of the request's kind; ``None`` when absent (``object`` of a DELETE)."""
-    if raw is None:
-        return None
-    if isinstance(raw, dict) and (raw.get("apiVersion"), raw.get("kind")) != (api_version, kind):
-        got = f"{raw.get('apiVersion')} {raw.get('kind')}"
-        raise UndecodableObject(
-            (
-                f"{field}: Invalid value: {got!r}: the request is for {api_version} {kind}; "
-                "the webhook configuration's rules and the object disagree",
-            )
-        )
-    try:
-        return decode(raw)
-    except DecodeError as err:
-        raise UndecodableObject(tuple(_at(field, p) for p in err.problems)) from None
-
-
-def _at(field: str, problem: str) -> str:
-    """A decode problem (``spec.x: ...``, ``<root>: ...``) as a path inside the review (``object.spec.x``)."""
-    if problem.startswith("<root>"):
-        return field + problem.removeprefix("<root>")
-    return f"{field}.{problem}"
-
-
 def to_request(req: AdmissionRequest) -> Request:
-    """The rule engine's view of ``req``; raises :class:`UndecodableObject`.
+    """The rule engine's view of ``req``, built by :func:`policies.rules.request.request_from` as the
+    policy test CLI and the audit build theirs, so a rule answers a review as it answers a test.
 
-    Objects of a kind draguard models are decoded (a Pod, a ResourceClaim...); others (an
-    Eviction) are passed raw.
+    Raises :class:`policies.rules.request.UndecodableObject`.
     """
-    api_version, kind = _api_version(req.kind.group, req.kind.version), req.kind.kind
-    modelled = (api_version, kind) in KINDS
-    obj = _decode(req.object, api_version, kind, "object") if modelled else None
-    old = _decode(req.old_object, api_version, kind, "oldObject") if modelled else None
-    name = req.name or (obj.name if obj is not None else "")
-    return Request(
-        uid=req.uid,
-        operation=req.operation,
-        group=req.kind.group,
-        version=req.kind.version,
-        kind=kind,
-        resource=req.resource.resource,
+    return request_from(
+        req.operation,
+        req.object,
+        req.old_object,
+        kind=req.kind,
+        resource=req.resource,
         sub_resource=req.sub_resource or "",
         namespace=req.namespace or "",
-        name=name,
+        name=req.name or None,
         user=req.user_info,
-        obj=obj,
-        old=old,
-        raw=req.object if isinstance(req.object, dict) else None,
-        raw_old=req.old_object if isinstance(req.old_object, dict) else None,
+        uid=req.uid,
         dry_run=bool(req.dry_run),
     )
 

@@ -17,11 +17,14 @@ import pytest
 import yaml
 from aiohttp.test_utils import TestClient
 
+from policies.api.kinds import decode
 from policies.config import Config
+from policies.rules.drain import DrainRule
 from policies.rules.engine import Context, Finding, Request
 from policies.snapshot import Snapshot
 from webhook import review, server
 from webhook.logs import JsonFormatter
+from webhook.manifests import load
 from webhook.metrics import Metrics
 from webhook.server import Admission, build_app, readiness, split_rules
 
@@ -227,6 +230,52 @@ async def test_rules_see_decoded_objects_and_unmodelled_kinds_raw(aiohttp_client
     assert created.user.username == "alice" and created.namespace == "team-a"
     assert evicted.obj is None and evicted.raw == eviction
     assert evicted.sub_resource == "eviction" and evicted.dry_run
+    # The resource's group and version, not the Eviction's (policy/v1): rules match on the resource.
+    assert (evicted.group, evicted.version, evicted.resource) == ("", "v1", "pods")
+
+
+async def test_an_eviction_as_the_api_server_sends_it_reaches_the_drain_rule(aiohttp_client: Client) -> None:
+    """The API server sends a policy/v1 Eviction for the pods/eviction subresource; the drain rule
+    must see it behind the webhook exactly as the policy test CLI shows it."""
+    examples = Path(__file__).resolve().parents[2] / "examples" / "gpu-cluster"
+    driver = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "plugin-node-1", "namespace": "gpu-driver", "labels": {"app": "gpu-driver"}},
+        "spec": {"nodeName": "node-1", "containers": [{"name": "plugin"}]},
+    }
+    # The pod that examples/gpu-cluster's running-job claim is reserved for.
+    trainer = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "trainer-0",
+            "namespace": "team-a",
+            "uid": "6f1c1f38-5d47-4c1e-9a0e-2d6f7c1d9b01",
+        },
+        "spec": {"nodeName": "node-1", "containers": [{"name": "main"}]},
+    }
+    objects = [x.obj for x in load([str(examples)])] + [decode(driver), decode(trainer)]
+    state = FakeState(snapshot=Snapshot.build(objects))
+    config = Config.model_validate(
+        {"rules": {"drain": {"driverPodSelector": {"matchLabels": {"app": "gpu-driver"}}}}}
+    )
+    client = await client_for(aiohttp_client, make_admission([DrainRule()], state=state, config=config))
+    eviction = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": "plugin-node-1", "namespace": "gpu-driver"},
+    }
+    review_fields = {
+        "kind": {"group": "policy", "version": "v1", "kind": "Eviction"},
+        "subResource": "eviction",
+        "namespace": "gpu-driver",
+        "name": "plugin-node-1",
+    }
+    status, body = await post(client, admission_review(eviction, **review_fields))
+    assert status == 200
+    assert body["response"]["allowed"] is False
+    assert "must not be evicted yet" in body["response"]["status"]["message"]
 
 
 async def test_deadline_answers_per_failure_policy_and_the_loop_keeps_serving(aiohttp_client: Client) -> None:

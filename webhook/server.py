@@ -32,6 +32,7 @@ from certs.reloader import CertReloader
 from policies.api.admission import AdmissionRequest
 from policies.config import Config
 from policies.rules.engine import Context, Decision, Request, Rule, decide, decide_unavailable
+from policies.rules.request import UndecodableObject
 from webhook import logs, review
 from webhook.metrics import Metrics
 from webhook.state import State
@@ -95,7 +96,7 @@ class Admission:
         kind = request.kind.kind
         try:
             rule_request = review.to_request(request)
-        except review.UndecodableObject as err:
+        except UndecodableObject as err:
             payload = review.undecodable(request.uid, kind, err)
             self._record(webhook, request, Decision(False, f"cannot decode: {err}"), started)
             return web.json_response(payload)

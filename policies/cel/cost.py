@@ -234,8 +234,10 @@ class _Coster:
         oid = overload.id
         if overload.cost is not None and self.charging:
             return _add((1, 1), arg_sum)
-        if oid in ("add_string", "add_bytes", "add_list") and self.charging:
-            return _add((1, 1), arg_sum)
+        if oid in ("add_string", "add_bytes") and self.charging:
+            return arg_sum  # the runtime guard charges ceil(0.1 x result size) when it runs
+        if oid == "add_list" and self.charging:
+            return _add((1, 1), arg_sum)  # O(1) in cel-go at run time too
         if overload.cost is not None:
             return _add(overload.cost.estimate(self.call_site(operands)), arg_sum)
         if oid in ("starts_with_string", "ends_with_string", "string_to_bytes", "bytes_to_string"):

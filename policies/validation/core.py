@@ -8,7 +8,6 @@ checks are the ``resourceClaims`` / ``resources.claims`` rules of ``pkg/apis/cor
 
 from __future__ import annotations
 
-import ipaddress
 import re
 
 from policies.api.base import Condition, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
@@ -27,6 +26,7 @@ from policies.validation.fielderrors import (
     required,
     too_long,
 )
+from policies.validation.ipaddr import canonical_interface_address
 from policies.validation.names import (
     is_dns1123_subdomain,
     is_label_value,
@@ -184,19 +184,13 @@ def validate_conditions(conditions: list[Condition] | None, path: Path) -> Error
 
 def validate_interface_address(value: str, path: Path) -> ErrorList:
     """An address with its prefix length (``192.0.2.5/24``), in canonical form."""
-    try:
-        iface = ipaddress.ip_interface(value)
-    except ValueError:
+    canonical = canonical_interface_address(value)
+    if canonical is None:
         return [
             invalid(path, value, "must be a valid address in CIDR form, (e.g. 10.9.8.7/24 or 2001:db8::1/64)")
         ]
-    if "/" not in value:
-        return [
-            invalid(path, value, "must be a valid address in CIDR form, (e.g. 10.9.8.7/24 or 2001:db8::1/64)")
-        ]
-    canonical = f"{iface.ip}/{iface.network.prefixlen}"
     if value != canonical:
-        return [invalid(path, value, f'must be in canonical form ("{canonical}")')]
+        return [invalid(path, value, f"must be in canonical form ({go_quote(canonical)})")]
     return []
 
 
@@ -267,13 +261,13 @@ def _validate_container_claims(
     errs: ErrorList = []
     seen: set[str] = set()
     for i, claim in enumerate(claims):
+        if not claim.name:
+            errs.append(required(path.index(i)))
+            continue
         key = claim.name
         if claim.request:
             errs += validate_dns_label(claim.request, path.index(i).child("request"))
             key += "/" + claim.request
-        if not claim.name:
-            errs.append(required(path.index(i)))
-            continue
         if key in seen:
             errs.append(duplicate(path.index(i), key))
         seen.add(key)

@@ -22,6 +22,9 @@ from dra_objects import (
     sub,
 )
 
+from policies.validation.core import validate_interface_address
+from policies.validation.fielderrors import Path
+
 ALLOC = "status.allocation.devices"
 SHARE = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 POD = {"resource": "pods", "name": "pod-0", "uid": "uid-0"}
@@ -277,8 +280,10 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
             "status.devices[0].networkData.hardwareAddress: Too long: may not be more than 128 bytes",
             'status.devices[0].networkData.ips[0]: Invalid value: "10.9.8.7": '
             "must be a valid address in CIDR form, (e.g. 10.9.8.7/24 or 2001:db8::1/64)",
+            # IsValidInterfaceAddress parses with netutils.ParseCIDRSloppy: leading zeros are
+            # read as decimal, and the value is then merely not canonical.
             'status.devices[0].networkData.ips[1]: Invalid value: "10.9.8.07/24": '
-            "must be a valid address in CIDR form, (e.g. 10.9.8.7/24 or 2001:db8::1/64)",
+            'must be in canonical form ("10.9.8.7/24")',
             'status.devices[0].networkData.ips[2]: Invalid value: "2001:DB8::1/64": '
             'must be in canonical form ("2001:db8::1/64")',
             'status.devices[0].networkData.ips[4]: Duplicate value: "10.0.0.1/8"',
@@ -346,3 +351,38 @@ def test_deleted_claim_may_lose_but_not_gain_consumers() -> None:
         "status.reservedFor: Forbidden: new entries may not be added while `deallocationRequested` or "
         "`deletionTimestamp` are set"
     ]
+
+
+@pytest.mark.parametrize(
+    ("address", "problem"),
+    [
+        ("10.9.8.7/24", None),
+        ("10.9.8.0/24", None),
+        ("2001:db8::1/64", None),
+        ("2001:db8:0:0:1::1/64", 'must be in canonical form ("2001:db8::1:0:0:1/64")'),
+        ("10.9.8.7/024", 'must be in canonical form ("10.9.8.7/24")'),
+        ("010.009.008.007/24", 'must be in canonical form ("10.9.8.7/24")'),
+        # An IPv4-mapped address prints as IPv4, its prefix counted within the IPv4 part.
+        ("::ffff:10.9.8.7/120", 'must be in canonical form ("10.9.8.7/24")'),
+        ("::ffff:a09:807/120", 'must be in canonical form ("10.9.8.7/24")'),
+        ("::10.9.8.7/120", 'must be in canonical form ("::a09:807/120")'),
+        ("10.9.8.7", "CIDR"),
+        ("10.9.8.7/33", "CIDR"),
+        ("10.9.8.7/255.255.255.0", "CIDR"),
+        ("10.9.8.7/+24", "CIDR"),
+        ("10.9.8.256/24", "CIDR"),
+        ("fe80::1%eth0/64", "CIDR"),
+        ("1::2::3/64", "CIDR"),
+        ("1:2:3:4:5:6:7:8::/64", "CIDR"),
+    ],
+)
+def test_interface_addresses_parse_like_parse_cidr_sloppy(address: str, problem: str | None) -> None:
+    """validation.IsValidInterfaceAddress (apimachinery util/validation/ip.go): k8s.io/utils/net
+    ParseCIDRSloppy, then a comparison with "<ip>/<prefix length>" as Go prints them."""
+    errs = [e.detail for e in validate_interface_address(address, Path("ips"))]
+    if problem is None:
+        assert errs == []
+    elif problem == "CIDR":
+        assert errs == ["must be a valid address in CIDR form, (e.g. 10.9.8.7/24 or 2001:db8::1/64)"]
+    else:
+        assert errs == [problem]

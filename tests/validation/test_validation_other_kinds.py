@@ -316,6 +316,12 @@ POD_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
         ],
     ),
     (
+        # validateResourceClaimNames: an empty name is the only error reported for its entry.
+        "reference without a name but with a bad request",
+        pod([{"name": "gpu", "resourceClaimName": "c"}], container({"name": "", "request": "R"})),
+        ["spec.containers[0].resources.claims[0]: Required value"],
+    ),
+    (
         "reference without pod claims",
         pod([], {"name": "init", "image": "i", "resources": {"claims": [{"name": "gpu"}]}}),
         [

@@ -157,7 +157,10 @@ def too_long(path: Path, max_length: int) -> FieldError:
 
 
 def too_many(path: Path, actual: int, maximum: int) -> FieldError:
-    return FieldError(ErrorType.TOO_MANY, str(path), actual, f"must have at most {maximum} items")
+    if maximum < 0:
+        return FieldError(ErrorType.TOO_MANY, str(path), actual, "has too many items")
+    unit = "item" if maximum == 1 else "items"
+    return FieldError(ErrorType.TOO_MANY, str(path), actual, f"must have at most {maximum} {unit}")
 
 
 def internal(path: Path, message: str) -> FieldError:

@@ -52,6 +52,9 @@ P = Path("spec").child("devices", "requests").index(0).child("exactly")
         (too_long(Path("s"), 63), "s: Too long: may not be more than 63 bytes"),
         (too_long(Path("s"), 1), "s: Too long: may not be more than 1 byte"),
         (too_many(Path("l"), 33, 32), "l: Too many: 33: must have at most 32 items"),
+        # field.TooMany: singular for a limit of one, no limit shown when it is negative.
+        (too_many(Path("l"), 2, 1), "l: Too many: 2: must have at most 1 item"),
+        (too_many(Path("l"), 2, -1), "l: Too many: 2: has too many items"),
         (internal(Path("i"), "boom"), "i: Internal error: boom"),
         (unknown_field(Path("spec").child("foo")), 'unknown field "spec.foo"'),
     ],

@@ -16,6 +16,8 @@ they were written), and neither does draguard.
 from __future__ import annotations
 
 import json
+import math
+from decimal import Decimal
 from typing import Any
 
 from policies.api import resource as r
@@ -102,15 +104,46 @@ def validate_configuration(config: r.DeviceConfiguration, path: Path, stored: bo
     return errs
 
 
+# encoding/json escapes these even inside strings (HTML safety, JavaScript line separators).
+_GO_JSON_ESCAPED = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def _go_json_float(value: float) -> str:
+    """encoding/json's float64: shortest digits, fixed notation in [1e-6, 1e21), else e-notation
+    with the exponent's leading zero dropped (1e-07 is written 1e-7)."""
+    if value == 0 or 1e-6 <= abs(value) < 1e21:
+        text = format(Decimal(repr(value)), "f")
+        return text.rstrip("0").rstrip(".") if "." in text else text
+    mantissa, _, exponent = repr(value).partition("e")
+    sign, digits = exponent[0], exponent[1:].lstrip("0")
+    return f"{mantissa.removesuffix('.0')}e{sign}{digits.zfill(2) if sign == '+' else digits}"
+
+
+def go_json(value: Any) -> str:
+    """``value`` encoded as kubectl's Go encoder writes it (compact, sorted keys, HTML-escaped)."""
+    if isinstance(value, dict):
+        items = (f"{go_json(str(k))}:{go_json(v)}" for k, v in sorted(value.items()))
+        return "{" + ",".join(items) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(go_json(v) for v in value) + "]"
+    if isinstance(value, float) and math.isfinite(value):
+        return _go_json_float(value)
+    text = json.dumps(value, ensure_ascii=False)
+    if isinstance(value, str):
+        text = "".join(_GO_JSON_ESCAPED.get(ch, ch) for ch in text)
+    return text
+
+
 def validate_raw_json_object(value: Any, path: Path, stored: bool, max_length: int) -> ErrorList:
     """A ``runtime.RawExtension`` that must hold a JSON object of at most ``max_length`` bytes.
 
-    The size is that of the compact JSON kubectl sends; stored values are exempt from the limit
-    (it was introduced in 1.32 and existing objects keep working).
+    The size is that of the raw JSON the API server received, which kubectl writes with Go's
+    encoder (:func:`go_json`); stored values are exempt from the limit (it was introduced in 1.32
+    and existing objects keep working).
     """
     if value is None:
         return [required(path)]
-    raw = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    raw = go_json(value).encode("utf-8", "surrogatepass")
     if not stored and len(raw) > max_length:
         return [too_long(path, max_length)]
     if not isinstance(value, dict):

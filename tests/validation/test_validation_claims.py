@@ -285,6 +285,25 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
         claim(exact(), config=[opaque(parameters={"data": "x" * 10240})]),
         ["spec.devices.config[0].opaque.parameters: Too long: may not be more than 10240 bytes"],
     ),
+    # The limit applies to the raw JSON the API server received, as kubectl's Go encoder writes it:
+    # '<', '>' and '&' become \u003c (6 bytes), U+2028 becomes \u2028, 1.0 is written 1 and 1e-07 is
+    # written 1e-7 (encoding/json). {"data":"..."} is 11 bytes around the string.
+    (
+        "opaque parameters over 10 KiB once HTML characters are escaped",
+        claim(exact(), config=[opaque(parameters={"data": "<" * 1705})]),
+        ["spec.devices.config[0].opaque.parameters: Too long: may not be more than 10240 bytes"],
+    ),
+    (
+        "opaque parameters of exactly 10 KiB with escaped characters",
+        claim(exact(), config=[opaque(parameters={"data": "&" * 1704 + "x" * 5})]),
+        [],
+    ),
+    (
+        "opaque parameters at 10 KiB because floats are written the Go way",
+        # {"a":1e-7,"data":"..."} = 9 + 11 + n bytes in Go; Python would write 1e-07 (one more).
+        claim(exact(), config=[opaque(parameters={"a": 1e-7, "data": "x" * (10240 - 20)})]),
+        [],
+    ),
     (
         "opaque driver longer than 63 bytes",
         claim(exact(), config=[opaque(driver="a" * 60 + ".example.com")]),

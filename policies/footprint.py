@@ -122,20 +122,6 @@ def declares_mapping(device: Device) -> bool:
     return bool(device.node_allocatable_resource_mappings)
 
 
-_LAST_INDEX: list[tuple[tuple[ResourceSlice, ...], Mapping[DeviceKey, Device]]] = []
-
-
-def snapshot_devices(slices: tuple[ResourceSlice, ...]) -> Mapping[DeviceKey, Device]:
-    """:func:`device_index` of a snapshot's slices, kept for the last snapshot seen: every rule of
-    every request on one snapshot shares it (a snapshot's slices tuple is never mutated, and a new
-    snapshot brings a new tuple)."""
-    if _LAST_INDEX and _LAST_INDEX[0][0] is slices:
-        return _LAST_INDEX[0][1]
-    index = MappingProxyType(device_index(slices))
-    _LAST_INDEX[:] = [(slices, index)]
-    return index
-
-
 def _mapped(
     key: str | None, multiplier: Quantity | None, consumed: ResourceList | None, where: str
 ) -> Quantity | None:

@@ -28,7 +28,6 @@ from policies.footprint import (
     pod_limits,
     pod_requests,
     referencing_containers,
-    snapshot_devices,
     status_claims,
 )
 from policies.snapshot import Snapshot
@@ -366,10 +365,10 @@ def test_declares_mapping_in_either_shape() -> None:
     assert not declares_mapping(device())
 
 
-def test_snapshot_devices_is_shared_per_snapshot_and_rebuilt_for_a_new_one() -> None:
+def test_a_snapshot_builds_its_device_index_once() -> None:
     first = Snapshot.build(decode(o) for o in yaml.safe_load_all(WORKED))
-    index = snapshot_devices(first.slices)
-    assert snapshot_devices(first.slices) is index
+    index = first.devices
+    assert first.devices is index
     assert set(index) == {("cpu.example.com", "node-1", "socket0"), ("gpu.example.com", "node-1", "gpu-0")}
     second = Snapshot.build(decode(o) for o in list(yaml.safe_load_all(WORKED))[:4])
-    assert set(snapshot_devices(second.slices)) == {("cpu.example.com", "node-1", "socket0")}
+    assert set(second.devices) == {("cpu.example.com", "node-1", "socket0")}

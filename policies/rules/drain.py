@@ -88,6 +88,9 @@ class DrainRule:
             and ctx.config.rules.drain.driver_pod_selector is not None
         )
 
+    def costly(self, request: Request, ctx: Context) -> bool:
+        return False  # reads one node's claims
+
     def check(self, request: Request, ctx: Context) -> Sequence[Finding]:
         selector = ctx.config.rules.drain.driver_pod_selector
         assert selector is not None

@@ -79,6 +79,13 @@ class Rule(Protocol):
         """Cheap pre-check: does this rule look at this kind of request at all?"""
         ...
 
+    def costly(self, request: Request, ctx: Context) -> bool:
+        """Whether ``check`` may take long on this request: it evaluates over the whole cluster
+        (every device, every node) or waits on the API server. The webhook runs such checks off its
+        event loop under the request's deadline, and every other check inline, where a hand-off to
+        a thread would cost more than the check itself."""
+        ...
+
     def check(self, request: Request, ctx: Context) -> Sequence[Finding]:
         """The findings; raises :class:`RuleUnavailable` when it cannot decide."""
         ...
@@ -143,6 +150,11 @@ def _fold(outcomes: list[Outcome], patch: list[Mapping[str, Any]]) -> Decision:
         patch=tuple(patch) if not denies else (),
         outcomes=tuple(outcomes),
     )
+
+
+def costly(request: Request, rules: Sequence[Rule], ctx: Context) -> bool:
+    """Whether any rule that applies to ``request`` may take long (see :meth:`Rule.costly`)."""
+    return any(rule.costly(request, ctx) for rule, _ in _applicable(request, rules, ctx))
 
 
 def decide_unavailable(request: Request, rules: Sequence[Rule], ctx: Context, reason: str) -> Decision:

@@ -69,6 +69,9 @@ class PersonasRule:
             return request.operation in _WRITES
         return request.group == "" and request.resource == "namespaces" and _label_changes(request)
 
+    def costly(self, request: Request, ctx: Context) -> bool:
+        return False  # reads the request and the config
+
     def check(self, request: Request, ctx: Context) -> Sequence[Finding]:
         settings = ctx.config.rules.personas
         user = request.user.username or "(anonymous)"

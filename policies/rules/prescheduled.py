@@ -114,6 +114,9 @@ class PrescheduledRule:
     def applies(self, request: Request, ctx: Context) -> bool:
         return _applies(request)
 
+    def costly(self, request: Request, ctx: Context) -> bool:
+        return False  # reads the pod's own claims
+
     def check(self, request: Request, ctx: Context) -> Sequence[Finding]:
         pod = _pod(request, ctx)
         problems = claim_problems(pod, ctx.snapshot)
@@ -141,6 +144,9 @@ class PrescheduledRewrite:
 
     def applies(self, request: Request, ctx: Context) -> bool:
         return ctx.config.rules.prescheduled.mutate and _applies(request)
+
+    def costly(self, request: Request, ctx: Context) -> bool:
+        return False  # reads the node the pod names
 
     def check(self, request: Request, ctx: Context) -> Sequence[Finding]:
         pod = _pod(request, ctx)

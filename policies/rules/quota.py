@@ -22,22 +22,20 @@ limited: ...``) so that people and tools that know the one recognise the other.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from policies.allocator import Features
 from policies.api.core import Pod, ResourceQuota
 from policies.api.quantity import Quantity
-from policies.api.resource import Device, ResourceClaim
+from policies.api.resource import ResourceClaim
 from policies.dryrun import DryRun, DryRunInputError, pod_claims
 from policies.footprint import (
     ClaimUse,
-    DeviceKey,
     FootprintError,
     add_lists,
     claim_footprint,
     difference,
     referencing_containers,
-    snapshot_devices,
     yields_node_resources,
 )
 from policies.quota import (
@@ -75,14 +73,11 @@ def quota_namespaces(snapshot: Snapshot) -> list[str]:
     return sorted({q.namespace for q in snapshot.quotas if folded(q)})
 
 
-def namespace_ledger(
-    snapshot: Snapshot, namespace: str, devices: Mapping[DeviceKey, Device] | None = None
-) -> Ledger:
+def namespace_ledger(snapshot: Snapshot, namespace: str) -> Ledger:
     """The DRA charges of the namespace as the snapshot shows them: the ledger offline, the
     prediction base on pod create, and what the shared ledger is reconciled to."""
     claims = (c for c in snapshot.allocated_claims() if c.namespace == namespace)
-    index = snapshot_devices(snapshot.slices) if devices is None else devices
-    return Ledger.compute(claims, index, snapshot.pods)
+    return Ledger.compute(claims, snapshot.devices, snapshot.pods)
 
 
 class QuotaRule:
@@ -112,6 +107,10 @@ class QuotaRule:
             return self.store is not None
         return request.sub_resource == "status" and request.operation == "UPDATE"
 
+    def costly(self, request: Request, ctx: Context) -> bool:
+        # With a quota to fold: a dry run over every node on pod create, a ledger write on reservation.
+        return bool(_quotas(ctx.snapshot, request.namespace))
+
     def check(self, request: Request, ctx: Context) -> Sequence[Finding]:
         if not ctx.snapshot_fresh and _quotas(ctx.snapshot, request.namespace):
             raise RuleUnavailable("the cluster snapshot is stale: the namespace's quota usage is unknown")
@@ -125,7 +124,7 @@ class QuotaRule:
             raise RuleUnavailable(f"the DRA quota ledger is unavailable: {err}") from None
 
     def _claim_findings(self, request: Request, snapshot: Snapshot) -> list[Finding]:
-        devices = snapshot_devices(snapshot.slices)
+        devices = snapshot.devices
         new = request.obj if isinstance(request.obj, ResourceClaim) else None
         old = request.old if isinstance(request.old, ResourceClaim) else None
         claim = new or old
@@ -146,7 +145,7 @@ class QuotaRule:
         if self.store is not None and not request.dry_run:
             exceeded = self.store.charge(namespace, uid, charge, problem)
         else:
-            exceeded = problem(namespace_ledger(snapshot, namespace, devices))
+            exceeded = problem(namespace_ledger(snapshot, namespace))
         if exceeded is None or new is None:
             return []
         return [Finding("deny", (
@@ -169,13 +168,12 @@ def _pod_findings(pod: Pod, snapshot: Snapshot) -> list[Finding]:
         claims = pod_claims(snapshot, pod)
     except DryRunInputError:
         return []  # a missing claim or template: the pod waits for it, nothing to charge yet
-    devices = snapshot_devices(snapshot.slices)
-    used = namespace_ledger(snapshot, pod.namespace, devices).usage(pod.namespace)
+    used = namespace_ledger(snapshot, pod.namespace).usage(pod.namespace)
     if first_exceeded(quotas, pod_charge(pod, []), used) is not None:
         return []  # over quota without any device: upstream's quota admission says so itself
     created = [c for c in claims if (c.namespace, c.name) not in snapshot.claims]
     counts = add_lists(*(claim_object_usage(c.spec.devices, snapshot.classes) for c in created))
-    footprint, node = _smallest_footprint(pod, claims, snapshot, devices, quotas)
+    footprint, node = _smallest_footprint(pod, claims, snapshot, quotas)
     exceeded = first_exceeded(quotas, add_lists(footprint, counts), used)
     if exceeded is None:
         return []
@@ -191,7 +189,6 @@ def _smallest_footprint(
     pod: Pod,
     claims: Sequence[ResourceClaim],
     snapshot: Snapshot,
-    devices: Mapping[DeviceKey, Device],
     quotas: Sequence[ResourceQuota],
 ) -> tuple[dict[str, Quantity], str]:
     """The pod's charge with its claims allocated, at its smallest over the nodes where they fit,
@@ -199,6 +196,7 @@ def _smallest_footprint(
     pod's own requests are then upstream's business alone) or no node fits."""
     if not any(_node_key(k) for q in quotas for k in hard_of(q)):
         return {}, ""
+    devices = snapshot.devices
     if not any(yields_node_resources(d) for d in devices.values()):
         return {}, ""  # every footprint would be zero: spare the node loop
     references = [len(referencing_containers(pod, ref.name)) for ref in pod.spec.resource_claims or ()]

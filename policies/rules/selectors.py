@@ -201,6 +201,9 @@ class SelectorsRule:
             and request.obj is not None
         )
 
+    def costly(self, request: Request, ctx: Context) -> bool:
+        return True  # evaluates new selectors against every device of the cluster
+
     def check(self, request: Request, ctx: Context) -> Sequence[Finding]:
         assert request.obj is not None
         where = f"{request.kind} {object_key(request.obj)}"

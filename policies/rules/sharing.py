@@ -38,7 +38,7 @@ from policies.api.resource import (
 )
 from policies.cel import EvalError, bind_device, compile_expression
 from policies.config import SharingPolicyRule
-from policies.footprint import DeviceKey, declares_mapping, referencing_containers, snapshot_devices
+from policies.footprint import DeviceKey, declares_mapping, referencing_containers
 from policies.rules.common import a_few, object_key
 from policies.rules.engine import Context, Finding, Request, RuleUnavailable
 from policies.snapshot import Snapshot
@@ -187,10 +187,13 @@ class SharingRule:
             and isinstance(request.obj, ResourceClaim)
         )
 
+    def costly(self, request: Request, ctx: Context) -> bool:
+        return False  # reads the pod's own claims and their devices
+
     def check(self, request: Request, ctx: Context) -> Sequence[Finding]:
         if not ctx.snapshot_fresh:
             raise RuleUnavailable("the cluster snapshot is stale: the claims' devices and users are unknown")
-        devices = snapshot_devices(ctx.snapshot.slices)
+        devices = ctx.snapshot.devices
         entries = ctx.config.rules.sharing.policies
         if isinstance(request.obj, Pod):
             problems = _pod_problems(request.obj, ctx.snapshot, devices, entries)

@@ -7,6 +7,7 @@ import asyncio
 import base64
 import json
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -40,13 +41,20 @@ class FakeRule:
     mutating: bool = False
     sleep: float = 0.0
     error: Exception | None = None
+    # Costly by default, so that the deadline tests exercise the thread pool.
+    slow: bool = True
     seen: list[tuple[Request, Context]] = field(default_factory=list)
+    threads: list[str] = field(default_factory=list)
 
     def applies(self, request: Request, ctx: Context) -> bool:
         return True
 
+    def costly(self, request: Request, ctx: Context) -> bool:
+        return self.slow
+
     def check(self, request: Request, ctx: Context) -> Sequence[Finding]:
         self.seen.append((request, ctx))
+        self.threads.append(threading.current_thread().name)
         time.sleep(self.sleep)
         if self.error is not None:
             raise self.error
@@ -276,6 +284,18 @@ async def test_an_eviction_as_the_api_server_sends_it_reaches_the_drain_rule(aio
     assert status == 200
     assert body["response"]["allowed"] is False
     assert "must not be evicted yet" in body["response"]["status"]["message"]
+
+
+async def test_cheap_checks_run_on_the_loop_and_costly_ones_in_the_pool(aiohttp_client: Client) -> None:
+    cheap, costly = FakeRule("selectors", slow=False), FakeRule("prescheduled", slow=True)
+    client = await client_for(aiohttp_client, make_admission([cheap]))
+    await post(client, admission_review())
+    client = await client_for(aiohttp_client, make_admission([cheap, costly]))
+    await post(client, admission_review())
+    loop = threading.current_thread().name
+    # Alone, the cheap rule runs inline; beside a costly one, the request goes to the pool whole.
+    assert cheap.threads[0] == loop
+    assert cheap.threads[1].startswith("draguard-decide") and costly.threads[0].startswith("draguard-decide")
 
 
 async def test_deadline_answers_per_failure_policy_and_the_loop_keeps_serving(aiohttp_client: Client) -> None:

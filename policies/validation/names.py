@@ -10,9 +10,8 @@ them into field errors the way the resource validation (``pkg/apis/resource/vali
 from __future__ import annotations
 
 import re
-import uuid
 
-from policies.validation.fielderrors import ErrorList, Path, invalid, required, too_long
+from policies.validation.fielderrors import ErrorList, Path, go_quote, invalid, required, too_long
 
 DNS1123_LABEL_MAX = 63
 DNS1123_SUBDOMAIN_MAX = 253
@@ -244,19 +243,39 @@ def validate_node_name(value: str, path: Path) -> ErrorList:
     return validate_dns_subdomain(value, path)
 
 
-# google/uuid accepts these lengths: plain, hyphen-less, {braced}, urn:uuid: prefixed.
-_UUID_LENGTHS = (36, 32, 38, 45)
+_HEX = frozenset("0123456789abcdefABCDEF")
+_UUID_HEX_PAIRS = (0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34)
+
+
+def _uuid_problem(value: str) -> str | None:
+    """github.com/google/uuid ``Validate``: the forms it accepts and its error texts (lengths in bytes)."""
+    raw = value.encode("utf-8", "surrogatepass")
+    if len(raw) == 36 + 9:
+        if raw[:9].lower() != b"urn:uuid:":
+            return f"invalid urn prefix: {go_quote(raw[:9].decode('utf-8', 'replace'))}"
+        raw = raw[9:]
+    elif len(raw) == 36 + 2:
+        if raw[:1] != b"{" or raw[-1:] != b"}":
+            return "invalid bracketed UUID format"
+        raw = raw[1:-1]
+    elif len(raw) == 32:
+        return None if all(chr(b) in _HEX for b in raw) else "invalid UUID format"
+    elif len(raw) != 36:
+        return f"invalid UUID length: {len(raw)}"
+    text = raw.decode("latin-1")
+    if any(text[i] != "-" for i in (8, 13, 18, 23)):
+        return "invalid UUID format"
+    if any(text[i] not in _HEX or text[i + 1] not in _HEX for i in _UUID_HEX_PAIRS):
+        return "invalid UUID format"
+    return None
 
 
 def validate_uid(value: str, path: Path) -> ErrorList:
-    """A share ID: an RFC 4122 UUID in its 36-character lowercase form (github.com/google/uuid)."""
-    if len(value) not in _UUID_LENGTHS:
-        return [invalid(path, value, f"error validating uid: invalid UUID length: {len(value)}")]
-    try:
-        uuid.UUID(value)
-    except ValueError:
-        return [invalid(path, value, "error validating uid: invalid UUID format")]
-    if len(value) != 36 or value != value.lower():
+    """A share ID: an RFC 4122 UUID in its 36-character lowercase form (``validateUID``)."""
+    problem = _uuid_problem(value)
+    if problem is not None:
+        return [invalid(path, value, f"error validating uid: {problem}")]
+    if len(value.encode()) != 36 or value != value.lower():
         return [
             invalid(
                 path,

@@ -159,6 +159,23 @@ def test_fully_qualified_name_needs_a_domain() -> None:
             "uid must be in RFC 4122 normalized form, `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` with lowercase "
             "hexadecimal characters",
         ),
+        # github.com/google/uuid Validate: hyphens only at 8, 13, 18, 23 (Python's uuid.UUID drops
+        # them wherever they are), its own messages for a bad urn prefix or bracket.
+        ("aaaaaaaaa-aaa-aaaa-aaaa-aaaaaaaaaaaa", "error validating uid: invalid UUID format"),
+        ("aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaa-", "error validating uid: invalid UUID format"),
+        (
+            "uuid:urn:aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa",
+            'error validating uid: invalid urn prefix: "uuid:urn:"',
+        ),
+        (
+            "URN:UUID:aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa",
+            "uid must be in RFC 4122 normalized form, `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` with lowercase "
+            "hexadecimal characters",
+        ),
+        ("[aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa]", "error validating uid: invalid bracketed UUID format"),
+        ("{aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaa}", "error validating uid: invalid UUID length: 37"),
+        ("aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaa\u00e9", "error validating uid: invalid UUID length: 37"),
+        ("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-", "error validating uid: invalid UUID format"),
     ],
 )
 def test_share_id(value: str, detail: str | None) -> None:

@@ -187,6 +187,27 @@ def test_unknown_fields_error_warn_or_ignore(tmp_path: Path, capsys: pytest.Capt
     )
 
 
+def test_unknown_fields_stop_validation_like_strict_decoding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """kubectl's default --validate=strict asks the API server for strict field validation, which
+    fails the request while decoding (BadRequest "strict decoding error: unknown field ..."), so the
+    validation errors of such an object are never reported; with warn they are."""
+    f = write(
+        tmp_path,
+        "u.yaml",
+        SLICE.replace("  driver:", "  drvier: x\n  driver:").replace("nodeName: node-1", "nodeName: Node_1"),
+    )
+    code, out, _ = run(capsys, "-f", f)
+    assert (code, out[0], out[-1]) == (
+        1,
+        f'{f}: document 1: ResourceSlice node-1: unknown field "spec.drvier"',
+        "1 objects: 0 valid, 1 invalid (1 problems)",
+    )
+    code, out, _ = run(capsys, "-f", f, "--unknown-fields", "warn")
+    assert code == 1 and any("spec.nodeName: Invalid value" in line for line in out)
+
+
 ADMIN = CLAIM.format(count=1).replace("count: 1", "adminAccess: true")
 FORBIDDEN = (
     "spec.devices.requests[0].exactly.adminAccess: Forbidden: admin access to devices requires the "

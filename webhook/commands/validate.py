@@ -195,8 +195,10 @@ def _check_one(
         return result
     unknown = [e for e in errors if e.type is ErrorType.UNKNOWN_FIELD]
     result.errors = render(e for e in errors if e.type is not ErrorType.UNKNOWN_FIELD)
-    if unknown_fields == "error":
-        result.errors = render(unknown) + result.errors
+    if unknown_fields == "error" and unknown:
+        # Strict field validation (kubectl's default) fails the request while decoding it: the
+        # API server never gets to validate such an object, so only the unknown fields are said.
+        result.errors = render(unknown)
     elif unknown_fields == "warn":
         result.warnings = render(unknown)
     return result

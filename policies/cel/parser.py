@@ -109,6 +109,7 @@ _TOKEN = re.compile(
   | (?P<uint>(?:0x[0-9a-fA-F]+|[0-9]+)[uU])
   | (?P<int>0x[0-9a-fA-F]+|[0-9]+)
   | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<esc_ident>`[A-Za-z0-9_./\- ]+`)
   | (?P<op>==|!=|<=|>=|&&|\|\||[<>\[\]{}().,\-!?:+*/%])
     """,
     re.VERBOSE,
@@ -139,6 +140,56 @@ def format_error(source: str, offset: int | None, message: str) -> CompileError:
     return CompileError(f"ERROR: <input>:{line}:{column}: {message}\n | {text}\n | {caret}", column, line)
 
 
+_SIMPLE_ESCAPE_CHARS = frozenset("abfnrtv\"'\\?`")
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+
+
+def _unrecognized(source: str, pos: int) -> str:
+    """The text of ANTLR's "token recognition error" at ``pos``: what the lexer consumed before
+    it got stuck, up to and including the character it could not take (or to the end of the
+    input). For a quote that is the broken string literal (cel-go reports ``'"\\xFh'`` for
+    ``"\\xFh"``); for anything else the single character."""
+    quote = source[pos]
+    if quote == "`":  # ESC_IDENTIFIER: '`' (LETTER | DIGIT | '_' | '.' | '-' | '/' | ' ')+ '`'
+        i = pos + 1
+        while i < len(source) and (source[i].isascii() and (source[i].isalnum() or source[i] in "_./- ")):
+            i += 1
+        return source[pos : i + 1]
+    if quote not in "\"'":
+        return quote
+    i = pos + 1
+    n = len(source)
+    while i < n:
+        c = source[i]
+        if c in "\n\r":
+            return source[pos : i + 1]
+        if c != "\\":
+            i += 1  # the closing quote never gets here: the literal would have matched
+            continue
+        if i + 1 >= n:
+            break
+        e = source[i + 1]
+        if e in _SIMPLE_ESCAPE_CHARS:
+            i += 2
+            continue
+        need, digits = {"x": (2, _HEX_DIGITS), "X": (2, _HEX_DIGITS), "u": (4, _HEX_DIGITS)}.get(e, (0, None))
+        if e == "U":
+            need, digits = 8, _HEX_DIGITS
+        elif e in "0123":
+            need, digits = 2, frozenset("01234567")
+        if digits is None:
+            return source[pos : i + 2]
+        j = i + 2
+        for _ in range(need):
+            if j >= n:
+                return source[pos:]
+            if source[j] not in digits:
+                return source[pos : j + 1]
+            j += 1
+        i = j
+    return source[pos:]
+
+
 def tokenize(source: str) -> list[Token]:
     """Split into tokens; an unknown character is ANTLR's 'token recognition error'."""
     tokens: list[Token] = []
@@ -147,7 +198,8 @@ def tokenize(source: str) -> list[Token]:
     while pos < n:
         m = _TOKEN.match(source, pos)
         if m is None:
-            raise format_error(source, pos, f"Syntax error: token recognition error at: '{source[pos]}'")
+            text = _unrecognized(source, pos)
+            raise format_error(source, pos, f"Syntax error: token recognition error at: '{text}'")
         kind = m.lastgroup or ""
         text = m.group()
         if kind == "ident":
@@ -270,6 +322,27 @@ class _Parser:
         if tok.kind == "EOF":
             return self.error(tok.offset, f"Syntax error: mismatched input '<EOF>' expecting {expecting}")
         return self.error(tok.offset, f"Syntax error: mismatched input '{text}' expecting {expecting}")
+
+    def selection_error(self, dot: Token, tok: Token, optional: bool) -> CompileError:
+        """What cel-go's ANTLR parser says when ``.`` or ``.?`` is not followed by a field name.
+
+        A backquoted name is grammatical but cel-go's parser has identifier escapes turned off
+        (the Kubernetes environments do not enable them). After ``.?`` only a field name can follow,
+        so ANTLR's sync reports the token as extraneous (when a name follows it) or mismatched;
+        after ``.`` the select and member-call alternatives both fail to predict: "no viable
+        alternative" over the text from the dot to the offending token."""
+        if tok.kind == "ESC_IDENT":
+            return self.error(tok.offset, "unsupported syntax '`'")
+        if optional:
+            expecting = "{IDENTIFIER, ESC_IDENTIFIER}"
+            if tok.kind != "EOF" and self.peek(1).kind in ("IDENT", "ESC_IDENT"):
+                return self.error(
+                    tok.offset, f"Syntax error: extraneous input '{tok.text}' expecting {expecting}"
+                )
+            return self.syntax_error(tok, expecting)
+        end = len(self.source) if tok.kind == "EOF" else tok.offset + len(tok.text)
+        text = self.source[dot.offset : end]
+        return self.error(tok.offset, f"Syntax error: no viable alternative at input '{text}'")
 
     def expect(self, kind: str, expecting: str | None = None) -> Token:
         tok = self.peek()
@@ -411,7 +484,7 @@ class _Parser:
                     optional = True
                 name_tok = self.peek()
                 if name_tok.kind != "IDENT":
-                    raise self.syntax_error(name_tok, "IDENTIFIER")
+                    raise self.selection_error(tok, name_tok, optional)
                 self.advance()
                 if self.peek().kind == "(" and not optional:
                     open_tok = self.advance()
@@ -538,6 +611,8 @@ class _Parser:
         while self.peek().kind != "}":
             if self.peek().kind == "?":
                 self.advance()
+            if self.peek().kind == "ESC_IDENT":
+                raise self.error(self.peek().offset, "unsupported syntax '`'")
             field = self.expect("IDENT", "IDENTIFIER")
             self.expect(":", "':'")
             fields.append((field.text, self.parse_expr()))

@@ -15,14 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from policies.api.admission import (
-    API_VERSION,
-    KIND,
-    AdmissionRequest,
-    AdmissionResponse,
-    AdmissionReview,
-    Status,
-)
+from policies.api.admission import API_VERSION, KIND, AdmissionRequest, AdmissionReview
 from policies.api.kinds import validation_problems
 from policies.rules.engine import Decision, Request
 from policies.rules.request import UndecodableObject, request_from
@@ -84,28 +77,33 @@ def to_request(req: AdmissionRequest) -> Request:
     )
 
 
-def _review(response: AdmissionResponse) -> dict[str, Any]:
-    # Set explicitly: the models dump only the fields that were set, and the API server needs both.
-    return AdmissionReview(api_version=API_VERSION, kind=KIND, response=response).to_json()
+def _review(response: dict[str, Any]) -> dict[str, Any]:
+    # Built as plain JSON rather than through the AdmissionResponse model: the answer is a few
+    # fixed keys, and dumping two models costs more than deciding a typical request.
+    return {"apiVersion": API_VERSION, "kind": KIND, "response": response}
+
+
+def _failure(code: int, reason: str, message: str) -> dict[str, Any]:
+    """A metav1.Status as ``response.status`` carries it."""
+    return {"code": code, "reason": reason, "message": message, "status": "Failure"}
 
 
 def answer(uid: str, decision: Decision) -> dict[str, Any]:
     """The AdmissionReview that carries ``decision``: a 403 status when denied, a base64 JSONPatch
     when it patches, warnings either way."""
-    fields: dict[str, Any] = {"uid": uid, "allowed": decision.allowed}
+    response: dict[str, Any] = {"uid": uid, "allowed": decision.allowed}
     if not decision.allowed:
-        fields["status"] = Status(code=403, reason="Forbidden", message=decision.message, status="Failure")
+        response["status"] = _failure(403, "Forbidden", decision.message)
     if decision.warnings:
-        fields["warnings"] = list(decision.warnings)
+        response["warnings"] = list(decision.warnings)
     if decision.patch:
-        fields["patch"] = base64.b64encode(json.dumps(list(decision.patch)).encode()).decode()
-        fields["patch_type"] = "JSONPatch"
-    return _review(AdmissionResponse(**fields))
+        response["patch"] = base64.b64encode(json.dumps(list(decision.patch)).encode()).decode()
+        response["patchType"] = "JSONPatch"
+    return _review(response)
 
 
 def undecodable(uid: str, kind: str, err: UndecodableObject) -> dict[str, Any]:
     """The denial of an object that is not a valid ``kind``: 422 Invalid, as the API server answers
     a field error, and the message lists the fields."""
     message = f"draguard cannot read this {kind}: {err}"
-    status = Status(code=422, reason="Invalid", message=message, status="Failure")
-    return _review(AdmissionResponse(uid=uid, allowed=False, status=status))
+    return _review({"uid": uid, "allowed": False, "status": _failure(422, "Invalid", message)})

@@ -20,6 +20,7 @@ from policies.api.base import ObjectMeta
 from policies.api.core import Node, Pod
 from policies.api.kinds import DEFAULT_NAMESPACE
 from policies.api.resource import AllocationResult, ResourceClaim
+from policies.cel import SelectorCache
 from policies.snapshot import Snapshot
 
 # Upstream ResourceClaimReservedForMaxSize.
@@ -129,8 +130,38 @@ def allocated_claim_problem(claim: ResourceClaim, node: Node, pod: Pod | None) -
     return None
 
 
+def snapshot_allocator(
+    snapshot: Snapshot,
+    features: Features,
+    *,
+    state: AllocatedState | None = None,
+    cel_cache: SelectorCache | None = None,
+) -> Allocator:
+    """The allocator of a snapshot: its allocated claims, classes, slices and taint rules.
+
+    Build it once per snapshot and features and give it to every :class:`DryRun` on that snapshot
+    (``allocator=``): each DryRun asks its own fork, so digested devices, selector verdicts and
+    pools per node are computed once, not per question, and each answer is a fresh allocator's.
+    ``state``: the snapshot's AllocatedState when the caller has it already; ``cel_cache`` carries
+    device bindings and selector results over to the next snapshot's allocator.
+    """
+    return Allocator(
+        features,
+        state if state is not None else AllocatedState.from_claims(snapshot.allocated_claims(), features),
+        snapshot.classes,
+        snapshot.slices,
+        taint_rules=snapshot.taint_rules,
+        cel_cache=cel_cache,
+    )
+
+
 class DryRun:
-    """One warm allocator for a set of claims, asked node after node (as the scheduler does)."""
+    """One warm allocator for a set of claims, asked node after node (as the scheduler does).
+
+    ``allocator``: one :func:`snapshot_allocator` built for ``snapshot`` (or for a snapshot with the
+    same allocated claims, classes, slices and taint rules) and ``features``, to fork instead of
+    building a new one. Not for use by several threads at once, like the allocator it forks.
+    """
 
     def __init__(
         self,
@@ -140,19 +171,13 @@ class DryRun:
         *,
         pod: Pod | None = None,
         budget: SearchBudget | None = None,
+        allocator: Allocator | None = None,
     ) -> None:
         self.claims = tuple(claims)
         self.pod = pod
         self.pending = [c for c in self.claims if not _is_allocated(c)]
-        state = AllocatedState.from_claims(snapshot.allocated_claims(), features)
-        self.allocator = Allocator(
-            features,
-            state,
-            snapshot.classes,
-            snapshot.slices,
-            taint_rules=snapshot.taint_rules,
-            budget=budget or SearchBudget(),
-        )
+        base = allocator if allocator is not None else snapshot_allocator(snapshot, features)
+        self.allocator = base.fork(budget=budget or SearchBudget())
 
     def on_node(self, node: Node) -> NodeAnswer:
         for claim in self.claims:

@@ -48,14 +48,15 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from policies.allocator import AllocatedState, Features, SearchBudget
+from policies.allocator import AllocatedState, Allocator, Features, SearchBudget
 from policies.api.base import ObjectMeta, TypedObject
 from policies.api.core import Node, Pod, PodResourceClaim, PodSpec, ResourceQuota
 from policies.api.defaults import apply_defaults
 from policies.api.kinds import DecodeError, decode, validation_problems
 from policies.api.quantity import Quantity
 from policies.api.resource import Device, ResourceClaim, ResourceClaimTemplate
-from policies.dryrun import DryRun, DryRunInputError, NodeAnswer, pod_claims
+from policies.cel import Environment, SelectorCache
+from policies.dryrun import DryRun, DryRunInputError, NodeAnswer, pod_claims, snapshot_allocator
 from policies.footprint import (
     ClaimUse,
     DeviceKey,
@@ -483,27 +484,36 @@ class Deadlines:
 
 @dataclass(frozen=True)
 class Prepared:
-    """What every request on one snapshot reuses: devices by key, and the free devices of each node."""
+    """What every request on one snapshot reuses: devices by key, the free devices of each node, and
+    the snapshot's allocator, which each request forks (see :func:`policies.dryrun.snapshot_allocator`).
+
+    The allocator carries what it learns (digested devices, selector verdicts, pools per node) from
+    one request to the next: rebuilding it per request cost 8x the dry run itself at 5,000 nodes
+    (``benchmarks/dryrun.py``). Only the dry-run worker thread uses it.
+    """
 
     devices: Mapping[DeviceKey, Device]
     free: Mapping[str, frozenset[DeviceKey]]
+    allocator: Allocator
 
     @classmethod
-    def of(cls, snapshot: Snapshot, features: Features) -> Prepared:
+    def of(cls, snapshot: Snapshot, features: Features, cel_cache: SelectorCache | None = None) -> Prepared:
         devices = device_index(snapshot.slices)
         node_of = {
             (s.spec.driver, s.spec.pool.name): s.spec.node_name for s in snapshot.slices if s.spec.node_name
         }
-        taken = {
-            (d.driver, d.pool, d.device)
-            for d in AllocatedState.from_claims(snapshot.allocated_claims(), features).allocated_devices
-        }
+        state = AllocatedState.from_claims(snapshot.allocated_claims(), features)
+        taken = {(d.driver, d.pool, d.device) for d in state.allocated_devices}
         free: dict[str, set[DeviceKey]] = {}
         for key in devices:
             node = node_of.get(key[:2])
             if node and key not in taken:
                 free.setdefault(node, set()).add(key)
-        return cls(devices, MappingProxyType({n: frozenset(keys) for n, keys in free.items()}))
+        return cls(
+            devices,
+            MappingProxyType({n: frozenset(keys) for n, keys in free.items()}),
+            snapshot_allocator(snapshot, features, state=state, cel_cache=cel_cache),
+        )
 
 
 def _quantities(resources: Mapping[str, Quantity]) -> dict[str, str]:
@@ -641,12 +651,15 @@ def answer(
         raise Problem(422, str(err), [str(err)]) from None
     nodes = _nodes(question, snapshot)
     costs = _costs(question, snapshot, claims, prepared)
+    # The request adds only unallocated claims and templates (parse_question refuses a status), so
+    # the allocator prepared for ``snapshot`` has exactly the inputs ``extended`` would give it.
     dry = DryRun(
         extended,
         claims,
         settings.features,
         pod=question.pod,
         budget=deadlines.budget(settings.node_max_steps),
+        allocator=prepared.allocator,
     )
     answers: list[NodeAnswer] = []
     for node in nodes:
@@ -748,6 +761,11 @@ class DryRunEndpoint:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="draguard-dryrun")
         self._waiting = 0
         self._prepared: tuple[Snapshot, Prepared] | None = None
+        # Device bindings and selector results, carried from one snapshot's allocator to the next
+        # (by slice generation): a new snapshot costs its first request the changed devices only.
+        self._cel_cache = SelectorCache(
+            Environment("stored", list_type_attributes=settings.features.list_type_attributes)
+        )
         self._openapi = json.dumps(openapi_document(settings)).encode()
 
     async def dryrun(self, request: web.Request) -> web.Response:
@@ -809,7 +827,7 @@ class DryRunEndpoint:
     def _work(self, question: Question, snapshot: Snapshot, deadlines: Deadlines) -> bytes:
         """On the worker thread: prepare the snapshot once, answer, encode (big answers are not cheap)."""
         if self._prepared is None or self._prepared[0] is not snapshot:
-            self._prepared = (snapshot, Prepared.of(snapshot, self.settings.features))
+            self._prepared = (snapshot, Prepared.of(snapshot, self.settings.features, self._cel_cache))
         document = answer(question, snapshot, self._prepared[1], self.settings, deadlines)
         return json.dumps(document).encode()
 

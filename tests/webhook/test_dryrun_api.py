@@ -491,6 +491,63 @@ async def test_claims_without_a_pod_and_a_node_list_and_a_limit(serve: Any) -> N
     assert "requests.cpu" not in body["nodes"][0]["quota"]["charge"]
 
 
+async def test_each_request_answers_afresh_on_the_current_snapshot(serve: Any) -> None:
+    """The allocator is built once per snapshot and forked per request, and selector results carry
+    over between snapshots: a repeated request answers the same, and a newer snapshot's devices and
+    allocations are what the next request sees."""
+    objects = cluster_objects()
+    current = [snapshot_of(objects)]
+    served = await serve(provider=lambda: current[0])
+    h100 = {
+        "pod": pod({"name": "gpu", "resourceClaimTemplateName": "h100"}),
+        "claimTemplates": [
+            {
+                **template("h100"),
+                "spec": {
+                    "spec": {
+                        "devices": {
+                            "requests": [{"name": "gpu", "exactly": {"deviceClassName": "h100", "count": 1}}]
+                        }
+                    }
+                },
+            }
+        ],
+    }
+
+    def nodes(body: dict[str, Any]) -> list[tuple[str, bool, str | None]]:
+        return [(n["node"], n["allocated"], n["reason"]) for n in body["nodes"]]
+
+    _, first, _ = await served.post(ONE_GPU_POD)
+    _, again, _ = await served.post(ONE_GPU_POD)
+    assert first["nodes"] == again["nodes"]
+    _, none, _ = await served.post(h100)
+    assert none["fitting"] == 0
+
+    # node-c's GPUs are h100s now (a new slice object), and node-b is full.
+    changed = []
+    for obj in objects:
+        if obj["kind"] == "ResourceSlice" and obj["spec"]["nodeName"] == "node-c":
+            for device in obj["spec"]["devices"]:
+                device["attributes"]["model"] = {"string": "h100"}
+        changed.append(obj)
+    changed.append(claim("busy-node-b", 4, "node-b"))
+    current[0] = snapshot_of(changed)
+
+    _, after, _ = await served.post(ONE_GPU_POD)
+    assert [(n, fits) for n, fits, _ in nodes(after)] == [
+        ("node-c", True),
+        ("node-a", True),
+        ("node-b", False),
+    ]
+    _, some, _ = await served.post(h100)
+    assert [(n, fits) for n, fits, _ in nodes(some)] == [
+        ("node-c", True),
+        ("node-a", False),
+        ("node-b", False),
+    ]
+    assert some["nodes"][0]["results"][0]["devices"]["results"][0]["device"] == "gpu-3"
+
+
 # --- input bounds ----------------------------------------------------------------------------------
 
 

@@ -383,14 +383,15 @@ class _Lowering:
             return _Frag("true" if v else "false", _PREC_MEMBER, 0)
         if e.kind == "null":
             return _Frag("null", _PREC_MEMBER, 0)
+        # Numbers rank below member access so that a selection or call on one gets parentheses:
+        # ``dyn(1).x`` must not become ``1.x``, which celpy reads as the double ``1.`` then ``x``.
         if e.kind == "uint":
-            return _Frag(f"{v}u", _PREC_MEMBER, 0)
+            return _Frag(f"{v}u", _PREC_UNARY, 0)
         if e.kind == "int":
-            return _Frag(str(v), _PREC_UNARY if int(v) < 0 else _PREC_MEMBER, 0)  # type: ignore[call-overload]
+            return _Frag(str(v), _PREC_UNARY, 0)
         f = float(v)  # type: ignore[arg-type]
         if math.isfinite(f):
-            text = repr(f)
-            return _Frag(text, _PREC_UNARY if f < 0 or text.startswith("-") else _PREC_MEMBER, 0)
+            return _Frag(repr(f), _PREC_UNARY, 0)
         return _Frag(f'double("{f!r}")', _PREC_MEMBER, 1)
 
     def select(self, e: Select, scope: Scope) -> _Frag:
@@ -401,7 +402,9 @@ class _Lowering:
             if base is not None and base.kind == "domain":
                 return _Frag(self.input("has", base.section, base.domain, e.field), _PREC_MEMBER, 0)
             operand = self.emit(e.operand, scope)
-            if t.is_optional(self.type(e.operand)) or not self.caps.presence_errors:
+            operand_type = self.type(e.operand)
+            if t.is_optional(operand_type) or t.is_dyn(operand_type) or not self.caps.presence_errors:
+                # A dynamic operand may be a scalar, whose presence test is false in cel-go.
                 name = _Frag(_string_literal(e.field), _PREC_MEMBER, 0)
                 return self.lib_call("_has", runtime.has_field, [operand, name])
             operand = self.wrap(operand, _PREC_MEMBER)
@@ -412,6 +415,10 @@ class _Lowering:
             return self.lib_call(
                 "_opt_chain", runtime.opt_chain, [operand, _Frag(_string_literal(e.field), 8, 0)]
             )
+        if t.is_dyn(operand_type):
+            # A dynamic operand may hold a string, a number or a Kubernetes object: cel-go reports
+            # "no such key: <field>" for those (attributes.go refQualify), the engines do not.
+            return self.lib_call("_index", runtime.index, [operand, _Frag(_string_literal(e.field), 8, 0)])
         operand = self.wrap(operand, _PREC_MEMBER)
         return _Frag(f"{operand.text}.{e.field}", _PREC_MEMBER, operand.depth)
 

@@ -16,6 +16,7 @@ from typing import Any
 from policies.cel.conversions import convert
 from policies.cel.library import CELEvalError, Optional, cel_compare, cel_contains, cel_equals, matches
 from policies.cel.library.equality import map_lookup
+from policies.cel.library.gofmt import go_format_g
 
 NO_SUCH_OVERLOAD = "no such overload"
 
@@ -73,20 +74,34 @@ def index(container: Any, key: Any) -> Any:
     if isinstance(container, Mapping):
         found, value = map_lookup(container, key)
         if not found:
-            raise CELEvalError(f"no such key: {key}")
+            raise CELEvalError(f"no such key: {key_text(key)}")
         return value
-    raise CELEvalError(NO_SUCH_OVERLOAD)
+    # cel-go interpreter/attributes.go refQualify: a value that is neither a map, a list nor an
+    # indexer (a string, a number, a Semver...) has no keys at all.
+    raise CELEvalError(f"no such key: {key_text(key)}")
+
+
+def key_text(key: Any) -> str:
+    """A key as Go's %v prints a CEL value in "no such key: %v"."""
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if isinstance(key, float):
+        return go_format_g(key)
+    return str(key)
 
 
 def has_field(container: Any, name: str) -> bool:
-    """``has(x.f)`` once ``x`` is evaluated (an optional x tests its value, an empty one is false)."""
+    """``has(x.f)`` once ``x`` is evaluated (an optional x tests its value, an empty one is false).
+    On a value without fields (a string attribute, say) cel-go's presence test is simply false."""
     if isinstance(container, Optional):
         if not container.has_value():
             return False
         container = container.value()
     if isinstance(container, Mapping):
         return map_lookup(container, name)[0]
-    raise CELEvalError(NO_SUCH_OVERLOAD)
+    if isinstance(container, list | tuple):
+        raise CELEvalError("unsupported index type 'string' in list")
+    return False
 
 
 def opt_index(container: Any, key: Any) -> Optional:

@@ -330,8 +330,27 @@ def _validate_attribute(attr: r.DeviceAttribute, path: Path) -> ErrorList:
     if members == 0:
         errs.append(invalid(path, "", "exactly one value must be specified"))
     elif members > 1:
-        errs.append(invalid(path, attr.to_json(), "exactly one value must be specified"))
+        errs.append(invalid(path, _go_attribute(attr), "exactly one value must be specified"))
     return errs
+
+
+def _go_attribute(attr: r.DeviceAttribute) -> gosyntax.GoSyntax:
+    """The internal ``resource.DeviceAttribute`` as ``%#v`` prints it (scalars are pointers)."""
+    return gosyntax.GoSyntax(
+        gosyntax.struct(
+            "resource.DeviceAttribute",
+            [
+                ("IntValue", gosyntax.pointer("int64", attr.int_ is not None)),
+                ("BoolValue", gosyntax.pointer("bool", attr.bool_ is not None)),
+                ("StringValue", gosyntax.pointer("string", attr.string is not None)),
+                ("VersionValue", gosyntax.pointer("string", attr.version is not None)),
+                ("IntValues", gosyntax.ints(attr.ints)),
+                ("BoolValues", gosyntax.bools(attr.bools)),
+                ("StringValues", gosyntax.strings(attr.strings)),
+                ("VersionValues", gosyntax.strings(attr.versions)),
+            ],
+        )
+    )
 
 
 def _validate_exclusive_capacity(capacity: r.DeviceCapacity, path: Path) -> ErrorList:

@@ -348,6 +348,7 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
             attrs(
                 none={},
                 two={"int": 1, "string": "a"},
+                lists={"ints": [1, 2], "bools": [True], "strings": ["a"]},
                 long={"string": "x" * 65},
                 ver={"version": "1.02.3"},
                 empty={"strings": []},
@@ -356,8 +357,16 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
         ),
         [
             f'{DEV}.attributes[none]: Invalid value: "": exactly one value must be specified',
-            f'{DEV}.attributes[two]: Invalid value: {{"int":1,"string":"a"}}: exactly one value must be '
-            "specified",
+            # The internal resource.DeviceAttribute printed with %#v; set pointers print as an
+            # address no two API servers share, a fixed one stands in.
+            f"{DEV}.attributes[two]: Invalid value: resource.DeviceAttribute{{"
+            "IntValue:(*int64)(0xc000000000), BoolValue:(*bool)(nil), StringValue:(*string)(0xc000000000), "
+            "VersionValue:(*string)(nil), IntValues:[]int64(nil), BoolValues:[]bool(nil), "
+            "StringValues:[]string(nil), VersionValues:[]string(nil)}: exactly one value must be specified",
+            f"{DEV}.attributes[lists]: Invalid value: resource.DeviceAttribute{{"
+            "IntValue:(*int64)(nil), BoolValue:(*bool)(nil), StringValue:(*string)(nil), "
+            "VersionValue:(*string)(nil), IntValues:[]int64{1, 2}, BoolValues:[]bool{true}, "
+            'StringValues:[]string{"a"}, VersionValues:[]string(nil)}: exactly one value must be specified',
             f"{DEV}.attributes[long].string: Too long: may not be more than 64 bytes",
             f'{DEV}.attributes[ver].version: Invalid value: "1.02.3": must be a string compatible with '
             "semver.org spec 2.0.0",

@@ -480,6 +480,10 @@ class _Lowering:
             return self.lib_call("_map_insert", runtime.map_insert, args)
         if fn == "@not_strictly_false":
             raise AssertionError("only inside comprehensions, which are lowered as a whole")
+        if e.target is not None and any(o.id.endswith("_with_tz") for o in overloads):
+            # Neither engine has the time-zone forms of the timestamp getters.
+            name = _Frag(_string_literal(fn), _PREC_MEMBER, 0)
+            return self.lib_call("_time_getter", runtime.time_getter, [name, *args])
         if e.target is not None:
             return self.member(args[0], fn, args[1:])
         return self.call(fn, args)
@@ -518,6 +522,11 @@ class _Lowering:
         )
         if fn is not None:
             return self.lib_call(f"_to_{e.function}", fn, args)
+        # Conversions an engine lacks (int(timestamp), double(uint) on celpy...) run cel-go's rules
+        # in Python; a uint result stays native so that it keeps its type inside the engine.
+        if e.function in ("int", "double", "bytes", "duration"):
+            name = _Frag(_string_literal(e.function), _PREC_MEMBER, 0)
+            return self.lib_call("_convert", runtime.convert_value, [name, *args])
         return self.call(e.function, args)
 
     def optional_call(self, e: Call, args: list[_Frag]) -> _Frag:

@@ -10,6 +10,8 @@ optional-typed access, and the map insert of the two-variable comprehension macr
 
 from __future__ import annotations
 
+import datetime
+import zoneinfo
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -184,3 +186,49 @@ def regex_matches(text: Any, pattern: Any) -> bool:
     if not isinstance(text, str) or not isinstance(pattern, str):
         raise CELEvalError(NO_SUCH_OVERLOAD)
     return matches(text, pattern)
+
+
+def convert_value(function: str, value: Any) -> Any:
+    """A conversion by name, with cel-go's rules (policies.cel.conversions)."""
+    return convert(function, value)
+
+
+def _zone(name: Any) -> datetime.tzinfo:
+    """cel-go's timeZone(): an IANA name, or a numeric offset such as "+05:30" / "-08:00"."""
+    if not isinstance(name, str):
+        raise CELEvalError(NO_SUCH_OVERLOAD)
+    colon = name.find(":")
+    if colon == -1:
+        try:
+            return zoneinfo.ZoneInfo(name) if name not in ("", "UTC") else datetime.UTC
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise CELEvalError(f"unknown time zone {name}") from None
+    hours_text, minutes_text = name[:colon], name[colon + 1 :]
+    try:
+        hours, minutes = int(hours_text), int(minutes_text)
+    except ValueError:
+        bad = hours_text if not hours_text.lstrip("+-").isdigit() else minutes_text
+        raise CELEvalError(f'strconv.Atoi: parsing "{bad}": invalid syntax') from None
+    offset = hours * 60 - minutes if name.startswith("-") else hours * 60 + minutes
+    return datetime.timezone(datetime.timedelta(minutes=offset))
+
+
+def time_getter(name: str, value: Any, zone: Any) -> int:
+    """``timestamp.getX(tz)`` (cel-go common/stdlib): the field in the given time zone. Months, days
+    of the month and days of the year count from 0, ``getDate`` from 1, weekdays from Sunday = 0."""
+    if not isinstance(value, datetime.datetime):
+        raise CELEvalError(NO_SUCH_OVERLOAD)
+    local = value.astimezone(_zone(zone))
+    getters = {
+        "getFullYear": lambda: local.year,
+        "getMonth": lambda: local.month - 1,
+        "getDayOfYear": lambda: local.timetuple().tm_yday - 1,
+        "getDayOfMonth": lambda: local.day - 1,
+        "getDate": lambda: local.day,
+        "getDayOfWeek": lambda: (local.weekday() + 1) % 7,
+        "getHours": lambda: local.hour,
+        "getMinutes": lambda: local.minute,
+        "getSeconds": lambda: local.second,
+        "getMilliseconds": lambda: local.microsecond // 1000,
+    }
+    return int(getters[name]())

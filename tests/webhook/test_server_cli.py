@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import logging
 import os
 import ssl
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,18 @@ from webhook.cli import main
 from webhook.commands.serve import certificates, generate_pair, load_config
 
 EXAMPLES = str(Path(__file__).resolve().parents[2] / "examples" / "gpu-cluster")
+
+
+@pytest.fixture(autouse=True)
+def restore_logging() -> Iterator[None]:
+    """``serve`` configures the process's logging, with a root handler on the stderr of the moment:
+    here, this test's capture stream. Left in place, every later record in the run would be written
+    to that closed stream ("--- Logging error ---" in other tests' output)."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:

@@ -8,6 +8,7 @@ well under a second of waiting.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -38,6 +39,13 @@ def pod(name: str, claims: bool) -> dict[str, Any]:
     if claims:
         spec["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "gpu-claim"}]
     return {"metadata": {"name": name, "namespace": "team-a"}, "spec": spec}
+
+
+@pytest.fixture(autouse=True)
+def no_thread_outlives_its_test() -> Iterator[None]:
+    """A reflector or builder thread left running would go on logging into later tests."""
+    yield
+    wait_for(lambda: not [t for t in threading.enumerate() if t.name.startswith("draguard-")], timeout=3.0)
 
 
 @pytest.fixture

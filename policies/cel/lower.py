@@ -573,7 +573,12 @@ class _Lowering:
         index = self.emit(key, scope)
         if t.is_optional(ctype):
             return self.lib_call("_opt_chain", runtime.opt_chain, [target, index])
-        native = (ctype.kind == t.LIST and ktype.kind == "int") or (
+        # celpy indexes lists the Python way (l[-1] is the last element), so only a literal index
+        # that cannot be negative stays native there; the Rust engine rejects negatives itself.
+        safe_list_index = self.caps.name != "celpy" or (
+            isinstance(key, Literal) and isinstance(key.value, int) and key.value >= 0
+        )
+        native = (ctype.kind == t.LIST and ktype.kind == "int" and safe_list_index) or (
             ctype.kind == t.MAP and ktype == ctype.params[0] and ktype.kind in ("string", "int", "bool")
         )
         if not native:

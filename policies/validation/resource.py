@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -74,9 +75,15 @@ def plain(value: object) -> object:
     return value
 
 
-def immutable(new: object, old: object, path: Path) -> ErrorList:
-    """``ValidateImmutableField``: report the new value when it differs from the old one."""
-    return [] if same_value(new, old) else [invalid(path, plain(new), IMMUTABLE)]
+def immutable(new: object, old: object, path: Path, shown: Callable[[], object] | None = None) -> ErrorList:
+    """``ValidateImmutableField``: report the new value when it differs from the old one.
+
+    ``shown`` renders the value as Go prints it (:mod:`policies.validation.gosyntax`); without it a
+    composite value falls back to its JSON form.
+    """
+    if same_value(new, old):
+        return []
+    return [invalid(path, shown() if shown is not None else plain(new), IMMUTABLE)]
 
 
 def validate_selectors(selectors: list[r.DeviceSelector] | None, path: Path, stored: bool) -> ErrorList:

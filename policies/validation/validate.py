@@ -24,6 +24,7 @@ from policies.api import core, resource
 from policies.api.base import TypedObject
 from policies.api.defaults import apply_defaults
 from policies.api.kinds import DEFAULT_NAMESPACE
+from policies.validation import gosyntax
 from policies.validation.claims import validate_claim_spec, validate_claim_status
 from policies.validation.core import validate_pod_claims
 from policies.validation.fielderrors import ErrorList, Path, forbidden, internal, invalid
@@ -161,7 +162,7 @@ def _claim(obj: TypedObject, old: TypedObject | None, labels: Labels) -> ErrorLi
             errs += validate_claim_status(obj, None, STATUS)
         return errs
     errs = _meta(obj, old, True)
-    errs += immutable(obj.spec, old.spec, SPEC)
+    errs += immutable(obj.spec, old.spec, SPEC, lambda: gosyntax.claim_spec(obj.spec))
     errs += _admin_results(obj, old, labels)
     errs += validate_claim_status(obj, old.status, STATUS)
     return errs
@@ -171,7 +172,8 @@ def _template(obj: TypedObject, old: TypedObject | None, labels: Labels) -> Erro
     assert isinstance(obj, resource.ResourceClaimTemplate)
     assert old is None or isinstance(old, resource.ResourceClaimTemplate)
     if old is not None:
-        return _meta(obj, old, True, recheck_on_update=False) + immutable(obj.spec, old.spec, SPEC)
+        errs = _meta(obj, old, True, recheck_on_update=False)
+        return errs + immutable(obj.spec, old.spec, SPEC, lambda: gosyntax.template_spec(obj.spec))
     errs = _admin_requests(obj.spec.spec, obj.namespace or DEFAULT_NAMESPACE, labels)
     errs += _meta(obj, None, True)
     errs += validate_template_object_meta(obj.spec.metadata, SPEC.child("metadata"))

@@ -157,10 +157,21 @@ def test_template(obj: dict[str, Any], expected: list[str]) -> None:
 
 def test_template_spec_is_immutable() -> None:
     old = template(exact())
+    # The internal ResourceClaimTemplateSpec with %#v: metav1.ObjectMeta in full (a zero time prints
+    # through time.Time's GoString, a nil *Time as <nil>), then the claim spec.
     assert lines(changed(old, "spec.metadata", {"labels": {"a": "b"}}), old) == [
-        'spec: Invalid value: {"metadata":{"labels":{"a":"b"}},"spec":{"devices":{"requests":[{"exactly":'
-        '{"allocationMode":"ExactCount","count":1,"deviceClassName":"gpu"},"name":"req-0"}]}}}: field is '
-        "immutable"
+        "spec: Invalid value: resource.ResourceClaimTemplateSpec{ObjectMeta:v1.ObjectMeta{"
+        'Name:"", GenerateName:"", Namespace:"", SelfLink:"", UID:"", ResourceVersion:"", Generation:0, '
+        "CreationTimestamp:time.Date(1, time.January, 1, 0, 0, 0, 0, time.UTC), DeletionTimestamp:<nil>, "
+        'DeletionGracePeriodSeconds:(*int64)(nil), Labels:map[string]string{"a":"b"}, '
+        "Annotations:map[string]string(nil), OwnerReferences:[]v1.OwnerReference(nil), "
+        "Finalizers:[]string(nil), ManagedFields:[]v1.ManagedFieldsEntry(nil)}, "
+        "Spec:resource.ResourceClaimSpec{Devices:resource.DeviceClaim{Requests:"
+        '[]resource.DeviceRequest{resource.DeviceRequest{Name:"req-0", '
+        "Exactly:(*resource.ExactDeviceRequest)(0xc000000000), "
+        "FirstAvailable:[]resource.DeviceSubRequest(nil)}}, "
+        "Constraints:[]resource.DeviceConstraint(nil), Config:[]resource.DeviceClaimConfiguration(nil)}}}: "
+        "field is immutable"
     ]
 
 

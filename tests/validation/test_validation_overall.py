@@ -5,7 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from dra_objects import allocated, claim, device, exact, lines, resource_slice, result
+from dra_objects import (
+    allocated,
+    claim,
+    device,
+    exact,
+    first_available,
+    lines,
+    opaque,
+    resource_slice,
+    result,
+    sub,
+)
 
 from policies.api.kinds import decode
 from policies.validation import ErrorType, validate
@@ -184,9 +195,45 @@ def test_claim_spec_is_immutable_and_not_rechecked() -> None:
     old = claim(exact(count=-1))
     assert lines(old, old) == []
     new = claim(exact(count=2))
+    # ValidateImmutableField shows the new internal spec with %#v (a set pointer is an address).
     assert lines(new, old) == [
-        'spec: Invalid value: {"devices":{"requests":[{"exactly":{"allocationMode":"ExactCount","count":2,'
-        '"deviceClassName":"gpu"},"name":"req-0"}]}}: field is immutable'
+        "spec: Invalid value: resource.ResourceClaimSpec{Devices:resource.DeviceClaim{Requests:"
+        '[]resource.DeviceRequest{resource.DeviceRequest{Name:"req-0", '
+        "Exactly:(*resource.ExactDeviceRequest)(0xc000000000), "
+        "FirstAvailable:[]resource.DeviceSubRequest(nil)}}, "
+        "Constraints:[]resource.DeviceConstraint(nil), Config:[]resource.DeviceClaimConfiguration(nil)}}: "
+        "field is immutable"
+    ]
+
+
+def test_immutable_claim_spec_prints_subrequests_constraints_and_config() -> None:
+    old = claim(exact())
+    new = claim(
+        first_available(
+            "req-0", sub("a", tolerations=[{"key": "k", "operator": "Exists"}]), sub("b", count=2)
+        ),
+        constraints=[{"requests": ["req-0"], "matchAttribute": "dra.example.com/numa"}],
+        config=[opaque()],
+    )
+    assert lines(new, old) == [
+        "spec: Invalid value: resource.ResourceClaimSpec{Devices:resource.DeviceClaim{Requests:"
+        '[]resource.DeviceRequest{resource.DeviceRequest{Name:"req-0", '
+        "Exactly:(*resource.ExactDeviceRequest)(nil), FirstAvailable:[]resource.DeviceSubRequest{"
+        'resource.DeviceSubRequest{Name:"a", DeviceClassName:"gpu", '
+        "Selectors:[]resource.DeviceSelector(nil), "
+        'AllocationMode:"ExactCount", Count:1, Tolerations:[]resource.DeviceToleration{'
+        'resource.DeviceToleration{Key:"k", Operator:"Exists", Value:"", Effect:"", '
+        "TolerationSeconds:(*int64)(nil)}}, Capacity:(*resource.CapacityRequirements)(nil)}, "
+        'resource.DeviceSubRequest{Name:"b", DeviceClassName:"gpu", '
+        "Selectors:[]resource.DeviceSelector(nil), "
+        'AllocationMode:"ExactCount", Count:2, Tolerations:[]resource.DeviceToleration(nil), '
+        "Capacity:(*resource.CapacityRequirements)(nil)}}}}, "
+        "Constraints:[]resource.DeviceConstraint{resource.DeviceConstraint{"
+        'Requests:[]string{"req-0"}, MatchAttribute:(*resource.FullyQualifiedName)(0xc000000000), '
+        "DistinctAttribute:(*resource.FullyQualifiedName)(nil)}}, "
+        "Config:[]resource.DeviceClaimConfiguration{resource.DeviceClaimConfiguration{"
+        "Requests:[]string(nil), DeviceConfiguration:resource.DeviceConfiguration{"
+        "Opaque:(*resource.OpaqueDeviceConfiguration)(0xc000000000)}}}}}: field is immutable"
     ]
 
 

@@ -18,7 +18,6 @@ environment stay updatable and unrelated updates do not repeat old warnings.
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -150,31 +149,6 @@ class Outcome:
     errors: tuple[tuple[str, str], ...]
 
 
-# The stop-gap until policies.cel reports the names a program reads from its AST (asked for in
-# /work/helpers/cel-notes.md): the plain forms `device.attributes["d"].id`, `.?id`, `["id"]`,
-# `[?"id"]` and `"id" in device.attributes["d"]`. Names read through cel.bind or a comprehension
-# variable are not seen, so the check can miss a misspelling (it only warns, never denies).
-_QUOTED = r"""(?P<q{n}>['"])(?P<{name}>[^'"\\]*)(?P=q{n})"""
-_MAP = r"device\s*\.\s*(?P<kind>attributes|capacity)\s*\[\s*" + _QUOTED.format(n=1, name="domain") + r"\s*\]"
-_READ = re.compile(
-    _MAP
-    + r"\s*(?:\.\s*\??\s*(?P<field>[A-Za-z_][A-Za-z0-9_]*)\b(?!\s*\()"
-    + r"|\[\s*\??\s*" + _QUOTED.format(n=2, name="key") + r"\s*\])"
-)
-_TESTED = re.compile(_QUOTED.format(n=0, name="ident") + r"\s+in\s+" + _MAP)
-_KIND = {"attributes": "attribute", "capacity": "capacity"}
-
-
-def names_read(expression: str) -> list[tuple[str, str, str]]:
-    """``(kind, domain, id)`` of the attributes (kind ``attribute``) and capacities an expression reads."""
-    found: list[tuple[str, str, str]] = []
-    for match in _READ.finditer(expression):
-        found.append((_KIND[match["kind"]], match["domain"], match["field"] or match["key"]))
-    for match in _TESTED.finditer(expression):
-        found.append((_KIND[match["kind"]], match["domain"], match["ident"]))
-    return list(dict.fromkeys(found))
-
-
 def _closest(word: str, choices: Iterable[str]) -> str | None:
     found = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
     return found[0] if found else None
@@ -247,14 +221,15 @@ class SelectorsRule:
         settings: SelectorsConfig,
     ) -> list[Finding]:
         new = [s for s in target.selectors if s.expression not in stored]
+        programs = _programs(target.selectors)
         findings: list[Finding] = []
         if settings.warn_unknown_attributes and inventory.devices:
-            findings += [f for s in new for f in _unknown_names(where, s, inventory)]
+            for selector in (s for s in new if s in programs):
+                findings += _unknown_names(where, selector, programs[selector], inventory)
         scope = self._scope(where, target, inventory, snapshot, settings)
         if isinstance(scope, list):
             return findings + scope
         candidates, scope_name = scope
-        programs = _programs(target.selectors)
         outcomes = {s: self._outcome(p, candidates) for s, p in programs.items()}
         for selector in new:
             if selector in outcomes:
@@ -358,9 +333,9 @@ def _failures(errors: Sequence[tuple[str, str]]) -> str:
     return "; ".join(f"{reason} on {a_few(devices)}" for reason, devices in list(by_reason.items())[:LISTED])
 
 
-def _unknown_names(where: str, selector: Selector, inventory: Inventory) -> list[Finding]:
+def _unknown_names(where: str, selector: Selector, program: Program, inventory: Inventory) -> list[Finding]:
     findings = []
-    for kind, domain, ident in names_read(selector.expression):
+    for kind, domain, ident in program.names_read():
         published = inventory.names[kind]
         if ident in published.get(domain, ()):
             continue

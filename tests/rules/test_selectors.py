@@ -10,7 +10,7 @@ from rule_fixtures import ADMIN, admission, cluster, context
 from policies.api.resource import Device
 from policies.cel import CompileError, EvalError, bind_device, compile_expression
 from policies.rules.engine import Context, RuleUnavailable, decide
-from policies.rules.selectors import STORED_EXPRESSIONS, SelectorsRule, names_read
+from policies.rules.selectors import STORED_EXPRESSIONS, SelectorsRule
 from policies.validation.cel import NEW_EXPRESSIONS
 
 MODEL = 'device.attributes["gpu.example.com"].model'
@@ -160,16 +160,12 @@ def test_misspelled_attribute_warns_with_the_closest_published_name() -> None:
     assert unguarded and all("reads attribute" not in m for _, m in unguarded)
 
 
-def test_names_read_sees_plain_forms_but_not_macros_on_the_map() -> None:
-    expression = (
-        '"numa" in device.attributes["gpu.example.com"] && device.capacity[\'gpu.example.com\'].memory.'
-        'isGreaterThan(quantity("1")) && device.attributes["d"].?x.orValue(1) == 1 '
-        '&& device.attributes["d"]["k"] && device.attributes["d"].exists(n, true)'
-    )
-    assert sorted(names_read(expression)) == [
-        ("attribute", "d", "k"), ("attribute", "d", "x"),
-        ("attribute", "gpu.example.com", "numa"), ("capacity", "gpu.example.com", "memory"),
-    ]
+def test_a_misspelled_name_read_through_cel_bind_is_still_found() -> None:
+    """The names come from the compiled expression, so a bound variable hides nothing."""
+    expression = 'cel.bind(g, device.attributes["gpu.example.com"], g.modle == "a100")'
+    warned = [m for _, m in messages(claim(expression))]
+    assert any('reads attribute "gpu.example.com/modle"' in m and 'did you mean "gpu.example.com/model"' in m
+               for m in warned), warned
 
 
 def test_selector_failing_on_some_devices_names_them_and_why() -> None:

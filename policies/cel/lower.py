@@ -512,6 +512,14 @@ class _Lowering:
             or (types[0] != types[1] and not self.caps.cross_numeric)
         ):
             return self.lib_call(*_ORDERING[fn], args)
+        elif (
+            fn == "_/_"
+            and self.caps.name == "celpy"
+            and any(ty.kind in ("double", "dyn", "any") for ty in types)
+        ):
+            # celpy divides a double by zero into +inf whatever the dividend (0.0 / 0.0, -1.0 / 0.0);
+            # cel-go follows IEEE 754 (NaN, -Inf).
+            return self.lib_call("_div", runtime.divide, args)
         return self.binary(op, prec, args[0], args[1])
 
     def conversion(self, e: Call, args: list[_Frag], overloads: list[OverloadDecl]) -> _Frag:

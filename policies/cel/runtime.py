@@ -11,12 +11,13 @@ optional-typed access, and the map insert of the two-variable comprehension macr
 from __future__ import annotations
 
 import datetime
+import math
 import zoneinfo
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from policies.cel.conversions import convert
-from policies.cel.library import CELEvalError, Optional, cel_compare, cel_contains, cel_equals, matches
+from policies.cel.library import CELEvalError, Optional, UInt, cel_compare, cel_contains, cel_equals, matches
 from policies.cel.library.equality import map_lookup
 from policies.cel.library.gofmt import go_format_g
 
@@ -232,3 +233,26 @@ def time_getter(name: str, value: Any, zone: Any) -> int:
         "getMilliseconds": lambda: local.microsecond // 1000,
     }
     return int(getters[name]())
+
+
+def divide(a: Any, b: Any) -> Any:
+    """``a / b`` with cel-go's rules: doubles by IEEE 754 (x / 0.0 is +-Inf or NaN), integers
+    truncated toward zero with division by zero and overflow as errors."""
+    if isinstance(a, float) and isinstance(b, float):
+        if b == 0.0:
+            if a == 0.0 or math.isnan(a):
+                return math.nan
+            return math.copysign(math.inf, a) * math.copysign(1.0, b)
+        return a / b
+    if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, int) or not isinstance(b, int):
+        raise CELEvalError(NO_SUCH_OVERLOAD)
+    if isinstance(a, UInt) != isinstance(b, UInt):
+        raise CELEvalError(NO_SUCH_OVERLOAD)
+    if b == 0:
+        raise CELEvalError("division by zero")
+    quotient = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+    if isinstance(a, UInt):
+        return UInt(quotient)
+    if not -(1 << 63) <= quotient < (1 << 63):
+        raise CELEvalError("integer overflow")
+    return quotient

@@ -41,14 +41,6 @@ NS = "team-a"
 CLAIMS = 200
 ROOM = 100
 UNDECIDED = "draguard could not check rule quota"
-SERVE = ROOT / "webhook" / "commands" / "serve.py"
-
-# Until ``serve`` hands the quota rule its ledger store (/work/helpers/server-notes.md, 09:02), the
-# replicas would each decide on their own snapshot alone; the test then has nothing to test.
-pytestmark = pytest.mark.skipif(
-    not (SERVE.is_file() and "with_ledger" in SERVE.read_text(encoding="utf-8")),
-    reason="draguard serve does not wire the quota ledger (webhook.ledger.with_ledger) yet",
-)
 
 
 def claim(i: int, allocated: bool) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from dra_objects import (
     exact,
     first_available,
     lines,
+    opaque,
     result,
     sub,
 )
@@ -386,3 +387,22 @@ def test_interface_addresses_parse_like_parse_cidr_sloppy(address: str, problem:
         assert errs == ["must be a valid address in CIDR form, (e.g. 10.9.8.7/24 or 2001:db8::1/64)"]
     else:
         assert errs == [problem]
+
+
+def test_allocation_config_and_network_ips_limits() -> None:
+    """validateDeviceAllocationResult: 2 x DeviceConfigMaxSize config entries (class + claim);
+    validateNetworkDeviceData: at most NetworkDeviceDataMaxIPs (16) addresses."""
+    config = [{"source": "FromClaim", **opaque()}] * 65
+    assert lines(with_status(allocated(result(), config=config))) == [
+        f"{ALLOC}.config: Too many: 65: must have at most 64 items"
+    ]
+    ips = [f"10.0.0.{i}/24" for i in range(17)]
+    status = {
+        **allocated(result()),
+        "devices": [
+            {"driver": "dra.example.com", "pool": "pool", "device": "gpu-0", "networkData": {"ips": ips}}
+        ],
+    }
+    assert lines(with_status(status)) == [
+        "status.devices[0].networkData.ips: Too many: 17: must have at most 16 items"
+    ]

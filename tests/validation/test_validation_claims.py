@@ -326,3 +326,37 @@ def test_invalid_claims(obj: dict[str, Any], expected: list[str]) -> None:
 
 def test_uppercase_driver_names_are_accepted_like_csi_driver_names() -> None:
     assert lines(claim(exact(), config=[opaque(driver="DRA.Example.com")])) == []
+
+
+def _refs(n: int) -> list[str]:
+    return [f"r{i}" for i in range(n)]
+
+
+@pytest.mark.parametrize(
+    ("obj", "expected"),
+    [
+        pytest.param(
+            claim(exact(), constraints=[{"requests": _refs(33), "matchAttribute": "dra.example.com/numa"}]),
+            "spec.devices.constraints[0].requests: Too many: 33: must have at most 32 items",
+            id="constraint requests",
+        ),
+        pytest.param(
+            claim(exact(), config=[opaque(requests=_refs(33))]),
+            "spec.devices.config[0].requests: Too many: 33: must have at most 32 items",
+            id="config requests",
+        ),
+        pytest.param(
+            claim(first_available("req-0", sub("a", selectors=[{"cel": {"expression": "true"}}] * 33))),
+            f"{REQ}[0].firstAvailable[0].selectors: Too many: 33: must have at most 32 items",
+            id="subrequest selectors",
+        ),
+        pytest.param(
+            claim(first_available("req-0", sub("a", tolerations=[{"operator": "Exists"}] * 17))),
+            f"{REQ}[0].firstAvailable[0].tolerations: Too many: 17: must have at most 16 items",
+            id="subrequest tolerations",
+        ),
+    ],
+)
+def test_list_limits_stop_at_the_list(obj: dict[str, Any], expected: str) -> None:
+    """validateSlice/validateSet: an oversized list yields one "Too many" and its items go unchecked."""
+    assert lines(obj) == [expected]

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from policies.api.base import ObjectMeta
-from policies.validation.fielderrors import ErrorList, Path, forbidden, invalid, required, too_long
+from policies.validation.fielderrors import ErrorList, Path, forbidden, go_quote, invalid, required, too_long
+from policies.validation.gosyntax import GoSyntax, slice_of
 from policies.validation.names import (
     is_dns1123_label,
     is_dns1123_subdomain,
@@ -82,6 +83,29 @@ def validate_object_meta(
         errs.append(invalid(path.child("generation"), meta.generation, IS_NEGATIVE_ERROR))
     errs += validate_labels(meta.labels, path.child("labels"))
     errs += validate_annotations(meta.annotations, path.child("annotations"))
+    errs += _validate_finalizers(meta.finalizers or [], path.child("finalizers"))
+    return errs
+
+
+# metav1.FinalizerOrphanDependents, FinalizerDeleteDependents, and core's FinalizerKubernetes.
+_ORPHAN, _FOREGROUND = "orphan", "foregroundDeletion"
+_STANDARD_FINALIZERS = frozenset({"kubernetes", _ORPHAN, _FOREGROUND})
+
+
+def _validate_finalizers(finalizers: list[str], path: Path) -> ErrorList:
+    """apimachinery ``ValidateFinalizers`` (qualified names, reported without an index, and the
+    orphan/foregroundDeletion conflict), then core's ``validateKubeFinalizerName`` per index."""
+    errs: ErrorList = [invalid(path, f, msg) for f in finalizers for msg in is_label_key(f)]
+    if _ORPHAN in finalizers and _FOREGROUND in finalizers:
+        shown = GoSyntax(slice_of("string", [go_quote(f) for f in finalizers]))
+        errs.append(invalid(path, shown, f"finalizer {_ORPHAN} and {_FOREGROUND} cannot be both set"))
+    for i, name in enumerate(finalizers):
+        item = path.index(i)
+        errs += [invalid(item, name, msg) for msg in is_label_key(name)]
+        if "/" not in name and name not in _STANDARD_FINALIZERS:
+            errs.append(
+                invalid(item, name, "name is neither a standard finalizer name nor is it fully qualified")
+            )
     return errs
 
 

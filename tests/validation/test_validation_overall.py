@@ -175,6 +175,36 @@ def test_metadata_labels_annotations_namespace_generation() -> None:
     ]
 
 
+def test_finalizer_names() -> None:
+    """apimachinery ValidateFinalizers checks each name as a qualified name (path without index) and
+    the orphan/foregroundDeletion conflict; core ValidateObjectMeta then checks each name again, at
+    its index, and requires a "/" unless it is a standard finalizer."""
+    obj = claim(exact())
+    obj["metadata"]["finalizers"] = [
+        "resource.kubernetes.io/delete-protection",
+        "kubernetes",
+        "mine",
+        "a b/c",
+    ]
+    assert lines(obj) == [
+        'metadata.finalizers: Invalid value: "a b/c": prefix part a lowercase RFC 1123 subdomain must '
+        "consist of lower case alphanumeric characters, '-' or '.', and must start and end with an "
+        "alphanumeric character (e.g. 'example.com', regex used for validation is "
+        "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+        'metadata.finalizers[2]: Invalid value: "mine": name is neither a standard finalizer name nor is it '
+        "fully qualified",
+        'metadata.finalizers[3]: Invalid value: "a b/c": prefix part a lowercase RFC 1123 subdomain must '
+        "consist of lower case alphanumeric characters, '-' or '.', and must start and end with an "
+        "alphanumeric character (e.g. 'example.com', regex used for validation is "
+        "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+    ]
+    obj["metadata"]["finalizers"] = ["orphan", "foregroundDeletion"]
+    assert lines(obj) == [
+        'metadata.finalizers: Invalid value: []string{"orphan", "foregroundDeletion"}: finalizer orphan and '
+        "foregroundDeletion cannot be both set"
+    ]
+
+
 def test_annotations_are_limited_to_256_kib_in_total() -> None:
     obj = claim(exact())
     obj["metadata"]["annotations"] = {f"a{i}": "x" * 1024 for i in range(256)}

@@ -1,0 +1,379 @@
+"""Admission throughput, latency and memory of ``draguard serve``, against a bare aiohttp handler.
+
+Run: ``python benchmarks/webhook.py [--quick]`` (loopback only; about 40 s, ``--quick`` about 15 s).
+
+Both servers run as subprocesses on 127.0.0.1 with the same certificate, and the same client load
+(aiohttp, keep-alive, TLS verified against the generated CA) is sent to each:
+
+* the **bare handler** reads the body, decodes the JSON and echoes an allowing AdmissionReview with
+  the request's uid: the floor any Python webhook on aiohttp pays for HTTP, TLS and JSON;
+* **draguard** answers ``/validate`` for a Pod CREATE with two claims, with every registered rule,
+  metrics and a JSON log line per decision, on a snapshot of 5,000 nodes with 8 devices each.
+
+Measured: requests/s at a fixed concurrency (closed loop), p50/p99 latency at that concurrency
+and at a fixed 200 requests/s (open loop: latency counts from the scheduled send time, so a slow
+answer also delays the measurement of the ones queued behind it), and draguard's resident memory
+after loading the snapshot and after the load. Targets: throughput at least 70% of the bare
+handler's, p99 under 10 ms at 200 requests/s, RSS under 300 MB. Client and servers share the
+machine's cores, so absolute figures depend on the machine; the ratio is the comparable number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+ROOT = Path(__file__).resolve().parent.parent
+# Replace this script's directory: benchmarks/webhook.py would shadow the webhook package (and
+# benchmarks/cel.py the cel engine).
+sys.path[0] = str(ROOT)
+
+from webhook.commands.serve import generate_pair  # noqa: E402
+
+DRIVER = "gpu.example.com"
+NAMESPACE = "bench"
+CONCURRENCY = 16
+
+
+def cluster(nodes: int, devices: int) -> dict[str, Any]:
+    """A List manifest: one DeviceClass, ``nodes`` Nodes with one ResourceSlice of ``devices`` GPUs
+    each, a namespace and the two claims the benchmarked pod references."""
+    items: list[dict[str, Any]] = [
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": DRIVER},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
+        },
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+    ]
+    for n in range(nodes):
+        name = f"node-{n:05d}"
+        items.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "zone": f"z{n % 3}"}},
+                "status": {"capacity": {"cpu": "64", "memory": "512Gi"}, "allocatable": {"cpu": "63"}},
+            }
+        )
+        items.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"{name}-{DRIVER}"},
+                "spec": {
+                    "driver": DRIVER,
+                    "nodeName": name,
+                    "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                    "devices": [
+                        {
+                            "name": f"gpu-{d}",
+                            "attributes": {
+                                "model": {"string": "a100" if d % 2 else "h100"},
+                                "index": {"int": d},
+                                "driverVersion": {"version": "1.2.0"},
+                                "uuid": {"string": f"GPU-{name}-{d}"},
+                            },
+                            "capacity": {"memory": {"value": "80Gi"}},
+                        }
+                        for d in range(devices)
+                    ],
+                },
+            }
+        )
+    for claim in ("bench-a", "bench-b"):
+        items.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {"name": claim, "namespace": NAMESPACE},
+                "spec": {
+                    "devices": {
+                        "requests": [
+                            {
+                                "name": "gpu",
+                                "exactly": {
+                                    "deviceClassName": DRIVER,
+                                    "selectors": [
+                                        {
+                                            "cel": {
+                                                "expression": f'device.attributes["{DRIVER}"].model == "a100"'
+                                            }
+                                        }
+                                    ],
+                                },
+                            }
+                        ]
+                    }
+                },
+            }
+        )
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+def review(uid: int) -> dict[str, Any]:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"trainer-{uid}", "namespace": NAMESPACE},
+        "spec": {
+            "resourceClaims": [
+                {"name": "a", "resourceClaimName": "bench-a"},
+                {"name": "b", "resourceClaimName": "bench-b"},
+            ],
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.example.com/train:1",
+                    "resources": {"requests": {"cpu": "4"}, "claims": [{"name": "a"}, {"name": "b"}]},
+                }
+            ],
+        },
+    }
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": f"bench-{uid}",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "namespace": NAMESPACE,
+            "name": pod["metadata"]["name"],
+            "operation": "CREATE",
+            "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
+            "object": pod,
+        },
+    }
+
+
+# --- the bare handler (run in its own process with --bare PORT CERT KEY) ----------------------------
+
+
+def bare_server(port: int, cert: str, key: str) -> None:
+    from aiohttp import web
+
+    async def echo(request: web.Request) -> web.Response:
+        body = json.loads(await request.read())
+        uid = body["request"]["uid"]
+        answer = {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "response": {"uid": uid, "allowed": True},
+        }
+        return web.json_response(answer)
+
+    app = web.Application(client_max_size=3 * 1024 * 1024)
+    app.router.add_post("/validate", echo)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(cert, key)
+    print("ready", flush=True)
+    web.run_app(app, host="127.0.0.1", port=port, ssl_context=context, print=None, access_log=None)
+
+
+# --- load ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    requests: int
+    seconds: float
+    latencies: list[float]
+
+    @property
+    def rate(self) -> float:
+        return self.requests / self.seconds
+
+    def percentile(self, p: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))] * 1000
+
+
+async def send(session: aiohttp.ClientSession, url: str, body: bytes, uid: int) -> None:
+    async with session.post(url, data=body, headers={"Content-Type": "application/json"}) as response:
+        answer = await response.json()
+        if response.status != 200 or answer["response"]["uid"] != f"bench-{uid}":
+            raise RuntimeError(f"bad answer {response.status}: {answer}")
+
+
+def bodies(count: int) -> list[bytes]:
+    return [json.dumps(review(i)).encode() for i in range(count)]
+
+
+async def closed_loop(url: str, context: ssl.SSLContext, seconds: float, warmup: float) -> Result:
+    """``CONCURRENCY`` clients, each sending its next request when the previous one is answered."""
+    prepared = bodies(64)
+    latencies: list[float] = []
+    connector = aiohttp.TCPConnector(ssl=context, limit=CONCURRENCY)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        start = time.perf_counter()
+        measure_from, end = start + warmup, start + warmup + seconds
+
+        async def client(worker: int) -> None:
+            i = worker
+            while (now := time.perf_counter()) < end:
+                await send(session, url, prepared[i % 64], i % 64)
+                if now >= measure_from:
+                    latencies.append(time.perf_counter() - now)
+                i += CONCURRENCY
+
+        await asyncio.gather(*(client(w) for w in range(CONCURRENCY)))
+    return Result(len(latencies), seconds, latencies)
+
+
+async def open_loop(url: str, context: ssl.SSLContext, rate: float, seconds: float) -> Result:
+    """Requests started on a fixed schedule whatever the answers do; latency from the scheduled time."""
+    prepared = bodies(64)
+    latencies: list[float] = []
+    connector = aiohttp.TCPConnector(ssl=context, limit=64)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        await send(session, url, prepared[0], 0)  # open the connections before the clock starts
+        start = time.perf_counter()
+        total = int(rate * seconds)
+
+        async def one(i: int) -> None:
+            scheduled = start + i / rate
+            await asyncio.sleep(max(0.0, scheduled - time.perf_counter()))
+            await send(session, url, prepared[i % 64], i % 64)
+            latencies.append(time.perf_counter() - scheduled)
+
+        await asyncio.gather(*(one(i) for i in range(total)))
+    return Result(len(latencies), seconds, latencies)
+
+
+# --- processes ----------------------------------------------------------------------------------------
+
+
+def rss_mb(pid: int) -> float:
+    text = Path(f"/proc/{pid}/status").read_text()
+    found = re.search(r"VmRSS:\s+(\d+) kB", text)
+    return int(found.group(1)) / 1024 if found else float("nan")
+
+
+def wait_for_line(process: subprocess.Popen[str], needle: str, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    assert process.stdout is not None
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if needle in line:
+            return line
+        if not line and process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}")
+    raise RuntimeError(f"no {needle!r} from the server within {timeout:.0f}s")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def start_draguard(state: str, cert: str, key: str) -> tuple[subprocess.Popen[str], int, float]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [
+        sys.executable, "-m", "webhook.cli", "serve", "--state", state, "--host", "127.0.0.1", "--port", "0",
+        "--metrics-port", "0", "--tls-cert-file", cert, "--tls-key-file", key,
+    ]  # fmt: skip
+    started = time.perf_counter()
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = wait_for_line(process, "draguard serving", 300)
+    port = int(re.search(r":(\d+) ", line).group(1))  # type: ignore[union-attr]
+    return process, port, time.perf_counter() - started
+
+
+def start_bare(cert: str, key: str) -> tuple[subprocess.Popen[str], int]:
+    port = free_port()
+    command = [sys.executable, __file__, "--bare", str(port), cert, key]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    wait_for_line(process, "ready", 30)
+    time.sleep(0.3)  # run_app binds after printing
+    return process, port
+
+
+def row(name: str, result: Result) -> str:
+    return (
+        f"  {name:<26} {result.rate:9.0f} req/s   p50 {result.percentile(50):6.2f} ms   "
+        f"p99 {result.percentile(99):6.2f} ms   ({result.requests} requests)"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="shorter runs")
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--devices", type=int, default=8)
+    parser.add_argument("--bare", nargs=3, metavar=("PORT", "CERT", "KEY"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.bare:
+        bare_server(int(args.bare[0]), args.bare[1], args.bare[2])
+        return 0
+    seconds, warmup, paced = (2.0, 0.5, 3.0) if args.quick else (6.0, 1.0, 8.0)
+
+    with tempfile.TemporaryDirectory(prefix="draguard-bench-") as tmp:
+        ca = generate_pair(tmp, None)
+        cert, key = os.path.join(tmp, "tls.crt"), os.path.join(tmp, "tls.key")
+        state = os.path.join(tmp, "cluster.json")
+        Path(state).write_text(json.dumps(cluster(args.nodes, args.devices)))
+        context = ssl.create_default_context(cafile=ca)
+
+        draguard, port, load_seconds = start_draguard(state, cert, key)
+        bare, bare_port = start_bare(cert, key)
+        try:
+            rss_loaded = rss_mb(draguard.pid)
+            bare_result = asyncio.run(
+                closed_loop(f"https://127.0.0.1:{bare_port}/validate", context, seconds, warmup)
+            )
+            bare.terminate()
+            url = f"https://127.0.0.1:{port}/validate"
+            ours = asyncio.run(closed_loop(url, context, seconds, warmup))
+            steady = asyncio.run(open_loop(url, context, 200.0, paced))
+            rss_after = rss_mb(draguard.pid)
+        finally:
+            bare.terminate()
+            draguard.terminate()
+            draguard.wait(timeout=10)
+
+    ratio = ours.rate / bare_result.rate
+    print(f"draguard /validate, Pod CREATE with two claims, {args.nodes} nodes x {args.devices} devices")
+    print(f"  snapshot loaded and serving after {load_seconds:.1f}s")
+    print(f"closed loop, {CONCURRENCY} concurrent clients, {seconds:g}s:")
+    print(row("bare aiohttp handler", bare_result))
+    print(row("draguard", ours))
+    print(f"open loop, 200 req/s for {paced:g}s:")
+    print(row("draguard", steady))
+    print("targets:")
+    checks = [
+        (f"throughput ratio {ratio:.2f} (draguard / bare)", ratio >= 0.70, ">= 0.70"),
+        (f"p99 at 200 req/s {steady.percentile(99):.2f} ms", steady.percentile(99) < 10.0, "< 10 ms"),
+        (f"RSS {max(rss_loaded, rss_after):.0f} MB (loaded {rss_loaded:.0f}, after load {rss_after:.0f})",
+         max(rss_loaded, rss_after) < 300.0, "< 300 MB"),
+    ]  # fmt: skip
+    for text, ok, target in checks:
+        print(f"  {'ok  ' if ok else 'MISS'} {text}   target {target}")
+    median = statistics.median(ours.latencies) / statistics.median(bare_result.latencies)
+    print(f"  (median closed-loop latency ratio {median:.2f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -238,13 +238,17 @@ class CapacityRequestPolicy(ApiModel):
     valid_range: CapacityRequestPolicyRange | None = None
 
 
+# Go's zero resource.Quantity: what a missing "value" decodes to (no validation rule requires one).
+_ZERO = Quantity.parse("0")
+
+
 class DeviceCapacity(ApiModel):
-    value: Quantity
+    value: Quantity = _ZERO
     request_policy: CapacityRequestPolicy | None = None
 
 
 class Counter(ApiModel):
-    value: Quantity
+    value: Quantity = _ZERO
 
 
 class CounterSet(ApiModel):

@@ -18,6 +18,7 @@ from full_objects import ADMISSION_REVIEW, DECODABLE, RESOURCE_CLAIM, RESOURCE_S
 
 from policies.api.admission import AdmissionReview
 from policies.api.kinds import DecodeError, decode
+from policies.api.resource import ResourceSlice
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -178,15 +179,6 @@ BAD: list[tuple[str, Any, list[str]]] = [
         ["spec.devices[0].attributes.a: Invalid value: list: must be an object"],
     ),
     (
-        "a missing quantity",
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceSlice",
-            "spec": {"devices": [{"name": "d", "capacity": {"m": {}}}]},
-        },
-        ["spec.devices[0].capacity.m.value: Required value"],
-    ),
-    (
         "two problems, two lines",
         {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "spec": {"allNodes": 1, "devices": {}}},
         [
@@ -202,6 +194,22 @@ def test_decode_errors_name_the_field(data: Any, problems: list[str]) -> None:
     with pytest.raises(DecodeError) as caught:
         decode(data)
     assert caught.value.problems == problems
+
+
+def test_a_missing_capacity_value_is_the_zero_quantity() -> None:
+    """Go decodes a missing resource.Quantity as its zero value ("0"), and nothing requires one, so
+    the API server accepts such a device; it is not a decoding error."""
+    obj = decode(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "spec": {"devices": [{"name": "d", "capacity": {"m": {}}}]},
+        }
+    )
+    assert isinstance(obj, ResourceSlice) and obj.spec.devices is not None
+    capacity = obj.spec.devices[0].capacity
+    assert capacity is not None and str(capacity["m"].value) == "0"
+    assert obj.to_json()["spec"]["devices"][0]["capacity"] == {"m": {}}
 
 
 def test_bad_quantity_names_the_field() -> None:

@@ -743,3 +743,20 @@ def test_changed_taints_are_rechecked_in_full() -> None:
         '"NoSchedule", '
         '"None"'
     ]
+
+
+def test_capacity_and_counter_values_default_to_zero() -> None:
+    """DeviceCapacity.Value and Counter.Value are plain resource.Quantity fields: a missing one
+    decodes as Go's zero Quantity ("0") and no validation rule requires it (validateDeviceCounter
+    accepts any parsed quantity), so the API server stores 0 rather than rejecting the object."""
+    obj = resource_slice(
+        device(capacity={"mem": {}}, consumesCounters=[{"counterSet": "s", "counters": {"c": {}}}])
+    )
+    assert lines(obj) == []
+    policy = {"default": "1", "validValues": ["1"]}
+    assert lines(
+        resource_slice(device(allowMultipleAllocations=True, capacity={"c": {"requestPolicy": policy}}))
+    ) == [
+        f'{DEV}.capacity[c].requestPolicy.validValues[0]: Invalid value: "1": '
+        "option is larger than capacity value: 0"
+    ]

@@ -269,6 +269,11 @@ class _Coster:
             if oid == "add_list":
                 return _add((1, 1), arg_sum)
             return _add(_factor(result, STRING_TRAVERSAL), arg_sum)
+        if oid == "equals" and self.type(operands[0]) == self.type(operands[1]) in _CONSTANT_EQUALITY:
+            # The Kubernetes estimator prices `==` between two values of the same Kubernetes type
+            # itself (apiserver/pkg/cel/library/cost.go): O(1) for quantities, semvers, IPs, CIDRs
+            # and URLs. `!=` is left to cel-go's size-based rule.
+            return _add((1, 1), arg_sum)
         if oid in ("equals", "not_equals") or (
             oid.split("_")[0] in ("less", "greater") and oid.endswith(("_string", "_bytes"))
         ):
@@ -362,6 +367,9 @@ _BOUNDS = {
     "id": decls.MAX_ID_LENGTH,
     "bool1": 1,
 }
+
+
+_CONSTANT_EQUALITY = frozenset({t.QUANTITY, t.SEMVER, t.IP, t.CIDR, t.URL})
 
 
 def _step(node: object, name: str) -> object:

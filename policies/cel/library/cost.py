@@ -153,7 +153,13 @@ def _traversal_cost(value: Any) -> int:
 
 
 def _estimate_list_scan(site: CallSite) -> CostRange:
-    """1 per element, plus a traversal of each element when they are strings or bytes."""
+    """1 per element, plus a traversal of each element when they are strings or bytes.
+
+    The Kubernetes estimator picks the branch from the receiver's static type, not from the
+    overload: a receiver without type parameters (a string, or an ``any``/``dyn`` attribute that
+    may be one) is priced as a string traversal even for the list overload of indexOf."""
+    if site.elem_size is None:
+        return scale(site.size(0), STRING_TRAVERSAL_FACTOR)
     per_element: CostRange = (1, 1)
     if site.elem_is_text:
         per_element = plus(per_element, scale(site.elem_size or UNKNOWN_SIZE, STRING_TRAVERSAL_FACTOR))

@@ -105,6 +105,18 @@ class Snapshot:
         30 ms: the webhook's state builds it before the swap, so no request pays for it)."""
         return MappingProxyType(device_index(self.slices))
 
+    @cached_property
+    def _quotas_by_namespace(self) -> Mapping[str, tuple[ResourceQuota, ...]]:
+        by_namespace: dict[str, list[ResourceQuota]] = {}
+        for quota in self.quotas:
+            by_namespace.setdefault(quota.namespace or DEFAULT_NAMESPACE, []).append(quota)
+        return {namespace: tuple(quotas) for namespace, quotas in by_namespace.items()}
+
+    def namespace_quotas(self, namespace: str) -> tuple[ResourceQuota, ...]:
+        """The ResourceQuotas of ``namespace`` (``""`` meaning ``default``, as for keys), indexed once
+        per snapshot: every pod create asks."""
+        return self._quotas_by_namespace.get(namespace or DEFAULT_NAMESPACE, ())
+
     def allocated_claims(self) -> Iterator[ResourceClaim]:
         """Claims with ``status.allocation``: the cluster's allocated state (every one given, as the
         scheduler walks every allocated claim)."""

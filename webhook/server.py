@@ -35,7 +35,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from certs.reloader import CertReloader
 from policies.api.admission import AdmissionRequest
 from policies.config import Config
-from policies.rules.engine import Context, Decision, Request, Rule, costly, decide, decide_unavailable
+from policies.rules.engine import Context, Decision, Request, Rule, applicable, decide, decide_unavailable
 from policies.rules.request import UndecodableObject
 from webhook import logs, review
 from webhook.metrics import Metrics
@@ -109,9 +109,9 @@ class Admission:
         return web.json_response(review.answer(request.uid, decision))
 
     async def _decide(self, webhook: str, request: Request) -> Decision:
-        rules = self.rules[webhook]
         ctx = self.context()
-        if not costly(request, rules, ctx):
+        rules = applicable(request, self.rules[webhook], ctx)
+        if not any(rule.costly(request, ctx) for rule in rules):
             return decide(request, rules, ctx)
         work = asyncio.get_running_loop().run_in_executor(self.executor, decide, request, rules, ctx)
         try:

@@ -152,9 +152,10 @@ def _fold(outcomes: list[Outcome], patch: list[Mapping[str, Any]]) -> Decision:
     )
 
 
-def costly(request: Request, rules: Sequence[Rule], ctx: Context) -> bool:
-    """Whether any rule that applies to ``request`` may take long (see :meth:`Rule.costly`)."""
-    return any(rule.costly(request, ctx) for rule, _ in _applicable(request, rules, ctx))
+def applicable(request: Request, rules: Sequence[Rule], ctx: Context) -> list[Rule]:
+    """The rules that look at ``request``, after namespace exemptions: what :func:`decide` would
+    run, for a caller that needs to know before it runs them (a costly rule goes off the loop)."""
+    return [rule for rule, _ in _applicable(request, rules, ctx)]
 
 
 def decide_unavailable(request: Request, rules: Sequence[Rule], ctx: Context, reason: str) -> Decision:

@@ -65,7 +65,7 @@ def _node_key(key: str) -> bool:
 
 
 def _quotas(snapshot: Snapshot, namespace: str) -> list[ResourceQuota]:
-    return [q for q in snapshot.quotas if q.namespace == namespace and folded(q)]
+    return [q for q in snapshot.namespace_quotas(namespace) if folded(q)]
 
 
 def quota_namespaces(snapshot: Snapshot) -> list[str]:

@@ -138,8 +138,8 @@ def _meta(
     recheck_on_update: bool = True,
 ) -> ErrorList:
     """Create: ``ValidateObjectMeta``. Update: ``ValidateObjectMetaUpdate``, after the create checks
-    where upstream repeats them (claims, classes, pods) and alone where it does not
-    (``recheck_on_update=False``: templates, slices, DeviceTaintRules)."""
+    where upstream repeats them (claims, classes) and alone where it does not
+    (``recheck_on_update=False``: templates, slices, DeviceTaintRules, the core kinds)."""
     if old is None:
         return validate_object_meta(obj.metadata, namespaced, META, name_check)
     errs = validate_object_meta(obj.metadata, namespaced, META, name_check) if recheck_on_update else []
@@ -203,21 +203,25 @@ def _taint_rule(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> E
     return errs
 
 
+# Core kinds: ValidatePodUpdate, ValidateNodeUpdate, ValidateNamespaceUpdate and
+# ValidateResourceQuotaUpdate check metadata with ValidateObjectMetaUpdate only.
+
+
 def _pod(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> ErrorList:
     assert isinstance(obj, core.Pod)
-    return _meta(obj, old, True) + validate_pod_claims(obj)
+    return _meta(obj, old, True, recheck_on_update=False) + validate_pod_claims(obj)
 
 
 def _namespace(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> ErrorList:
-    return _meta(obj, old, False, is_dns1123_label)
+    return _meta(obj, old, False, is_dns1123_label, recheck_on_update=False)
 
 
 def _cluster_object(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> ErrorList:
-    return _meta(obj, old, False)
+    return _meta(obj, old, False, recheck_on_update=False)
 
 
 def _namespaced_object(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> ErrorList:
-    return _meta(obj, old, True)
+    return _meta(obj, old, True, recheck_on_update=False)
 
 
 _VALIDATORS: dict[type[TypedObject], Validator] = {

@@ -370,3 +370,11 @@ def test_result_toleration_operator_defaults_to_equal() -> None:
     assert lines(bad)[0].startswith(
         'status.allocation.devices.results[0].tolerations[0].value: Invalid value: "a b": a valid label'
     )
+
+
+def test_update_of_a_core_object_checks_metadata_as_an_update_only() -> None:
+    """ValidateNodeUpdate (like the Pod, Namespace and ResourceQuota updates) runs only
+    ValidateObjectMetaUpdate: a negative generation is only "must not be decremented"."""
+    old = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1", "generation": 1}}
+    new = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1", "generation": -1}}
+    assert lines(new, old) == ["metadata.generation: Invalid value: -1: must not be decremented"]

@@ -375,8 +375,8 @@ _CONSTANT_EQUALITY = frozenset({t.QUANTITY, t.SEMVER, t.IP, t.CIDR, t.URL})
 def _step(node: object, name: str) -> object:
     if not isinstance(node, str):
         return None
-    if node == "attr" and name == "@items":
-        return "attr"  # list attributes: the elements carry the same bound
+    # An attribute's DeclType (any/dyn with MaxElements) has no element type, so the sizeEstimator
+    # cannot size the elements of a list attribute ("@items" under it is unknown).
     table = _TREE.get(node)
     if table is None:
         return None

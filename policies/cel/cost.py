@@ -290,12 +290,10 @@ class _Coster:
         if operands and self.type(operands[0]).kind == t.LIST:
             elem_type = self.type(operands[0]).params[0]
             elem_text = elem_type.kind in ("string", "bytes")
+            # The Kubernetes estimator sizes the elements only through the path of the list
+            # (listElementNode): the elements of a literal list are not looked at.
             base = self.paths.get(operands[0].id)
             found = self.path_size((*base, "@items")) if base else None
-            if found is None and isinstance(operands[0], ListExpr) and operands[0].elements:
-                found = self.size(operands[0].elements[0])
-                for item in operands[0].elements[1:]:
-                    found = _union(found, self.size(item))
             elem = (
                 found
                 if found is not None

@@ -13,29 +13,56 @@ import json
 import logging
 import sys
 import time
-from typing import Any
+from typing import Any, TextIO
 
 LEVELS = ("debug", "info", "warning", "error")
 DECISIONS = logging.getLogger("draguard.admission")
 
 
+def json_line(created: float, level: str, logger: str, message: str, fields: dict[str, Any]) -> str:
+    """``{"time", "level", "logger", "message", ...fields}`` as one line of JSON."""
+    line: dict[str, Any] = {
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created)) + f".{int(created % 1 * 1000):03d}Z",
+        "level": level,
+        "logger": logger,
+        "message": message,
+    }
+    line.update(fields)
+    return json.dumps(line, default=str)
+
+
 class JsonFormatter(logging.Formatter):
-    """``{"time", "level", "logger", "message", ...fields}``; fields come from ``extra={"fields": {...}}``."""
+    """:func:`json_line` of a record; fields come from ``extra={"fields": {...}}``."""
 
     def format(self, record: logging.LogRecord) -> str:
-        line: dict[str, Any] = {
-            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-            + f".{int(record.msecs):03d}Z",
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "message": record.getMessage(),
-        }
         fields = getattr(record, "fields", None)
-        if isinstance(fields, dict):
-            line.update(fields)
+        extra = dict(fields) if isinstance(fields, dict) else {}
         if record.exc_info:
-            line["error"] = self.formatException(record.exc_info)
-        return json.dumps(line, default=str)
+            extra["error"] = self.formatException(record.exc_info)
+        return json_line(record.created, record.levelname.lower(), record.name, record.getMessage(), extra)
+
+
+class DecisionLog:
+    """One JSON line per admission decision (info when allowed, warning when denied), written
+    straight to ``stream`` (default: the stderr of the moment), in :func:`json_line`'s shape.
+
+    Not through the logging machinery: a record, the handler's lock and the generic formatter cost
+    half of what recording a request costs, for the one line every request writes (measured on the
+    webhook benchmark). The logging configuration still decides, through the level of the
+    ``draguard.admission`` logger, whether a line is written.
+    """
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._stream = stream
+
+    def write(self, fields: dict[str, Any], allowed: bool) -> None:
+        level, name = (logging.INFO, "info") if allowed else (logging.WARNING, "warning")
+        if not DECISIONS.isEnabledFor(level):
+            return
+        line = json_line(time.time(), name, DECISIONS.name, "admission decision", fields)
+        stream = self._stream or sys.stderr
+        stream.write(line + "\n")
+        stream.flush()
 
 
 def configure(level: str = "info") -> None:
@@ -54,13 +81,6 @@ def configure(level: str = "info") -> None:
     logging.logMultiprocessing = False
     # aiohttp's access log would add a second, unstructured line per request.
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
-
-
-def decision(fields: dict[str, Any], allowed: bool) -> None:
-    """Log one admission decision (info when allowed, warning when denied)."""
-    DECISIONS.log(
-        logging.INFO if allowed else logging.WARNING, "admission decision", extra={"fields": fields}
-    )
 
 
 def rejected(reason: str, fields: dict[str, Any]) -> None:

@@ -66,6 +66,7 @@ class Admission:
     state: State
     metrics: Metrics
     deadline: float = DEFAULT_DEADLINE
+    decisions: logs.DecisionLog = field(default_factory=logs.DecisionLog)
     executor: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(max_workers=4, thread_name_prefix="draguard-decide")
     )
@@ -144,7 +145,7 @@ class Admission:
             fields["reason"] = decision.message
         if request.dry_run:
             fields["dry_run"] = True
-        logs.decision(fields, decision.allowed)
+        self.decisions.write(fields, decision.allowed)
 
     def _reject(self, webhook: str, status: int, reason: str, started: float) -> web.Response:
         seconds = time.perf_counter() - started

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import io
 import json
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,7 @@ from policies.rules.drain import DrainRule
 from policies.rules.engine import Context, Finding, Request
 from policies.snapshot import Snapshot
 from webhook import review, server
-from webhook.logs import JsonFormatter
+from webhook.logs import DECISIONS, DecisionLog
 from webhook.manifests import load
 from webhook.metrics import Metrics
 from webhook.server import Admission, build_app, readiness, split_rules
@@ -78,6 +80,17 @@ def pod(**spec: Any) -> dict[str, Any]:
         "metadata": {"name": "inference", "namespace": "team-a"},
         "spec": {"containers": [{"name": "c", "image": "x"}], **spec},
     }
+
+
+@contextmanager
+def level(value: int) -> Iterator[None]:
+    """The decision logger's level for a while, as the logging configuration would set it."""
+    before = DECISIONS.level
+    DECISIONS.setLevel(value)
+    try:
+        yield
+    finally:
+        DECISIONS.setLevel(before)
 
 
 def admission_review(obj: Any = None, uid: str = "uid-1", **request: Any) -> dict[str, Any]:
@@ -379,18 +392,19 @@ async def test_metrics_count_requests_findings_and_snapshot(aiohttp_client: Clie
     assert "draguard_snapshot_age_seconds 0.0" in text
 
 
-async def test_one_json_log_line_per_decision_without_the_object(
-    aiohttp_client: Client, caplog: pytest.LogCaptureFixture
-) -> None:
+async def test_one_json_log_line_per_decision_without_the_object(aiohttp_client: Client) -> None:
     secret = "hunter2-password"
     obj = pod(containers=[{"name": "c", "image": "x", "env": [{"name": "PW", "value": secret}]}])
-    client = await client_for(aiohttp_client, make_admission([FakeRule("selectors", [Finding("warn", "w")])]))
-    with caplog.at_level(logging.INFO, logger="draguard.admission"):
+    out = io.StringIO()
+    rules = [FakeRule("selectors", [Finding("warn", "w")])]
+    client = await client_for(aiohttp_client, make_admission(rules, decisions=DecisionLog(out)))
+    with level(logging.INFO):
         await post(client, admission_review(obj, uid="log-uid"))
-    lines = [JsonFormatter().format(r) for r in caplog.records if r.name == "draguard.admission"]
+    lines = out.getvalue().splitlines()
     assert len(lines) == 1
     line = json.loads(lines[0])
     assert secret not in lines[0]
+    assert (line["level"], line["logger"]) == ("info", "draguard.admission")
     assert {k: line[k] for k in ("uid", "kind", "namespace", "name", "user", "decision", "operation")} == {
         "uid": "log-uid",
         "kind": "Pod",
@@ -402,6 +416,18 @@ async def test_one_json_log_line_per_decision_without_the_object(
     }
     assert line["rules"] == [{"rule": "selectors", "mode": "enforce", "action": "warn", "message": "w"}]
     assert line["latency_ms"] > 0
+
+
+async def test_decision_lines_follow_the_configured_level(aiohttp_client: Client) -> None:
+    out = io.StringIO()
+    rules = [FakeRule("selectors", [Finding("deny", "no")])]
+    client = await client_for(aiohttp_client, make_admission(rules, decisions=DecisionLog(out)))
+    with level(logging.WARNING):
+        await post(client, admission_review(pod(), uid="denied"))  # a denial is a warning: written
+    with level(logging.ERROR):
+        await post(client, admission_review(pod(), uid="quiet"))
+    assert [json.loads(line)["uid"] for line in out.getvalue().splitlines()] == ["denied"]
+    assert json.loads(out.getvalue())["level"] == "warning"
 
 
 async def test_readyz_waits_for_the_state_and_healthz_does_not(aiohttp_client: Client) -> None:

@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import from_json
 
 from policies.api.admission import API_VERSION, KIND, AdmissionRequest, AdmissionReview
 from policies.api.kinds import validation_problems
@@ -33,8 +34,9 @@ class BadReview(ValueError):
 def parse(body: bytes) -> AdmissionRequest:
     """The ``request`` of an ``admission.k8s.io/v1`` AdmissionReview; raises :class:`BadReview`."""
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as err:
+        # pydantic's Rust parser: the same objects as json.loads in about half the time.
+        data = from_json(body)
+    except ValueError as err:
         raise BadReview(f"body is not JSON: {err}") from None
     if not isinstance(data, dict):
         raise BadReview("body is not a JSON object: expected an admission.k8s.io/v1 AdmissionReview")

@@ -426,6 +426,8 @@ class _Lowering:
 
     def emit_call(self, e: Call, scope: Scope) -> _Frag:
         fn = e.function
+        if fn in ("_||_", "_&&_") and self.caps.name == "rust":
+            return self.logical_chain(e, scope)
         if fn == "_?._":
             return self.optional_access(e.args[0], e.args[1], scope)
         if fn == "_[?_]":
@@ -521,6 +523,60 @@ class _Lowering:
             # cel-go follows IEEE 754 (NaN, -Inf).
             return self.lib_call("_div", runtime.divide, args)
         return self.binary(op, prec, args[0], args[1])
+
+    def logical_chain(self, e: Call, scope: Scope) -> _Frag:
+        """``a || b || c`` (or ``&&``) with cel-go's choice of error.
+
+        When no term decides the result, cel-go reports the error of the *first* failing term
+        (interpreter evalOr/evalAnd), the Rust engine that of the last one it evaluated. Appending
+        the fallible terms again in reverse order (``a || b || c || b || a``) makes the last
+        failure the leftmost one without changing the value: the tail only runs when no term
+        decided, and CEL terms are pure. Terms holding comprehensions stay out of the tail under
+        the runtime cost guard, which would charge them twice."""
+        terms: list[Expr] = []
+        stack: list[Expr] = [e]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, Call) and node.function == e.function and node.target is None:
+                stack.extend(reversed(node.args))
+            else:
+                terms.append(node)
+        op, prec = _BINARY[e.function]
+        frags = [self.emit(term, scope) for term in terms]
+        fallible = [
+            i
+            for i, term in enumerate(terms)
+            if not self.infallible(term, scope)
+            and not (self.guarded and any(isinstance(n, Comprehension) for n in walk(term)))
+        ]
+        order = list(range(len(terms)))
+        if len(fallible) > 1:
+            order += [i for i in reversed(fallible) if i != len(terms) - 1]
+        parts = [self.wrap(frags[i], prec + 1) for i in order]
+        text = f" {op} ".join(part.text for part in parts)
+        return _Frag(text, prec, max(part.depth for part in parts))
+
+    def infallible(self, e: Expr, scope: Scope) -> bool:
+        """Can evaluating ``e`` never produce an error? (Conservative: False when unsure.)"""
+        if isinstance(e, Literal):
+            return True
+        ref = self.resolve(e, scope)
+        if ref is not None and ref.kind in ("device", "driver", "multi", "section"):
+            return True
+        if isinstance(e, Select) and e.test_only:
+            ref = self.resolve(e.operand, scope)
+            return ref is not None and ref.kind in ("device", "section", "domain")
+        if isinstance(e, Call) and e.target is None:
+            if e.function in ("_&&_", "_||_", "!_"):
+                return all(self.type(a) == t.BOOL and self.infallible(a, scope) for a in e.args)
+            if e.function in ("_==_", "_!=_"):
+                return not any(t.may_hold_object(self.type(a)) for a in e.args) and all(
+                    self.infallible(a, scope) for a in e.args
+                )
+            if e.function == "@in" and isinstance(e.args[0], Literal) and e.args[0].kind == "string":
+                ref = self.resolve(e.args[1], scope)
+                return ref is not None and ref.kind in ("section", "domain")
+        return False
 
     def conversion(self, e: Call, args: list[_Frag], overloads: list[OverloadDecl]) -> _Frag:
         if overloads and all(o.id in self.caps.conversions for o in overloads):

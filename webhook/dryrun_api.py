@@ -66,6 +66,7 @@ from policies.footprint import (
     device_index,
     dra_resources,
     referencing_containers,
+    yields_node_resources,
 )
 from policies.quota import Ledger, claim_object_usage, first_exceeded, folded, pod_charge
 from policies.snapshot import Snapshot
@@ -495,6 +496,8 @@ class Prepared:
     devices: Mapping[DeviceKey, Device]
     free: Mapping[str, frozenset[DeviceKey]]
     allocator: Allocator
+    yielding: frozenset[DeviceKey] = frozenset()
+    """The devices that yield node-allocatable resources (the others add nothing to a footprint)."""
 
     @classmethod
     def of(cls, snapshot: Snapshot, features: Features, cel_cache: SelectorCache | None = None) -> Prepared:
@@ -513,6 +516,7 @@ class Prepared:
             devices,
             MappingProxyType({n: frozenset(keys) for n, keys in free.items()}),
             snapshot_allocator(snapshot, features, state=state, cel_cache=cel_cache),
+            frozenset(k for k, d in devices.items() if yields_node_resources(d)),
         )
 
 
@@ -520,9 +524,18 @@ def _quantities(resources: Mapping[str, Quantity]) -> dict[str, str]:
     return {name: str(q) for name, q in sorted(resources.items())}
 
 
+_CostKey = tuple[tuple[DeviceKey, ...], ...]
+
+
 @dataclass(frozen=True)
 class Costs:
-    """How a fitting node's answer is priced: footprint and quota charge of the pod's claims."""
+    """How a fitting node's answer is priced: footprint and quota charge of the pod's claims.
+
+    The price depends on the answer only through the devices that yield node resources, so answers
+    that pick none of those, or the same ones, share one computed price (the returned dicts are
+    shared between entries: not to be changed). An answer consuming capacity of such a device is
+    priced on its own (quantities equal in value may print differently).
+    """
 
     pod: Pod
     references: tuple[int, ...]
@@ -530,8 +543,35 @@ class Costs:
     quotas: tuple[ResourceQuota, ...]
     ledger_usage: Mapping[str, Quantity]
     devices: Mapping[DeviceKey, Device]
+    yielding: frozenset[DeviceKey] = frozenset()
+    _priced: dict[_CostKey, dict[str, Any]] = field(default_factory=dict, compare=False, repr=False)
 
     def of(self, answer: NodeAnswer) -> dict[str, Any]:
+        key = self._key(answer)
+        if key is None:
+            return self._price(answer)
+        price = self._priced.get(key)
+        if price is None:
+            price = self._priced[key] = self._price(answer)
+        return price
+
+    def _key(self, answer: NodeAnswer) -> _CostKey | None:
+        """Per claim, the devices claim_footprint counts that yield anything, in order (the others
+        add an empty footprint); None when one of those has consumedCapacity."""
+        key = []
+        for result in answer.results:
+            counted: list[DeviceKey] = []
+            for r in (result.devices.results or ()) if result is not None and result.devices else ():
+                device = (r.driver, r.pool, r.device)
+                if r.admin_access or device not in self.yielding:
+                    continue
+                if r.consumed_capacity is not None:
+                    return None
+                counted.append(device)
+            key.append(tuple(counted))
+        return tuple(key)
+
+    def _price(self, answer: NodeAnswer) -> dict[str, Any]:
         try:
             uses = [
                 ClaimUse(claim_footprint(r, self.devices), n)
@@ -571,6 +611,7 @@ def _costs(
         quotas=quotas,
         ledger_usage=ledger.usage(namespace),
         devices=prepared.devices,
+        yielding=prepared.yielding,
     )
 
 
@@ -661,7 +702,7 @@ def answer(
         budget=deadlines.budget(settings.node_max_steps),
         allocator=prepared.allocator,
     )
-    answers: list[NodeAnswer] = []
+    listed = _Listed(question.limit, prepared.free)
     for node in nodes:
         if deadlines.over():
             break
@@ -669,43 +710,69 @@ def answer(
         node_answer = dry.on_node(node)
         if deadlines.over() and node_answer.error is not None:
             break  # the total deadline cut this node's search short: no answer for it
-        answers.append(node_answer)
-    if not answers and nodes:
+        listed.add(node_answer)
+    if not listed.checked and nodes:
         raise Problem(
             503,
             f"no node could be checked within the {settings.timeout:g}s dry-run deadline",
             retry_after=settings.timeout,
         )
-    return _document(question, claims, answers, len(nodes), prepared, costs, deadlines)
+    return _document(claims, listed, len(nodes), costs, deadlines)
+
+
+class _Listed:
+    """The answers a document lists, kept as they come: the ``limit`` best fitting ones (fewest
+    stranded devices, then node name) and the ``limit`` first others by node name; counts of all.
+
+    Any other answer is dropped at once. Holding every answer of a whole-cluster question to the end
+    kept enough objects alive per request to set off a full garbage collection, over the snapshot's
+    million objects, every other request (``benchmarks/dryrun.py``).
+    """
+
+    def __init__(self, limit: int, free: Mapping[str, frozenset[DeviceKey]]) -> None:
+        self.limit = limit
+        self._free = free
+        self.checked = 0
+        self.fitting = 0
+        self._best: list[tuple[int, NodeAnswer]] = []
+        self._others: list[NodeAnswer] = []
+
+    def add(self, answer: NodeAnswer) -> None:
+        self.checked += 1
+        if answer.allocated:
+            self.fitting += 1
+            self._best.append((_stranded(answer, self._free.get(answer.node, frozenset())), answer))
+            if len(self._best) >= 2 * self.limit:
+                self._best = self.best()
+        else:
+            self._others.append(answer)
+            if len(self._others) >= 2 * self.limit:
+                self._others = self.others()
+
+    def best(self) -> list[tuple[int, NodeAnswer]]:
+        """The fitting answers listed, best first, with their stranded devices."""
+        return sorted(self._best, key=lambda pair: (pair[0], pair[1].node))[: self.limit]
+
+    def others(self) -> list[NodeAnswer]:
+        """The first answers that do not fit, by node name (listed after the best, up to the limit)."""
+        return sorted(self._others, key=lambda a: a.node)[: self.limit]
 
 
 def _document(
-    question: Question,
-    claims: Sequence[ResourceClaim],
-    answers: Sequence[NodeAnswer],
-    total: int,
-    prepared: Prepared,
-    costs: Costs,
-    deadlines: Deadlines,
+    claims: Sequence[ResourceClaim], listed: _Listed, total: int, costs: Costs, deadlines: Deadlines
 ) -> dict[str, Any]:
-    empty: frozenset[DeviceKey] = frozenset()
-    fitting = sorted(
-        ((_stranded(a, prepared.free.get(a.node, empty)), a) for a in answers if a.allocated),
-        key=lambda pair: (pair[0], pair[1].node),
-    )
     entries = [
         {**a.to_json(), "reason": a.reason, "rank": i, "stranded": stranded, **costs.of(a)}
-        for i, (stranded, a) in enumerate(fitting[: question.limit], start=1)
+        for i, (stranded, a) in enumerate(listed.best(), start=1)
     ]
-    rest = sorted((a for a in answers if not a.allocated), key=lambda a: a.node)
-    entries += [{**a.to_json(), "reason": a.reason} for a in rest[: question.limit - len(entries)]]
+    entries += [{**a.to_json(), "reason": a.reason} for a in listed.others()[: listed.limit - len(entries)]]
     return {
         "claims": [c.key for c in claims],
         "nodes": entries,
-        "checked": len(answers),
+        "checked": listed.checked,
         "total": total,
-        "fitting": len(fitting),
-        "complete": len(answers) == total,
+        "fitting": listed.fitting,
+        "complete": listed.checked == total,
         "elapsedMs": deadlines.elapsed_ms(),
     }
 

@@ -491,6 +491,52 @@ async def test_claims_without_a_pod_and_a_node_list_and_a_limit(serve: Any) -> N
     assert "requests.cpu" not in body["nodes"][0]["quota"]["charge"]
 
 
+async def test_a_limit_lists_the_first_entries_of_the_whole_answer(serve: Any) -> None:
+    """Answers past the limit are dropped as the nodes are asked, not at the end: what is listed is
+    still the whole answer's first entries, fitting ones best first, then the others by name."""
+    objects = cluster_objects()
+    for node in ("node-d", "node-e", "node-f"):  # 4 free GPUs each: two fit a pod wanting 3, all one
+        objects += [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}}, gpu_slice(node)]
+    served = await serve(replace(DEMO, burst=20), snapshot=snapshot_of(objects))
+    three = {
+        "pod": pod({"name": "gpu", "resourceClaimTemplateName": "three"}),
+        "claimTemplates": [template("three", 3)],
+    }
+    for request in (ONE_GPU_POD, three):
+        status, whole, _ = await served.post({**request, "limit": 10})
+        assert status == 200, whole
+        assert len(whole["nodes"]) == 6
+        for limit in range(1, 6):
+            _, body, _ = await served.post({**request, "limit": limit})
+            assert body["nodes"] == whole["nodes"][:limit], limit
+            assert (body["checked"], body["fitting"]) == (whole["checked"], whole["fitting"])
+
+
+async def test_nodes_whose_devices_yield_nothing_have_an_empty_footprint(serve: Any) -> None:
+    """Prices are shared between answers that pick the same devices yielding node resources (here:
+    none on node-d and node-e), never between answers that pick different ones."""
+    objects = cluster_objects()
+    for node in ("node-d", "node-e"):
+        plain = gpu_slice(node)
+        for device in plain["spec"]["devices"]:
+            del device["nodeAllocatableResourceMappings"]
+        objects += [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}}, plain]
+    served = await serve(snapshot=snapshot_of(objects))
+    status, body, _ = await served.post({**ONE_GPU_POD, "limit": 10})
+    assert status == 200, body
+    footprints = {n["node"]: n["footprint"] for n in body["nodes"]}
+    assert footprints == {
+        "node-a": {"memory": "2Gi"},
+        "node-b": {"memory": "2Gi"},
+        "node-c": {"memory": "2Gi"},
+        "node-d": {},
+        "node-e": {},
+    }
+    charges = {n["node"]: n["quota"]["charge"] for n in body["nodes"]}
+    assert "requests.memory" not in charges["node-d"] and charges["node-d"] == charges["node-e"]
+    assert charges["node-a"]["requests.memory"] == "2Gi"
+
+
 async def test_each_request_answers_afresh_on_the_current_snapshot(serve: Any) -> None:
     """The allocator is built once per snapshot and forked per request, and selector results carry
     over between snapshots: a repeated request answers the same, and a newer snapshot's devices and

@@ -15,6 +15,7 @@ the runtime guard charges with their actual cost); the guard charges that per it
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from policies.cel import decls
@@ -221,7 +222,28 @@ class _Coster:
             elif overload.id == "index_map":
                 self.add_path(e, e.args[0], "@values")
         assert total is not None
+        if e.target is not None and e.id not in self.computed:
+            result = self.result_size(e, operands)
+            if result is not None:
+                self.computed[e.id] = result
         return total
+
+    def result_size(self, e: Call, operands: list[Expr]) -> Range | None:
+        """The result size the Kubernetes estimator reports with its call estimate
+        (apiserver/pkg/cel/library/cost.go ResultSize), which later size-dependent costs use."""
+        fn = e.function
+        if fn in ("lowerAscii", "upperAscii", "substring", "trim"):
+            return self.size(operands[0])
+        if fn in ("find", "findAll") and len(operands) >= 2:
+            return (0, self.size(operands[0])[1])
+        if fn == "split":
+            limit = operands[2] if len(operands) > 2 else None
+            if isinstance(limit, Literal) and limit.kind == "int":
+                return (0, int(limit.value) % (MAX + 1))  # type: ignore[call-overload]
+            return (0, self.size(operands[0])[1])
+        if fn == "replace" and len(operands) >= 3:
+            return _replace_size(self.size(operands[0]), self.size(operands[1]), self.size(operands[2]))
+        return None
 
     def add_path(self, e: Expr, base: Expr, suffix: str) -> None:
         path = self.paths.get(base.id)
@@ -365,6 +387,26 @@ _BOUNDS = {
     "id": decls.MAX_ID_LENGTH,
     "bool1": 1,
 }
+
+
+def _replace_size(text: Range, old: Range, new: Range) -> Range:
+    """The size of ``text.replace(old, new)`` as the Kubernetes estimator bounds it."""
+    count_max = retained_max = count_min = retained_min = 0
+    if old[0] == 0:  # an empty pattern surrounds every character
+        count_max = text[1] + 1 if text[1] < MAX else text[1]
+        retained_max = text[1]
+    elif new[1] <= old[0]:
+        retained_max = text[1]
+    else:
+        count_max = math.ceil(text[1] / old[0])
+    if old[1] == 0:
+        count_min = text[0] + 1 if text[0] < MAX else text[0]
+        retained_min = text[0]
+    elif old[1] <= new[0]:
+        retained_min = text[0]
+    else:
+        count_min = math.ceil(text[0] / old[1])
+    return _add(_mul((count_min, count_max), new), (retained_min, retained_max))
 
 
 _CONSTANT_EQUALITY = frozenset({t.QUANTITY, t.SEMVER, t.IP, t.CIDR, t.URL})

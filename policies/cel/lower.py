@@ -487,7 +487,19 @@ class _Lowering:
             name = _Frag(_string_literal(fn), _PREC_MEMBER, 0)
             return self.lib_call("_time_getter", runtime.time_getter, [name, *args])
         if e.target is not None:
-            return self.member(args[0], fn, args[1:])
+            call = self.member(args[0], fn, args[1:])
+            if (
+                self.caps.name == "rust"
+                and not self.infallible(operands[0], scope)
+                and not all(self.infallible(a, scope) for a in operands[1:])
+            ):
+                # The Rust engine evaluates a method's arguments before its receiver; cel-go
+                # reports the receiver's error first. Evaluate the receiver up front.
+                probe = self.wrap(args[0], _PREC_MEMBER)
+                return _Frag(
+                    f"[{probe.text}].size() == 1 ? {call.text} : false", _PREC_TERNARY, call.depth + 1
+                )
+            return call
         return self.call(fn, args)
 
     def operator(self, e: Call, args: list[_Frag], types: list[t.Type]) -> _Frag:

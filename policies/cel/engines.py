@@ -178,7 +178,10 @@ _RUST_ERRORS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
     (re.compile(r"Arithmetic overflow|integer overflow"), lambda m: "integer overflow"),
     (re.compile(r"unsigned integer overflow"), lambda m: "unsigned integer overflow"),
     (re.compile(r"index out of bounds: (\S+)"), lambda m: f"index out of bounds: {m.group(1)}"),
-    (re.compile(r"No such overload|Unsupported operation|Unexpected type"), lambda m: "no such overload"),
+    (
+        re.compile(r"No such overload|Unsupported operation|Unexpected type|Cannot mix signed and unsigned"),
+        lambda m: "no such overload",
+    ),
 ]
 
 

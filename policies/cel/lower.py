@@ -163,6 +163,7 @@ class _Frag:
     text: str
     prec: int
     depth: int
+    python: bool = False  # the value comes from Python (a helper's result or a passed-in local)
 
 
 @dataclass(frozen=True)
@@ -314,7 +315,8 @@ class _Lowering:
 
     def call(self, name: str, args: list[_Frag]) -> _Frag:
         depth = max((a.depth for a in args), default=0) + 1
-        return _Frag(f"{name}({', '.join(a.text for a in args)})", _PREC_MEMBER, depth)
+        text = f"{name}({', '.join(a.text for a in args)})"
+        return _Frag(text, _PREC_MEMBER, depth, python=name in self.plan.helpers)
 
     def member(self, target: _Frag, name: str, args: list[_Frag]) -> _Frag:
         target = self.wrap(target, _PREC_MEMBER)
@@ -337,8 +339,23 @@ class _Lowering:
         cut = self.caps.max_nesting // 2
         height = self.heights.get(e.id, 0)
         if self.heights[self.checked.root.id] > cut and height and height % cut == 0:
-            return self.split(e, scope)
-        return self.emit_node(e, scope)
+            frag = self.split(e, scope)
+        else:
+            frag = self.emit_node(e, scope)
+        if frag.python and self.caps.name == "rust":
+            frag = self.native_uint(frag, self.type(e))
+        return frag
+
+    def native_uint(self, frag: _Frag, typ: t.Type) -> _Frag:
+        """The Rust engine hands Python every uint as a plain int and takes Python ints back as
+        ints; where the static type says uint (or list of uint), convert back inside the engine."""
+        if typ.kind == "uint":
+            return _Frag(f"uint({frag.text})", _PREC_MEMBER, frag.depth + 1)
+        if typ.kind == t.LIST and typ.params and typ.params[0].kind == "uint":
+            var = self.fresh("l")
+            base = self.wrap(frag, _PREC_MEMBER)
+            return _Frag(f"{base.text}.map({var}, uint({var}))", _PREC_MEMBER, frag.depth + 2)
+        return frag
 
     def split(self, e: Expr, scope: Scope) -> _Frag:
         """Run a sub-expression as its own program (captured locals passed as arguments)."""
@@ -358,7 +375,7 @@ class _Lowering:
             if isinstance(bound, _Inline):
                 return self.emit(bound.expr, bound.scope)
             if isinstance(bound, _Var):
-                return _Frag(self.use_local(bound.name), _PREC_MEMBER, 0)
+                return _Frag(self.use_local(bound.name), _PREC_MEMBER, 0, python=True)
             return _Frag(e.name.removeprefix("."), _PREC_MEMBER, 0)  # a type identifier (int, string...)
         if isinstance(e, Select):
             return self.select(e, scope)
@@ -681,15 +698,22 @@ class _Lowering:
         folded = None if charged else self.fold(overloads, operands)
         if folded is not None:
             return folded
+        # The Rust engine passes uints as plain ints: give the library its UInts back.
+        uints = tuple(i for i, x in enumerate(operands) if _holds_uint(self.type(x)))
+        if uints and self.caps.name == "rust":
+            suffix += "_u" + "_".join(map(str, uints))
         if len(overloads) == 1:
             o = overloads[0]
             assert o.impl is not None
             name = re.sub(r"\W", "_", f"_f_{o.id}{suffix}")
-            return self.call(self.helper(name, o.impl, o if charged else None), args)
+            impl = _retag(o.impl, uints) if suffix.count("_u") else o.impl
+            return self.call(self.helper(name, impl, o if charged else None), args)
         name = (
             f"_d_{e.function.replace('.', '_').replace('@', '')}_{len(operands)}_{int(e.target is not None)}"
+            f"{suffix}"
         )
-        return self.call(self.helper(name, _dispatcher(overloads)), args)
+        dispatch = _dispatcher(overloads)
+        return self.call(self.helper(name, _retag(dispatch, uints) if suffix.count("_u") else dispatch), args)
 
     def fold(self, overloads: list[OverloadDecl], operands: list[Expr]) -> _Frag | None:
         """A library call on literals (``quantity("16Gi")``) computed once, at lowering time, and
@@ -908,6 +932,29 @@ def _optional_functions() -> dict[str, Callable[..., Any]]:
 
 
 _OPTIONAL_FUNCTIONS = _optional_functions()
+
+
+def _holds_uint(typ: t.Type) -> bool:
+    return typ.kind == "uint" or (typ.kind == t.LIST and bool(typ.params) and _holds_uint(typ.params[0]))
+
+
+def _as_uint(value: Any) -> Any:
+    from policies.cel.library import UInt
+
+    if isinstance(value, list):
+        return [_as_uint(v) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool | UInt) and value >= 0:
+        return UInt(value)
+    return value
+
+
+def _retag(fn: Callable[..., Any], positions: tuple[int, ...]) -> Callable[..., Any]:
+    """``fn`` with the arguments at ``positions`` (statically uint or lists of uint) made UInts."""
+
+    def retagged(*args: Any) -> Any:
+        return fn(*(_as_uint(a) if i in positions else a for i, a in enumerate(args)))
+
+    return retagged
 
 
 def _dispatcher(overloads: list[OverloadDecl]) -> Callable[..., Any]:

@@ -164,7 +164,8 @@ def compile_expression(expression: str, env: Environment = DEFAULT_ENVIRONMENT) 
             return program
     size = len(expression.encode())
     if size > MAX_EXPRESSION_LENGTH:
-        raise CompileError(f"must have at most {MAX_EXPRESSION_LENGTH} bytes, got {size}")
+        # Worded like the API server's field.TooLong for the expression (resource validation).
+        raise CompileError(f"Too long: may not be more than {MAX_EXPRESSION_LENGTH} bytes (got {size})")
     try:
         root = parse(expression)
         check_depth(expression, root)

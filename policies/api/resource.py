@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import Field
 
-from policies.api.base import ApiModel, Condition, NodeSelector, ObjectMeta, TypedObject
+from policies.api.base import ApiModel, Condition, NodeSelector, ObjectMeta, SharedValue, TypedObject
 from policies.api.quantity import Quantity
 
 GROUP = "resource.k8s.io"
@@ -213,7 +213,7 @@ class ResourcePool(ApiModel):
     resource_slice_count: int = 0
 
 
-class DeviceAttribute(ApiModel):
+class DeviceAttribute(SharedValue):
     """Exactly one member is set; list members exist with DRAListTypeAttributes (1.36 alpha)."""
 
     int_: int | None = Field(default=None, alias="int")
@@ -242,12 +242,12 @@ class CapacityRequestPolicy(ApiModel):
 _ZERO = Quantity.parse("0")
 
 
-class DeviceCapacity(ApiModel):
+class DeviceCapacity(SharedValue):
     value: Quantity = _ZERO
     request_policy: CapacityRequestPolicy | None = None
 
 
-class Counter(ApiModel):
+class Counter(SharedValue):
     value: Quantity = _ZERO
 
 

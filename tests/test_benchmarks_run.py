@@ -13,9 +13,38 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_allocator_benchmark_runs_every_scenario() -> None:
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "allocator.py"), "--quick"],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode in (0, 1), done.stderr
-    for name in ("claim for 8, quantity selector", "matchAttribute", "claim for 32", "backtracking",
-                 "20 existing shares", "whole-cluster dry run"):
+    for name in (
+        "claim for 8, quantity selector",
+        "matchAttribute",
+        "claim for 32",
+        "backtracking",
+        "20 existing shares",
+        "whole-cluster dry run",
+    ):
+        assert name in done.stdout, done.stdout
+
+
+def test_dryrun_benchmark_runs_and_answers_as_draguard_allocate() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "dryrun.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    # Exit code 3 means the endpoint's answers differ from draguard allocate's: a real failure.
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    for name in (
+        "HTTP, all 500 node answers",
+        "HTTP, top 20",
+        "in-process endpoint work",
+        "fresh allocator",
+        "baseline",
+        "ratios to the baseline",
+        "results: identical to draguard allocate",
+    ):
         assert name in done.stdout, done.stdout

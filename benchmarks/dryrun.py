@@ -1,0 +1,645 @@
+"""``POST /v1/dryrun`` on a whole cluster over HTTPS, against the same dry run done in-process (issue 7).
+
+Run: ``python benchmarks/dryrun.py [--quick] [--profile] [--gc-freeze]`` (about 2 minutes; ``--quick``,
+500 nodes and fewer repetitions, about 10 s).
+
+The cluster, written as one manifest file: 5,000 nodes with one ResourceSlice of 8 GPUs each (a100
+and h100 alternating), a DeviceClass, and 40% of the devices already taken by one allocated
+ResourceClaim per node (``status.allocation`` naming 3 or 4 devices chosen at random, seeded, with a
+``kubernetes.io/hostname`` node selector). The pod, in namespace ``bench``, has two ResourceClaims of
+the state: ``train-a`` asks for 2 a100s (CEL selector), ``train-b`` for 1 GPU of any model. Only
+nodes with 2 free a100s and a third free GPU fit.
+
+The server runs as a subprocess over real TLS on 127.0.0.1 and the caller authenticates with a
+client certificate signed by a CA generated here (``--dryrun-client-ca``). ``draguard serve`` does not
+mount ``/v1/dryrun`` yet; until it does (this script checks ``draguard serve --help`` for
+``--dryrun-client-ca``) the subprocess is this script's ``--serve`` mode: the state loaded by
+``FileState.load`` as ``serve --state`` loads it, and the endpoint mounted by
+``webhook.dryrun_api.add_dryrun_routes`` with the ``--dryrun-*`` flags parsed by its ``add_flags``,
+served through ``CertReloader`` as serve serves. The first line of the output says which ran.
+
+Measured one request at a time on one keep-alive connection, each kind in a row after a warm-up
+request (so that one kind's garbage is not collected during the other's), as wall time seen by the
+client (up to the last byte of the answer, JSON decoding left out) and as CPU time of the server
+process (``/proc``; it moves less than wall time when others use the machine):
+
+* **HTTP, all nodes**: the pod with ``limit`` = every node, so the answer lists every node (the
+  answer compared with ``draguard allocate`` below);
+* **HTTP, top 20**: the same without ``limit`` (the endpoint's default of 20 answers);
+* in this process, on the same file: the **endpoint's work** for the full answer
+  (``webhook.dryrun_api.answer`` plus ``json.dumps``: no HTTP, TLS, authentication or worker thread);
+  a **fresh allocator** asked on every node, as ``draguard allocate`` does once the manifests are
+  loaded (and as the endpoint did per request before it kept one allocator per snapshot); and the
+  **baseline**, the dry run alone on every node on a warm allocator (``policies.dryrun.DryRun``
+  forked from the snapshot's allocator, as the endpoint does): the least the endpoint can cost.
+
+Ratios against the baseline show what the endpoint adds to the dry run (ranking, footprint, quota,
+JSON, HTTP). Target: the HTTP p50 under 500 ms (issue 7), for the full answer and for the default
+one, scaled by nodes / 5,000 for other sizes.
+
+Results: every node's ``node``, ``allocated``, ``results``, ``error`` and ``explanation`` in the HTTP
+answers (the full one, and the 20 entries of the default one) must equal ``draguard allocate -f
+cluster.json -f pod.json -o json``, run as a subprocess on the same files (it takes 15-20 s on
+5,000 nodes, most of it loading the manifests). Exit codes: 0 targets met and results identical, 1
+a target missed, 3 the results differ.
+
+``--profile`` prints a cProfile of the endpoint's work in-process instead; ``--gc-freeze`` has the
+stand-in server call ``gc.freeze()`` once the state is loaded, to show what that would change
+(``draguard serve`` does not: a full collection then walks the snapshot's million objects).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import datetime as dt
+import gc
+import json
+import math
+import os
+import pstats
+import random
+import re
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+ROOT = Path(__file__).resolve().parent.parent
+# Replace this script's directory: benchmarks/webhook.py would shadow the webhook package (and
+# benchmarks/cel.py the cel engine).
+sys.path[0] = str(ROOT)
+
+from cryptography import x509  # noqa: E402
+from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
+from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID  # noqa: E402
+
+from certs.material import KeyPair, generate_ca, issue_serving  # noqa: E402
+
+DRIVER = "gpu.example.com"
+CLASS = "gpu"
+NAMESPACE = "bench"
+GPUS = 8
+ALLOCATED = 0.4
+TARGET_MS = 500.0
+FULL_NODES = 5000
+DEFAULT_LIMIT = 20  # the endpoint's default number of node answers
+A100 = f'device.attributes["{DRIVER}"].model == "a100"'
+COMPARED = ("node", "allocated", "results", "error", "explanation")
+EXIT_MISMATCH = 3
+
+
+# --- the state ----------------------------------------------------------------------------------------
+
+
+def hostname_selector(node: str) -> dict[str, Any]:
+    return {
+        "nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}
+        ]
+    }
+
+
+def request(name: str, count: int, selector: str | None = None) -> dict[str, Any]:
+    exactly: dict[str, Any] = {"deviceClassName": CLASS, "allocationMode": "ExactCount", "count": count}
+    if selector is not None:
+        exactly["selectors"] = [{"cel": {"expression": selector}}]
+    return {"name": name, "exactly": exactly}
+
+
+def resource_claim(name: str, *requests: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": NAMESPACE, "uid": f"uid-{name}"},
+        "spec": {"devices": {"requests": list(requests)}},
+    }
+
+
+def cluster(nodes: int, seed: int = 7) -> dict[str, Any]:
+    """A List manifest: the DeviceClass, the namespace, nodes with their slice and their allocated
+    claim (40% of all devices, exactly, spread 3 or 4 per node), and the pod's two claims."""
+    rng = random.Random(seed)
+    items: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": CLASS},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
+        },
+    ]
+    for n in range(nodes):
+        name = f"node-{n:05d}"
+        items.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "zone": f"z{n % 3}"}},
+            }
+        )
+        items.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"{name}-{DRIVER}"},
+                "spec": {
+                    "driver": DRIVER,
+                    "nodeName": name,
+                    "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                    "devices": [
+                        {
+                            "name": f"gpu-{d}",
+                            "attributes": {
+                                "model": {"string": "a100" if d % 2 else "h100"},
+                                "index": {"int": d},
+                                "uuid": {"string": f"GPU-{name}-{d}"},
+                            },
+                            "capacity": {"memory": {"value": "80Gi"}},
+                        }
+                        for d in range(GPUS)
+                    ],
+                },
+            }
+        )
+        taken = 4 if n % 5 == 4 else 3  # 3.2 of 8 on average: 40%
+        busy = resource_claim(f"busy-{name}", request("gpu", taken))
+        busy["status"] = {
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {"request": "gpu", "driver": DRIVER, "pool": name, "device": f"gpu-{d}"}
+                        for d in sorted(rng.sample(range(GPUS), taken))
+                    ]
+                },
+                "nodeSelector": hostname_selector(name),
+            }
+        }
+        items.append(busy)
+    items.append(resource_claim("train-a", request("a100s", 2, A100)))
+    items.append(resource_claim("train-b", request("any", 1)))
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+def pod() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "trainer", "namespace": NAMESPACE},
+        "spec": {
+            "resourceClaims": [
+                {"name": "a", "resourceClaimName": "train-a"},
+                {"name": "b", "resourceClaimName": "train-b"},
+            ],
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.example.com/train:1",
+                    "resources": {"requests": {"cpu": "4"}, "claims": [{"name": "a"}, {"name": "b"}]},
+                }
+            ],
+        },
+    }
+
+
+# --- TLS --------------------------------------------------------------------------------------------
+
+
+def issue_client(ca: KeyPair, user: str, now: dt.datetime) -> KeyPair:
+    """A client certificate (certs/ issues serving ones only): CN = user, clientAuth, signed by ``ca``."""
+    ca_key = serialization.load_pem_private_key(ca.key_pem, password=None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, user)]))
+        .issuer_name(ca.certificate.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return KeyPair(cert.public_bytes(serialization.Encoding.PEM), key_pem)
+
+
+class Material:
+    """Server CA and serving pair, client CA and client pair, written into ``directory``."""
+
+    def __init__(self, directory: str) -> None:
+        now = dt.datetime.now(dt.UTC)
+        day = dt.timedelta(days=1)
+        server_ca, client_ca = generate_ca(now, day), generate_ca(now, day)
+        serving = issue_serving(server_ca, ["127.0.0.1"], now, day)
+        client = issue_client(client_ca, "benchmark", now)
+
+        def write(name: str, data: bytes) -> str:
+            path = os.path.join(directory, name)
+            Path(path).write_bytes(data)
+            return path
+
+        self.server_ca = write("ca.crt", server_ca.cert_pem)
+        self.cert = write("tls.crt", serving.cert_pem)
+        self.key = write("tls.key", serving.key_pem)
+        self.client_ca = write("client-ca.crt", client_ca.cert_pem)
+        self.client_cert = write("client.crt", client.cert_pem)
+        self.client_key = write("client.key", client.key_pem)
+
+    def client_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=self.server_ca)
+        context.load_cert_chain(self.client_cert, self.client_key)
+        return context
+
+
+# --- the server -------------------------------------------------------------------------------------
+
+
+def dryrun_flags(material: Material, nodes: int) -> list[str]:
+    """The ``--dryrun-*`` flags: the client CA, and bounds that let one benchmark caller in at full
+    speed (the per-caller rate limit is 2/s by default) and let the cold first request finish."""
+    return [
+        "--dryrun-client-ca", material.client_ca,
+        "--dryrun-rate", "1000", "--dryrun-burst", "1000",
+        "--dryrun-max-nodes", str(max(nodes, 5000)),
+        "--dryrun-timeout", "60",
+    ]  # fmt: skip
+
+
+def serve_mounts_dryrun() -> bool:
+    done = subprocess.run(
+        [sys.executable, "-m", "webhook.cli", "serve", "--help"],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
+    )  # fmt: skip
+    return "--dryrun-client-ca" in done.stdout
+
+
+def stand_in_server(argv: Sequence[str], freeze: bool = False) -> None:
+    """``--serve``: what ``draguard serve --state FILE --dryrun-...`` will serve on its HTTPS port for
+    the dry run, built from the same parts (FileState, CertReloader, add_flags, add_dryrun_routes)."""
+    from aiohttp import web
+
+    from certs.reloader import CertReloader
+    from webhook.dryrun_api import add_dryrun_routes, add_flags, settings_from_args
+    from webhook.state import FileState
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--state", required=True)
+    parser.add_argument("--tls-cert-file", required=True)
+    parser.add_argument("--tls-key-file", required=True)
+    add_flags(parser)
+    args = parser.parse_args(argv)
+    state = FileState.load([args.state], dt.datetime.now(dt.UTC))
+    if freeze:
+        gc.collect()
+        gc.freeze()  # the loaded state out of every later collection (an experiment, see --gc-freeze)
+    settings = settings_from_args(args, demo=False)
+    tls = CertReloader(args.tls_cert_file, args.tls_key_file, client_ca_file=settings.client_ca_file)
+    assert tls.reload(), "serving pair did not load"
+    app = web.Application()
+    add_dryrun_routes(app, lambda: state.snapshot, settings)
+
+    async def run() -> None:
+        runner = web.AppRunner(app, access_log=None, handle_signals=True)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls.server_context)
+        await site.start()
+        port = runner.addresses[0][1]
+        print(f"draguard serving https://127.0.0.1:{port} (/v1/dryrun stand-in)", flush=True)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await runner.cleanup()
+
+    asyncio.run(run())
+
+
+def wait_for_line(process: subprocess.Popen[str], needle: str, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    assert process.stdout is not None
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if needle in line:
+            return line
+        if not line and process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}")
+    raise RuntimeError(f"no {needle!r} from the server within {timeout:.0f}s")
+
+
+def start_server(
+    state: str, material: Material, nodes: int, real: bool, freeze: bool = False
+) -> tuple[subprocess.Popen[str], int, float]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    tls = ["--tls-cert-file", material.cert, "--tls-key-file", material.key]
+    if real:
+        command = [
+            sys.executable, "-m", "webhook.cli", "serve", "--state", state, "--host", "127.0.0.1",
+            "--port", "0", "--metrics-port", "0", *tls, *dryrun_flags(material, nodes),
+        ]  # fmt: skip
+    else:
+        command = [sys.executable, __file__, "--serve", "--state", state, *tls]
+        command += [*dryrun_flags(material, nodes), *(["--gc-freeze"] if freeze else [])]
+    started = time.perf_counter()
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = wait_for_line(process, "draguard serving", 300)
+    port = int(re.search(r":(\d+) ", line).group(1))  # type: ignore[union-attr]
+    return process, port, time.perf_counter() - started
+
+
+# --- measuring ----------------------------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
+
+
+def cpu_ms(pid: int) -> float:
+    """CPU time of process ``pid`` so far, all threads (Linux ``/proc``; NaN elsewhere), in ms."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return math.nan
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Runs:
+    """Per request: latency seen by the client and CPU the server spent, in ms."""
+
+    latency: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+
+
+async def http_runs(
+    url: str, context: ssl.SSLContext, bodies: Sequence[tuple[str, bytes]], repeat: int, server_pid: int
+) -> tuple[dict[str, Runs], dict[str, Any], float]:
+    """Each body ``repeat`` times in a row, one request at a time, after one warm-up request of
+    each (the first is the cold one: the server prepares the snapshot).
+
+    Returns the runs by body name, the last answer of each, and the warm-up's latency. A latency
+    ends when the whole body is read; decoding the JSON is left out (it is the client's)."""
+    runs: dict[str, Runs] = {name: Runs() for name, _ in bodies}
+    answers: dict[str, Any] = {}
+    connector = aiohttp.TCPConnector(ssl=context, limit=1)
+    headers = {"Content-Type": "application/json"}
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def post(body: bytes) -> tuple[float, float, Any]:
+            cpu = cpu_ms(server_pid)
+            start = time.perf_counter()
+            async with session.post(url, data=body, headers=headers) as response:
+                raw = await response.read()
+            elapsed = (time.perf_counter() - start) * 1000
+            cpu = cpu_ms(server_pid) - cpu
+            answer = json.loads(raw)
+            if response.status != 200:
+                raise RuntimeError(f"dry run answered {response.status}: {answer}")
+            if not answer["complete"]:
+                raise RuntimeError(f"partial answer: {answer['checked']} of {answer['total']} nodes")
+            return elapsed, cpu, answer
+
+        warmup, _, _ = await post(bodies[0][1])
+        for name, body in bodies:
+            await post(body)
+            for _ in range(repeat):
+                elapsed, cpu, answers[name] = await post(body)
+                runs[name].latency.append(elapsed)
+                runs[name].cpu.append(cpu)
+    return runs, answers, warmup
+
+
+class InProcess:
+    """The same state and pod in this process: the baseline and the endpoint's work without HTTP."""
+
+    def __init__(self, state: str, pod_manifest: dict[str, Any]) -> None:
+        from policies.allocator import Features
+        from policies.dryrun import pod_claims
+        from webhook.dryrun_api import DryRunSettings, Prepared, parse_question
+        from webhook.state import FileState
+
+        now = dt.datetime.now(dt.UTC)
+        self.snapshot = FileState.load([state], now).snapshot
+        self.settings = DryRunSettings(max_nodes=max(FULL_NODES, len(self.snapshot.nodes)), timeout=60)
+        body = json.dumps({"pod": pod_manifest, "limit": len(self.snapshot.nodes)}).encode()
+        self.question = parse_question(body, self.settings, now)
+        self.claims = pod_claims(self.snapshot, self.question.pod)
+        self.features = Features()
+        self.prepared = Prepared.of(self.snapshot, self.features)
+
+    def dry_run(self) -> int:
+        """The baseline: the dry run alone on every node, on the snapshot's warm allocator."""
+        from policies.dryrun import DryRun
+
+        dry = DryRun(
+            self.snapshot,
+            self.claims,
+            self.features,
+            pod=self.question.pod,
+            allocator=self.prepared.allocator,
+        )
+        return sum(dry.on_node(n).allocated for n in self.snapshot.nodes.values())
+
+    def fresh(self) -> int:
+        """What ``draguard allocate`` does after loading: a new allocator, asked on every node."""
+        from policies.dryrun import DryRun
+
+        dry = DryRun(self.snapshot, self.claims, self.features, pod=self.question.pod)
+        return sum(dry.on_node(n).allocated for n in self.snapshot.nodes.values())
+
+    def endpoint(self) -> int:
+        """The endpoint's worker: ``answer`` and the JSON encoding (snapshot already prepared)."""
+        from webhook.dryrun_api import Deadlines, answer
+
+        deadlines = Deadlines(time.monotonic, self.settings.timeout, self.settings.node_timeout)
+        return len(json.dumps(answer(self.question, self.snapshot, self.prepared, self.settings, deadlines)))
+
+
+def timed(fn: Callable[[], object], repeat: int) -> Runs:
+    """Wall and CPU time (this process) of ``repeat`` calls, in ms."""
+    runs = Runs()
+    for _ in range(repeat):
+        cpu, start = time.process_time(), time.perf_counter()
+        fn()
+        runs.latency.append((time.perf_counter() - start) * 1000)
+        runs.cpu.append((time.process_time() - cpu) * 1000)
+    return runs
+
+
+def allocate_cli(files: Sequence[str]) -> tuple[dict[str, dict[str, Any]], float]:
+    """``draguard allocate -f ... -o json`` as a subprocess: the answer by node, and its wall time."""
+    command = [sys.executable, "-m", "webhook.cli", "allocate", "-o", "json"]
+    for f in files:
+        command += ["-f", f]
+    start = time.perf_counter()
+    done = subprocess.run(
+        command, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False
+    )
+    seconds = time.perf_counter() - start
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"draguard allocate exited {done.returncode}: {done.stderr}")
+    return {n["node"]: n for n in json.loads(done.stdout)["nodes"]}, seconds
+
+
+def differences(http: dict[str, Any], cli: dict[str, dict[str, Any]]) -> list[str]:
+    """Where the endpoint's per-node answers differ from the CLI's (empty: identical)."""
+    got = {n["node"]: {k: n[k] for k in COMPARED} for n in http["nodes"]}
+    problems = [f"{name}: only in draguard allocate" for name in sorted(cli.keys() - got.keys())]
+    problems += [f"{name}: only in /v1/dryrun" for name in sorted(got.keys() - cli.keys())]
+    for name in sorted(got.keys() & cli.keys()):
+        for key in COMPARED:
+            if got[name][key] != cli[name].get(key):
+                problems.append(
+                    f"{name}: {key}: /v1/dryrun {got[name][key]!r} != allocate {cli[name].get(key)!r}"
+                )
+    return problems
+
+
+# --- main ---------------------------------------------------------------------------------------------
+
+
+def profile(in_process: InProcess) -> None:
+    """cProfile of the endpoint's worker (the part of the serve process that takes the time)."""
+    in_process.endpoint()  # warm: CEL verdicts memoised, as on a serving process
+    prof = cProfile.Profile()
+    prof.runcall(in_process.endpoint)
+    pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
+
+
+def row(name: str, runs: Runs) -> str:
+    return (
+        f"  {name:<46} {statistics.median(runs.latency):8.1f} {percentile(runs.latency, 99):8.1f} "
+        f"{statistics.median(runs.cpu):8.1f}"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="500 nodes, 3 repetitions")
+    parser.add_argument("--nodes", type=int, default=None, help="default 5000 (500 with --quick)")
+    parser.add_argument("--repeat", type=int, default=None, help="requests per measure (default 15, 3 quick)")
+    parser.add_argument(
+        "--profile", action="store_true", help="cProfile the endpoint's work in-process, then stop"
+    )
+    parser.add_argument(
+        "--gc-freeze",
+        action="store_true",
+        help="experiment: the stand-in server calls gc.freeze() once the state is loaded",
+    )
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    args, rest = parser.parse_known_args(argv)
+    if args.serve:
+        stand_in_server(rest, args.gc_freeze)
+        return 0
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    nodes = args.nodes or (500 if args.quick else FULL_NODES)
+    repeat = args.repeat or (3 if args.quick else 15)
+    target = TARGET_MS * nodes / FULL_NODES
+
+    with tempfile.TemporaryDirectory(prefix="draguard-bench-") as tmp:
+        state, pod_file = os.path.join(tmp, "cluster.json"), os.path.join(tmp, "pod.json")
+        Path(state).write_text(json.dumps(cluster(nodes)))
+        Path(pod_file).write_text(json.dumps(pod()))
+        if args.profile:
+            profile(InProcess(state, pod()))
+            return 0
+        material = Material(tmp)
+        real = serve_mounts_dryrun()
+        if real and args.gc_freeze:
+            parser.error(
+                "--gc-freeze: only the stand-in server can freeze; draguard serve mounts /v1/dryrun now"
+            )
+        server_name = "draguard serve" if real else "stand-in (draguard serve does not mount /v1/dryrun yet)"
+        print(
+            f"server: {server_name}{', gc.freeze() after loading' if args.gc_freeze else ''}; "
+            f"{nodes} nodes x {GPUS} GPUs, {ALLOCATED:.0%} allocated, pod with two claims"
+        )
+        server, port, load_seconds = start_server(state, material, nodes, real, args.gc_freeze)
+        try:
+            url = f"https://127.0.0.1:{port}/v1/dryrun"
+            bodies = [
+                ("top", json.dumps({"pod": pod()}).encode()),
+                ("all", json.dumps({"pod": pod(), "limit": nodes}).encode()),
+            ]
+            http, answers, warmup = asyncio.run(
+                http_runs(url, material.client_context(), bodies, repeat, server.pid)
+            )
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+        expected, cli_seconds = allocate_cli([state, pod_file])
+
+        local = InProcess(state, pod())
+        local.dry_run()  # warm the allocator, as the server's warm-up request did
+        baseline = timed(local.dry_run, repeat)
+        in_process = timed(local.endpoint, repeat)
+        fresh = timed(local.fresh, max(1, repeat // 3))
+
+    full, top = answers["all"], answers["top"]
+    print(f"  serving after {load_seconds:.1f}s; first (cold) request {warmup:.0f} ms")
+    print(
+        f"  nodes: {full['total']} asked, {full['checked']} checked, {full['fitting']} fit, "
+        f"{full['total'] - full['fitting']} do not; full answer {len(json.dumps(full)) / 1e6:.1f} MB"
+    )
+    print(f"{repeat} runs each, one at a time, ms:{'':19} p50 wall p99 wall  p50 CPU")
+    print(row(f"HTTP, all {nodes} node answers", http["all"]))
+    print(row(f"HTTP, top {DEFAULT_LIMIT} (the default limit)", http["top"]))
+    print(row("in-process endpoint work, all (answer + JSON)", in_process))
+    print(row("in-process fresh allocator (draguard allocate)", fresh))
+    print(row("baseline: in-process dry run, warm allocator", baseline))
+
+    def ratio(runs: Runs, attribute: str) -> float:
+        mine: list[float] = getattr(runs, attribute)
+        base: list[float] = getattr(baseline, attribute)
+        return statistics.median(mine) / statistics.median(base)
+
+    print("ratios to the baseline (p50 wall / p50 CPU; CPU moves less when the machine is shared):")
+    for name, runs in (
+        ("HTTP, all node answers", http["all"]),
+        (f"HTTP, top {DEFAULT_LIMIT}", http["top"]),
+        ("in-process endpoint work", in_process),
+        ("fresh allocator", fresh),
+    ):
+        print(f"  {name:<46} {ratio(runs, 'latency'):5.2f} / {ratio(runs, 'cpu'):5.2f}")
+    print(f"  (draguard allocate -o json as a subprocess, loading included: {cli_seconds:.1f}s)")
+
+    problems = differences(full, expected)
+    top_problems = differences(
+        top, {n["node"]: expected[n["node"]] for n in top["nodes"] if n["node"] in expected}
+    )
+    problems += [f"top {DEFAULT_LIMIT}: {p}" for p in top_problems]
+    p50, top50 = statistics.median(http["all"].latency), statistics.median(http["top"].latency)
+    print("targets:")
+    checks = [
+        (f"p50 {p50:.1f} ms, all node answers over HTTP", p50 < target, f"< {target:.0f} ms"),
+        (f"p50 {top50:.1f} ms, top {DEFAULT_LIMIT} over HTTP", top50 < target, f"< {target:.0f} ms"),
+    ]
+    for text, ok, bound in checks:
+        print(f"  {'ok  ' if ok else 'MISS'} {text}   target {bound}")
+    if problems:
+        print(f"  MISS results: {len(problems)} differences from draguard allocate")
+        for line in problems[:20]:
+            print(f"    {line}")
+        return EXIT_MISMATCH
+    print(f"  ok   results: identical to draguard allocate on all {len(expected)} nodes")
+    return 0 if all(ok for _, ok, _ in checks) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -222,7 +222,7 @@ class _Coster:
             elif overload.id == "index_map":
                 self.add_path(e, e.args[0], "@values")
         assert total is not None
-        if e.target is not None and e.id not in self.computed:
+        if e.id not in self.computed:
             result = self.result_size(e, operands)
             if result is not None:
                 self.computed[e.id] = result
@@ -232,6 +232,21 @@ class _Coster:
         """The result size the Kubernetes estimator reports with its call estimate
         (apiserver/pkg/cel/library/cost.go ResultSize), which later size-dependent costs use."""
         fn = e.function
+        if e.target is None:
+            if fn == "lists.range":  # cel-go ext/lists.go estimateListsRange
+                count = _literal_count(operands[0])
+                return UNKNOWN if count is None else (count, count)
+            return None
+        # cel-go ext/lists.go (version 3): the allocating list functions report their result size.
+        if fn in ("reverse", "flatten"):
+            return self.size(operands[0])
+        if fn in ("distinct", "sort") and len(operands) == 1:
+            return _mul(self.size(operands[0]), self.size(operands[0]))
+        if fn == "slice" and len(operands) == 3:
+            start = _literal_count(operands[1]) or 0
+            end = _literal_count(operands[2])
+            end = self.size(operands[0])[1] if end is None else end
+            return (max(end - start, 0), max(end - start, 0))
         if fn in ("lowerAscii", "upperAscii", "substring", "trim"):
             return self.size(operands[0])
         if fn in ("find", "findAll") and len(operands) >= 2:
@@ -255,7 +270,7 @@ class _Coster:
     ) -> Range:
         oid = overload.id
         if overload.cost is not None and self.charging:
-            return _add((1, 1), arg_sum)
+            return arg_sum  # the guard charges the call's whole cost (its actual) when it runs
         if oid in ("add_string", "add_bytes") and self.charging:
             return arg_sum  # the runtime guard charges ceil(0.1 x result size) when it runs
         if oid == "add_list" and self.charging:
@@ -387,6 +402,13 @@ _BOUNDS = {
     "id": decls.MAX_ID_LENGTH,
     "bool1": 1,
 }
+
+
+def _literal_count(e: Expr) -> int | None:
+    """A non-negative int literal's value (cel-go nodeAsUintValue), else None."""
+    if isinstance(e, Literal) and e.kind == "int" and isinstance(e.value, int) and e.value >= 0:
+        return e.value
+    return None
 
 
 def _replace_size(text: Range, old: Range, new: Range) -> Range:

@@ -1,11 +1,13 @@
 """Manifest reading: YAML/JSON, multi-document, Lists, directories, and errors that say where."""
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from policies.api.resource import DeviceClass, ResourceSlice
-from webhook.manifests import ManifestError, decode_documents, load, read_documents
+from webhook.manifests import ManifestError, _released, decode_documents, iter_documents, load, read_documents
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -80,3 +82,22 @@ def test_unquoted_timestamps_stay_strings(tmp_path: Path) -> None:
     f.write_text(CLASS.replace("metadata: {name: gpu}", stamped))
     (loaded,) = load([str(f)])
     assert loaded.obj.metadata.creation_timestamp == "2026-01-01T00:00:00Z"
+
+
+def test_a_parsed_list_lets_go_of_each_document_it_hands_out() -> None:
+    """load() decodes one document at a time; the parsed file must not keep the ones done."""
+    values: list[Any] = [{"a": 1}, {"b": 2}]
+    handed_out = _released(values)
+    assert next(handed_out) == {"a": 1}
+    assert values == [None, {"b": 2}]
+    assert list(handed_out) == [{"b": 2}] and values == [None, None]
+
+
+def test_list_items_still_come_in_order_with_their_source(tmp_path: Path) -> None:
+    items = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"ns-{i}"}} for i in range(3)]
+    f = tmp_path / "list.json"
+    f.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    docs = list(iter_documents([str(f)]))
+    assert [d.raw["metadata"]["name"] for d in docs] == ["ns-0", "ns-1", "ns-2"]
+    assert [str(d.source) for d in docs] == [f"{f}: document 1, items[{i}]" for i in range(3)]
+    assert [x.obj.name for x in load([str(f)])] == ["ns-0", "ns-1", "ns-2"]

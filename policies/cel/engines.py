@@ -39,7 +39,7 @@ logging.getLogger("cel").disabled = True
 logging.getLogger("celpy").setLevel(logging.ERROR)
 
 COST_LIMIT = 1_000_000  # CELSelectorExpressionMaxCost
-COST_EXCEEDED = "actual cost limit exceeded"
+COST_EXCEEDED = "operation cancelled: actual cost limit exceeded"  # interpreter.EvalCancelledError
 _MAX_COST = (1 << 64) - 1
 _TOKEN = "\u00a7E"  # marks a helper error inside an engine's error text
 _TOKEN_RE = re.compile(_TOKEN + r"(\d+)")

@@ -50,7 +50,11 @@ _LITERAL_TYPES = {
 CONVERSION_FUNCTIONS = frozenset(
     {"int", "uint", "double", "string", "bytes", "bool", "timestamp", "duration", "dyn", "type"}
 )
-_REGEX_FUNCTIONS = {"matches": "matches", "find": "find", "findAll": "findAll"}
+# cel-go's ValidateRegexLiterals checks the literal patterns of `matches` while checking; the
+# Kubernetes find/findAll compile theirs when the program is built (cel.OptimizeRegex), so a bad
+# one is "program instantiation failed", without a position.
+_REGEX_FUNCTIONS = {"matches": "matches"}
+_PROGRAM_REGEX_FUNCTIONS = frozenset({"find", "findAll"})
 
 
 @dataclass
@@ -448,6 +452,13 @@ def _plan_conversions(checked: Checked) -> str | None:
     """cel-go's planner folds type conversions of constant arguments and fails the program when
     one cannot succeed (interpreter ``maybeOptimizeConstUnary``), even in an untaken branch."""
     for node in walk(checked.root):
+        if isinstance(node, Call) and node.function in _PROGRAM_REGEX_FUNCTIONS and node.target is not None:
+            pattern = _literal_arg(node, 1)
+            if pattern is not None and isinstance(pattern.value, str):
+                try:
+                    compile_regex(pattern.value)
+                except CELEvalError as exc:
+                    return str(exc)
         if (
             isinstance(node, Call)
             and node.target is None

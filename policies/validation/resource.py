@@ -95,9 +95,9 @@ def validate_selectors(selectors: list[r.DeviceSelector] | None, path: Path, sto
 def _validate_selector(selector: r.DeviceSelector, path: Path, stored: bool) -> ErrorList:
     if selector.cel is None:
         return [required(path.child("cel"))]
-    if stored:
-        return []
-    return validate_cel_expression(selector.cel.expression, path.child("cel", "expression"))
+    # An unchanged (stored) selector is checked too, in the permissive environment (validation.go
+    # validateCELSelector): a too-long, unparsable or too costly one is still an error.
+    return validate_cel_expression(selector.cel.expression, path.child("cel", "expression"), stored)
 
 
 def validate_configuration(config: r.DeviceConfiguration, path: Path, stored: bool) -> ErrorList:

@@ -1,7 +1,8 @@
 """Selector compilation during validation (validateCELExpression).
 
 The engine is policies.cel; these tests pin down what validation makes of its answers: a compile
-error, an estimate above the cost limit, and stored expressions that are not compiled at all.
+error, an estimate above the cost limit, and stored expressions compiled in the permissive
+environment.
 """
 
 from __future__ import annotations
@@ -78,15 +79,22 @@ def test_too_long_expression_is_not_compiled(monkeypatch: pytest.MonkeyPatch) ->
     ]
 
 
-def test_unchanged_class_selectors_are_not_recompiled() -> None:
-    """A stored selector that no longer compiles keeps its class usable; any change re-checks them all."""
-    broken = {"cel": {"expression": "device.driver =="}}
+def test_unchanged_class_selectors_compile_in_the_stored_environment() -> None:
+    """validation.go validateCELSelector checks an unchanged selector too, in the permissive stored
+    environment: a gated function it already holds stays valid, a broken one is still an error, and
+    any change to the list makes every selector new again."""
+    gated = {"cel": {"expression": 'device.attributes["dra.example.com"].model.includes("a100")'}}
     fine = {"cel": {"expression": "true"}}
-    old = device_class(selectors=[broken])
+    old = device_class(selectors=[gated])
     assert lines(old, old) == []
     assert lines(changed(old, "metadata.labels", {"a": "b"}), old) == []
-    reordered = lines(changed(old, "spec.selectors", [fine, broken]), old)
+    reordered = lines(changed(old, "spec.selectors", [fine, gated]), old)
     assert [line.split(": ")[0] for line in reordered] == ["spec.selectors[1].cel.expression"]
+    assert "undeclared reference to 'includes'" in reordered[0]
+    broken = device_class(selectors=[{"cel": {"expression": "device.driver =="}}])
+    assert [line.split(": Invalid value: ")[0] for line in lines(broken, broken)] == [
+        "spec.selectors[0].cel.expression"
+    ]
 
 
 def test_class_selectors_are_compiled_on_create() -> None:

@@ -14,8 +14,13 @@ from dra_objects import changed, claim, device_class, exact, lines
 
 from policies.cel import CompileError, Environment
 from policies.validation import cel as validation_cel
+from policies.validation.cel import validate_cel_expression
+from policies.validation.fielderrors import ErrorType, Path
 
 SELECTOR_PATH = "spec.devices.requests[0].exactly.selectors[0].cel.expression"
+PATH = Path("spec", "selectors[0]", "cel", "expression")
+GATED = 'device.attributes["dra.example.com"].model.includes("a100")'  # DRAListTypeAttributes
+EXPENSIVE = "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(x, " * 7 + "true" + ")" * 7
 
 
 def with_selector(expression: str) -> dict[str, Any]:
@@ -83,7 +88,7 @@ def test_unchanged_class_selectors_compile_in_the_stored_environment() -> None:
     """validation.go validateCELSelector checks an unchanged selector too, in the permissive stored
     environment: a gated function it already holds stays valid, a broken one is still an error, and
     any change to the list makes every selector new again."""
-    gated = {"cel": {"expression": 'device.attributes["dra.example.com"].model.includes("a100")'}}
+    gated = {"cel": {"expression": GATED}}
     fine = {"cel": {"expression": "true"}}
     old = device_class(selectors=[gated])
     assert lines(old, old) == []
@@ -100,3 +105,37 @@ def test_unchanged_class_selectors_compile_in_the_stored_environment() -> None:
 def test_class_selectors_are_compiled_on_create() -> None:
     found = lines(device_class(selectors=[{"cel": {"expression": "device.driver =="}}]))
     assert [line.split(": Invalid value: ")[0] for line in found] == ["spec.selectors[0].cel.expression"]
+
+
+# --- validate_cel_expression directly: both environments (upstream validateCELSelector) -------------
+
+
+def test_new_expressions_reject_gated_functions() -> None:
+    errors = validate_cel_expression(GATED, PATH)
+    assert [e.type for e in errors] == [ErrorType.INVALID]
+    assert "undeclared reference to 'includes'" in errors[0].detail
+
+
+def test_stored_expressions_compile_in_the_permissive_environment() -> None:
+    assert validate_cel_expression(GATED, PATH, stored=True) == []
+
+
+def test_stored_expressions_are_still_compiled() -> None:
+    errors = validate_cel_expression("device.nosuch == 1", PATH, stored=True)
+    assert [e.type for e in errors] == [ErrorType.INVALID]
+    assert "undefined field 'nosuch'" in errors[0].detail
+
+
+def test_stored_expressions_are_still_cost_checked() -> None:
+    for stored in (False, True):
+        errors = validate_cel_expression(EXPENSIVE, PATH, stored=stored)
+        assert [(e.type, e.detail) for e in errors] == [
+            (ErrorType.FORBIDDEN, "too complex, exceeds cost limit")
+        ]
+
+
+def test_length_limit_applies_to_both() -> None:
+    long = "true" + " " * 10237
+    for stored in (False, True):
+        assert [e.type for e in validate_cel_expression(long, PATH, stored=stored)] == [ErrorType.TOO_LONG]
+    assert validate_cel_expression("true" + " " * 10236, PATH) == []

@@ -46,15 +46,24 @@ log = logging.getLogger(__name__)
 # The chart's webhook configurations wait 5 s (timeoutSeconds); answering within 4 s leaves the
 # API server time to receive the answer before it gives up and applies the failurePolicy itself.
 DEFAULT_DEADLINE = 4.0
-WEBHOOKS = ("validate", "mutate")
+
+
+def _webhook(rule: Rule) -> str:
+    return "mutate" if rule.mutating else "validate"
 
 
 def split_rules(rules: Sequence[Rule]) -> dict[str, tuple[Rule, ...]]:
-    """``/validate`` runs the validating rules, ``/mutate`` the mutating ones."""
-    return {
+    """The rules behind each path: ``/validate/<rule>`` and ``/mutate/<rule>`` run one rule, so that
+    each webhook of a configuration (one per rule, with its own failurePolicy and timeout) asks only
+    its own and a request is never decided twice; ``/validate`` and ``/mutate`` run them all, for a
+    single catch-all webhook or a person with curl."""
+    paths = {
         "validate": tuple(r for r in rules if not r.mutating),
         "mutate": tuple(r for r in rules if r.mutating),
     }
+    for rule in rules:
+        paths[f"{_webhook(rule)}/{rule.name}"] = (rule,)
+    return paths
 
 
 @dataclass
@@ -173,7 +182,7 @@ def build_app(admission: Admission, ready: Callable[[], list[str]]) -> web.Appli
             return web.Response(status=503, text="not ready: " + "; ".join(waiting))
         return web.Response(text="ok")
 
-    for webhook in WEBHOOKS:
+    for webhook in admission.rules:
         app.router.add_post(f"/{webhook}", endpoint(webhook))
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)

@@ -299,6 +299,22 @@ async def test_an_eviction_as_the_api_server_sends_it_reaches_the_drain_rule(aio
     assert "must not be evicted yet" in body["response"]["status"]["message"]
 
 
+async def test_a_rule_path_asks_only_its_rule_and_the_catch_all_asks_all(aiohttp_client: Client) -> None:
+    selectors, sharing = FakeRule("selectors", [Finding("deny", "no")]), FakeRule("sharing")
+    rewrite = FakeRule("prescheduled", mutating=True)
+    client = await client_for(aiohttp_client, make_admission([selectors, sharing, rewrite]))
+    _, body = await post(client, admission_review(), path="/validate/sharing")
+    assert body["response"]["allowed"] is True
+    assert (len(selectors.seen), len(sharing.seen), len(rewrite.seen)) == (0, 1, 0)
+    _, body = await post(client, admission_review(), path="/validate")
+    assert body["response"]["allowed"] is False
+    assert (len(selectors.seen), len(sharing.seen), len(rewrite.seen)) == (1, 2, 0)
+    await post(client, admission_review(), path="/mutate/prescheduled")
+    assert len(rewrite.seen) == 1
+    response = await client.post("/validate/nosuch", data=b"{}")
+    assert response.status == 404
+
+
 async def test_cheap_checks_run_on_the_loop_and_costly_ones_in_the_pool(aiohttp_client: Client) -> None:
     cheap, costly = FakeRule("selectors", slow=False), FakeRule("prescheduled", slow=True)
     client = await client_for(aiohttp_client, make_admission([cheap]))

@@ -16,6 +16,15 @@ from policies.api.base import NodeSelector, NodeSelectorRequirement, NodeSelecto
 
 NODE_NAME_FIELD = "metadata.name"
 _INT64 = re.compile(r"[+-]?[0-9]+")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _int64(text: str) -> int | None:
+    """Go's ``strconv.ParseInt(text, 10, 64)``: None for anything it refuses, out of range included."""
+    if not _INT64.fullmatch(text):
+        return None
+    value = int(text)
+    return value if _INT64_MIN <= value <= _INT64_MAX else None
 
 
 class NodeSelectorError(ValueError):
@@ -79,7 +88,7 @@ def _check_label_requirement(req: NodeSelectorRequirement) -> None:
                 f"{req.key} {req.operator}: values set must be empty for exists and does not exist"
             )
     elif req.operator in ("Gt", "Lt"):
-        if len(values) != 1 or not _INT64.fullmatch(values[0]):
+        if len(values) != 1 or _int64(values[0]) is None:
             raise NodeSelectorError(
                 f"{req.key} {req.operator}: for 'Gt', 'Lt' operators, the value must be an integer"
             )
@@ -108,10 +117,11 @@ def _label_requirement_matches(req: NodeSelectorRequirement, labels: Mapping[str
         return present
     if op == "DoesNotExist":
         return not present
-    # Gt / Lt: the label must hold an integer too.
-    if not present or not _INT64.fullmatch(labels[req.key]):
+    # Gt / Lt: the label must hold an int64 too.
+    have = _int64(labels[req.key]) if present else None
+    want = _int64((req.values or [""])[0])
+    if have is None or want is None:
         return False
-    have, want = int(labels[req.key]), int((req.values or ["0"])[0])
     return have > want if op == "Gt" else have < want
 
 

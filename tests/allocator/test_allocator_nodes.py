@@ -11,7 +11,7 @@ from policies.allocator import AllocatedState, Allocator, Features
 from policies.allocator.nodes import NodeSelectorError, ResultSelectorBuilder, selector_matches
 from policies.api.base import NodeSelector
 
-LABELS = {"region": "region-1", "cores": "64"}
+LABELS = {"region": "region-1", "cores": "64", "huge": "9223372036854775808"}
 
 
 def selector(*terms: dict[str, Any]) -> NodeSelector:
@@ -33,6 +33,9 @@ def expr(key: str, operator: str, *values: str) -> dict[str, Any]:
         (expr("cores", "Gt", "32"), True),
         (expr("cores", "Lt", "32"), False),
         (expr("region", "Gt", "1"), False),  # not an integer label: never greater
+        # labels.Requirement parses with strconv.ParseInt(v, 10, 64): past int64 is no integer.
+        (expr("huge", "Gt", "1"), False),
+        (expr("cores", "Gt", "+63"), True),
         ({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}, True),
         ({"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["node-1"]}]}, False),
         ({}, False),  # an empty term matches nothing
@@ -59,6 +62,7 @@ def test_terms_are_ored_and_requirements_anded() -> None:
         expr("region", "In"),
         expr("region", "Exists", "x"),
         expr("cores", "Gt", "many"),
+        expr("cores", "Lt", "9223372036854775808"),
         expr("region", "Near", "x"),
         {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["a", "b"]}]},
     ],

@@ -69,6 +69,8 @@ def _check_term(term: NodeSelectorTerm) -> None:
     for req in term.match_expressions or ():
         _check_label_requirement(req)
     for req in term.match_fields or ():
+        if req.key != NODE_NAME_FIELD:
+            raise NodeSelectorError(f"matchFields key {req.key!r}: not a valid field selector key")
         if req.operator not in ("In", "NotIn"):
             raise NodeSelectorError(f"matchFields operator {req.operator!r} not supported: use In or NotIn")
         if len(req.values or ()) != 1:
@@ -126,9 +128,9 @@ def _label_requirement_matches(req: NodeSelectorRequirement, labels: Mapping[str
 
 
 def _field_requirement_matches(req: NodeSelectorRequirement, node_name: str) -> bool:
-    value = node_name if req.key == NODE_NAME_FIELD else ""
+    # _check_term made sure the key is metadata.name and there is one value.
     wanted = (req.values or [""])[0]
-    return value == wanted if req.operator == "In" else value != wanted
+    return node_name == wanted if req.operator == "In" else node_name != wanted
 
 
 @functools.lru_cache(maxsize=16384)

@@ -65,6 +65,8 @@ def test_terms_are_ored_and_requirements_anded() -> None:
         expr("cores", "Lt", "9223372036854775808"),
         expr("region", "Near", "x"),
         {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["a", "b"]}]},
+        # nodeaffinity selects by metadata.name only; any other field key is "not a valid field selector key".
+        {"matchFields": [{"key": "metadata.namespace", "operator": "NotIn", "values": ["x"]}]},
     ],
 )
 def test_malformed_selectors_are_errors(term: dict[str, Any]) -> None:

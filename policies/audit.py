@@ -41,7 +41,7 @@ from policies.cel import CompileError, DeviceBinding, EvalError, Program, Select
 from policies.config import Config
 from policies.dryrun import DryRun, DryRunInputError, pod_claims
 from policies.rules.common import LISTED, a_few
-from policies.rules.engine import Context, Outcome, Rule, decide, rule_config
+from policies.rules.engine import Context, Outcome, Rule, admit, rule_config
 from policies.rules.request import request_from
 from policies.rules.selectors import STORED_EXPRESSIONS, Target, current_slices, targets
 from policies.snapshot import Snapshot
@@ -178,7 +178,7 @@ def policy_findings(obj: TypedObject, rules: Sequence[Rule], ctx: Context) -> li
     request = request_from("CREATE", as_created(obj).to_json(), None, user=AUDIT_USER)
     ref = (ResourceRef.of(obj),)
     by_rule: dict[str, list[Outcome]] = {}
-    for outcome in decide(request, rules, ctx).outcomes:
+    for outcome in admit(request, rules, ctx).outcomes:
         by_rule.setdefault(outcome.rule, []).append(outcome)
     findings: list[Finding] = []
     for name in dict.fromkeys(r.name for r in rules if r.applies(request, ctx)):

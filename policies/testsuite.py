@@ -5,7 +5,7 @@ draguard config, and tests. An admission test is one write (operation, object, o
 subresource, user) and the expected answer (``allow``, ``deny`` or ``warn``, the message, the
 warnings, the JSONPatch); an allocation test is a Pod or claims and the nodes they should fit on.
 The answers come from the same functions the webhook and ``draguard allocate`` use
-(:func:`policies.rules.engine.decide`, :class:`policies.dryrun.DryRun`), so a suite that passes
+(:func:`policies.rules.engine.admit`, :class:`policies.dryrun.DryRun`), so a suite that passes
 here describes what the cluster will see.
 
 What an expectation means:
@@ -55,7 +55,7 @@ from policies.api.kinds import DecodeError, decode
 from policies.api.resource import ResourceClaim
 from policies.config import Config
 from policies.dryrun import DryRun, DryRunInputError, pod_claims
-from policies.rules.engine import Context, Decision, Request, Rule, decide
+from policies.rules.engine import Context, Decision, Request, Rule, admit
 from policies.rules.request import RequestError, UndecodableObject, request_from
 from policies.snapshot import Snapshot
 
@@ -475,7 +475,7 @@ def _admission_problem(test: AdmissionTest, decision: Decision) -> str | None:
 
 
 def _run_admission(case: AdmissionCase, rules: Sequence[Rule], ctx: Context) -> CaseResult:
-    decision = decide(case.request, rules, ctx)
+    decision = admit(case.request, rules, ctx)
     problem = _admission_problem(case.test, decision)
     actual = {
         "allowed": decision.allowed,

@@ -9,13 +9,15 @@ policy test CLI and the audit command all get the same answer from the same func
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from policies.api.admission import UserInfo
 from policies.api.base import TypedObject
+from policies.api.kinds import decode
 from policies.config import Config, RuleConfig
+from policies.jsonpatch import apply_patch
 from policies.snapshot import Snapshot
 
 Action = Literal["deny", "warn"]
@@ -185,3 +187,23 @@ def decide(request: Request, rules: Sequence[Rule], ctx: Context) -> Decision:
             if finding.patch and outcome.action != "audit":
                 patch.extend(finding.patch)
     return _fold(outcomes, patch)
+
+
+def admit(request: Request, rules: Sequence[Rule], ctx: Context) -> Decision:
+    """The decision of the whole admission chain, for callers that ask every rule at once (the
+    policy test CLI, the audit): the mutating rules first, then the validating ones on the object
+    as patched, the order in which the API server calls webhooks. Behind the webhook the API server
+    does this itself, one rule path at a time."""
+    mutated = decide(request, [rule for rule in rules if rule.mutating], ctx)
+    if mutated.patch and request.raw is not None:
+        raw = apply_patch(request.raw, mutated.patch)
+        request = replace(request, raw=raw, obj=decode(raw))
+    validated = decide(request, [rule for rule in rules if not rule.mutating], ctx)
+    allowed = mutated.allowed and validated.allowed
+    return Decision(
+        allowed=allowed,
+        message="; ".join(m for m in (mutated.message, validated.message) if m),
+        warnings=mutated.warnings + validated.warnings,
+        patch=mutated.patch if allowed else (),
+        outcomes=mutated.outcomes + validated.outcomes,
+    )

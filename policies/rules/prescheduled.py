@@ -122,8 +122,6 @@ class PrescheduledRule:
         problems = claim_problems(pod, ctx.snapshot)
         if not problems:
             return []
-        if ctx.config.rules.prescheduled.mutate and rewrite(pod, ctx.snapshot) is not None:
-            return []
         node = pod.spec.node_name or ""
         hostname = hostname_of(ctx.snapshot, node)
         unknown = " (a node the cluster snapshot does not have)" if hostname is None else ""

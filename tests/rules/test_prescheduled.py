@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from rule_fixtures import admission, cluster, context
 
-from policies.rules.engine import RuleUnavailable, decide
+from policies.rules.engine import RuleUnavailable, admit, decide
 from policies.rules.prescheduled import PrescheduledRewrite, PrescheduledRule
 from policies.rules.registry import RULES
 
@@ -95,9 +95,10 @@ def test_mutating_variant_moves_node_name_into_a_hostname_selector() -> None:
         {"op": "remove", "path": "/spec/nodeName"},
         {"op": "add", "path": "/spec/nodeSelector", "value": {"kubernetes.io/hostname": "node-2"}},
     )
-    # Mutating webhooks run first: the validating rule must not deny what the rewrite fixes.
-    assert PrescheduledRule().check(request, ctx) == []
-    decision = decide(request, [PrescheduledRule(), PrescheduledRewrite()], ctx)
+    # Validating webhooks see the object as mutated: through the chain the rewritten pod passes,
+    # while the pod as sent (the mutating webhook off, or failed open) is still refused.
+    assert [f.action for f in PrescheduledRule().check(request, ctx)] == ["deny"]
+    decision = admit(request, [PrescheduledRule(), PrescheduledRewrite()], ctx)
     assert decision.allowed and decision.patch == findings[0].patch
 
 
@@ -149,7 +150,7 @@ def test_registry_runs_both_variants_from_one_config_section() -> None:
     request = admission(pod("node-2", RUNNING))
     ctx = context(prescheduled={"mutate": True})
     mutated = decide(request, [r for r in RULES if r.mutating], ctx)
-    validated = decide(request, [r for r in RULES if not r.mutating], ctx)
     assert mutated.allowed and [op["op"] for op in mutated.patch] == ["remove", "add"]
-    assert validated.allowed and validated.outcomes == ()
-    assert not decide(request, [r for r in RULES if not r.mutating], context()).allowed
+    assert not decide(request, [r for r in RULES if not r.mutating], ctx).allowed  # the pod as sent
+    assert admit(request, RULES, ctx).allowed  # the pod as patched
+    assert not admit(request, RULES, context()).allowed  # without mutate nothing rewrites it

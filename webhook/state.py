@@ -25,6 +25,8 @@ from typing import Protocol
 from policies.api.base import TypedObject
 from policies.api.core import Pod
 from policies.api.defaults import apply_defaults
+from policies.config import Config
+from policies.rules.drain import is_driver_pod
 from policies.snapshot import Snapshot
 from webhook.kube import ApiResource, KubeReader
 from webhook.manifests import load
@@ -47,13 +49,27 @@ RESOURCES = (
 )
 
 
-def relevant(obj: TypedObject) -> bool:
-    """Whether the snapshot holds ``obj``: every object except pods that reference no claim.
+Keep = Callable[[TypedObject], bool]
 
-    A cluster has far more pods than DRA objects; only pods with ``spec.resourceClaims`` matter to
-    any rule, and the API server cannot filter on that field, so the filter runs here.
+
+def relevance(config: Config) -> Keep:
+    """Which objects the snapshot holds: every object except pods that no rule reads.
+
+    A cluster has far more pods than DRA objects. The rules read pods that reference claims, and
+    the drain rule the DRA driver pods its ``driverPodSelector`` names (they usually reference no
+    claim); the API server cannot filter on either, so the filter runs here.
     """
-    return not isinstance(obj, Pod) or bool(obj.spec.resource_claims)
+    selector = config.rules.drain.driver_pod_selector
+
+    def relevant(obj: TypedObject) -> bool:
+        if not isinstance(obj, Pod) or obj.spec.resource_claims:
+            return True
+        return selector is not None and is_driver_pod(obj, selector.match_labels)
+
+    return relevant
+
+
+DEFAULT_RELEVANCE = relevance(Config())
 
 
 def indexed(snapshot: Snapshot) -> Snapshot:
@@ -80,15 +96,17 @@ class FileState:
         self._snapshot = snapshot
 
     @classmethod
-    def from_objects(cls, objects: Iterable[TypedObject], now: datetime) -> FileState:
+    def from_objects(
+        cls, objects: Iterable[TypedObject], now: datetime, keep: Keep = DEFAULT_RELEVANCE
+    ) -> FileState:
         """Objects defaulted as the API server would have stored them."""
         defaulted = (apply_defaults(obj, now) for obj in objects)
-        return cls(indexed(Snapshot.build(obj for obj in defaulted if relevant(obj))))
+        return cls(indexed(Snapshot.build(obj for obj in defaulted if keep(obj))))
 
     @classmethod
-    def load(cls, paths: Sequence[str], now: datetime) -> FileState:
+    def load(cls, paths: Sequence[str], now: datetime, keep: Keep = DEFAULT_RELEVANCE) -> FileState:
         """The objects of manifest files or directories; raises ManifestError."""
-        return cls.from_objects((loaded.obj for loaded in load(paths)), now)
+        return cls.from_objects((loaded.obj for loaded in load(paths)), now, keep)
 
     @property
     def snapshot(self) -> Snapshot:
@@ -109,6 +127,7 @@ class ClusterState:
         self,
         reader: KubeReader,
         resources: Sequence[ApiResource] = RESOURCES,
+        keep: Keep = DEFAULT_RELEVANCE,
         debounce: float = 0.2,
         clock: Callable[[], float] = time.monotonic,
         backoff: Callable[[], Backoff] = Backoff,
@@ -128,7 +147,7 @@ class ClusterState:
                 reader,
                 r,
                 self._dirty.set,
-                keep=relevant,
+                keep=keep,
                 backoff=backoff(),
                 read_timeout=read_timeout,
                 watch_timeout=watch_timeout,

@@ -68,7 +68,8 @@ def _selects(selector: NodeSelector | None, node: Node) -> bool:
         return False
 
 
-def _is_driver_pod(pod: Pod, match_labels: Mapping[str, str]) -> bool:
+def is_driver_pod(pod: Pod, match_labels: Mapping[str, str]) -> bool:
+    """Whether ``pod`` is a DRA driver pod by the configured ``driverPodSelector.matchLabels``."""
     labels = pod.metadata.labels or {}
     return all(labels.get(key) == value for key, value in match_labels.items())
 
@@ -97,7 +98,7 @@ class DrainRule:
         if not ctx.snapshot_fresh:
             raise RuleUnavailable("the cluster snapshot is stale: the claims on the pod's node are unknown")
         pod = ctx.snapshot.pods.get((request.namespace, request.name))
-        if pod is None or not pod.spec.node_name or not _is_driver_pod(pod, selector.match_labels):
+        if pod is None or not pod.spec.node_name or not is_driver_pod(pod, selector.match_labels):
             return []
         # A node missing from the snapshot still has its name (matchFields selectors, slices, pods).
         name = pod.spec.node_name

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from watch_standin import running
 
 from webhook.commands.serve import generate_pair
@@ -299,3 +300,79 @@ def test_state_from_a_cluster_through_a_kubeconfig(tmp_path: Path) -> None:
                 time.sleep(0.05)
         finally:
             assert stop(server) == 0
+
+
+# --- the strict cluster of examples/policy-tests (personas enforced, drains guarded) ------------------
+
+POLICY_TESTS = EXAMPLES / "policy-tests"
+ADMIN = {"username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"]}
+
+
+@pytest.fixture(scope="module")
+def strict(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """The config and state of examples/policy-tests/strict-cluster.yaml, served: the webhook must
+    agree with ``draguard test`` on the same files. Reviews go to the per-rule paths, as the chart's
+    webhooks send them."""
+    state = [str(EXAMPLES / "gpu-cluster"), str(EXAMPLES / "workloads"), str(POLICY_TESTS / "state")]
+    server = start(
+        *(arg for path in state for arg in ("--state", path)),
+        "--config", str(POLICY_TESTS / "draguard-strict.yaml"),
+        "--cert-dir", str(tmp_path_factory.mktemp("strict") / "certs"),
+    )  # fmt: skip
+    wait_ready(server)
+    yield server
+    assert stop(server) == 0
+
+
+def review_of(obj: dict[str, Any], resource: str, user: dict[str, Any], **request: Any) -> dict[str, Any]:
+    """The review the API server sends for creating ``obj`` (a ``resource`` of its apiVersion)."""
+    group, _, version = obj["apiVersion"].rpartition("/")
+    review = pod_review(obj)
+    review["request"].update(
+        kind={"group": group, "version": version, "kind": obj["kind"]},
+        resource={"group": group, "version": version, "resource": resource},
+        namespace=obj["metadata"].get("namespace"),
+        userInfo=user,
+        **request,
+    )
+    return review
+
+
+def eviction(name: str) -> dict[str, Any]:
+    metadata = {"name": name, "namespace": "gpu-driver"}
+    body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": metadata}
+    review = review_of(body, "pods", {"username": "system:serviceaccount:kube-system:node-drainer"})
+    review["request"]["resource"] = {"group": "", "version": "v1", "resource": "pods"}
+    review["request"]["subResource"] = "eviction"
+    return review
+
+
+def test_drain_guard_holds_the_driver_while_its_devices_are_in_use(strict: Served) -> None:
+    # The driver pods reference no claim: the snapshot must keep them because drain names them.
+    held = strict.review(eviction("gpu-plugin-node-1"), "/validate/drain")
+    assert held["allowed"] is False
+    assert "claims team-a/running-job are still reserved by workload pods" in held["status"]["message"]
+    assert strict.review(eviction("gpu-plugin-node-3"), "/validate/drain")["allowed"] is True
+
+
+def test_personas_keep_device_classes_to_admins(strict: Served) -> None:
+    device_class = yaml.safe_load((POLICY_TESTS / "objects" / "class-h100.yaml").read_text())
+    alice = {"username": "alice", "groups": ["system:authenticated"]}
+    refused = strict.review(review_of(device_class, "deviceclasses", alice), "/validate/personas")
+    assert refused["allowed"] is False
+    assert "only admins (groups system:masters) may" in refused["status"]["message"]
+    assert strict.review(review_of(device_class, "deviceclasses", ADMIN), "/validate/personas")["allowed"]
+
+
+def test_a_pinned_pod_is_rewritten_and_refused_if_it_arrives_unrewritten(strict: Served) -> None:
+    pod = yaml.safe_load((POLICY_TESTS / "objects" / "pinned-pod-template.yaml").read_text())
+    # The validating webhook sees the pod as sent when the mutating one is off or failed open.
+    refused = strict.review(pod_review(pod), "/validate/prescheduled")
+    assert refused["allowed"] is False
+    assert "Use a kubernetes.io/hostname node selector instead" in refused["status"]["message"]
+    rewritten = strict.review(pod_review(pod), "/mutate/prescheduled")
+    patch = json.loads(base64.b64decode(rewritten["patch"]))
+    assert patch == [
+        {"op": "remove", "path": "/spec/nodeName"},
+        {"op": "add", "path": "/spec/nodeSelector", "value": {"kubernetes.io/hostname": "node-3"}},
+    ]

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from policies.api.core import Pod
+from policies.api.kinds import decode
+from policies.config import Config
 from webhook.manifests import ManifestError
-from webhook.state import FileState
+from webhook.state import FileState, relevance
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -40,3 +44,24 @@ def test_pods_without_claims_and_defaults(tmp_path: Path) -> None:
 def test_unreadable_state_names_the_file(tmp_path: Path) -> None:
     with pytest.raises(ManifestError, match=r"missing\.yaml"):
         FileState.load([str(tmp_path / "missing.yaml")], NOW)
+
+
+def test_the_snapshot_keeps_the_pods_rules_read() -> None:
+    """Pods with claims always; DRA driver pods (no claims) when the drain rule names them."""
+    def pod(name: str, labels: dict[str, str], claims: bool) -> Pod:
+        spec: dict[str, Any] = {"containers": [{"name": "c"}]}
+        if claims:
+            spec["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "c"}]
+        metadata = {"name": name, "labels": labels}
+        obj = decode({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec})
+        assert isinstance(obj, Pod)
+        return obj
+
+    driver = {"app": "gpu-driver"}
+    pods = [pod("user", {}, True), pod("driver", driver, False), pod("web", {"app": "x"}, False)]
+    selector = {"driverPodSelector": {"matchLabels": {"app": "gpu-driver"}}}
+    drain = Config.model_validate({"rules": {"drain": selector}})
+    assert [p.name for p in pods if relevance(Config())(p)] == ["user"]
+    assert [p.name for p in pods if relevance(drain)(p)] == ["user", "driver"]
+    kept = FileState.from_objects(pods, NOW, relevance(drain)).snapshot.pods
+    assert sorted(name for _, name in kept) == ["driver", "user"]

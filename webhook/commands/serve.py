@@ -57,7 +57,7 @@ from webhook.ledger import ApiLedgerStore, ConfigMaps, reconcile_all, with_ledge
 from webhook.manifests import ManifestError, decode_documents
 from webhook.metrics import Metrics
 from webhook.server import DEFAULT_DEADLINE, Admission, Listen, readiness, run, split_rules
-from webhook.state import ClusterState, FileState, State
+from webhook.state import ClusterState, FileState, State, relevance
 
 log = logging.getLogger(__name__)
 
@@ -244,14 +244,18 @@ def certificates(
     return reloader, generate_pair(cert_dir, args.host)
 
 
-def _load_state(args: argparse.Namespace, api: ApiClient | None, review_dir: str) -> tuple[State, str | None]:
-    """The state source, and for ``--demo`` the path of the sample review written to ``review_dir``."""
+def _load_state(
+    args: argparse.Namespace, api: ApiClient | None, review_dir: str, policy: Config
+) -> tuple[State, str | None]:
+    """The state source (holding what ``policy``'s rules read), and for ``--demo`` the path of the
+    sample review written to ``review_dir``."""
     now = dt.datetime.now(dt.UTC)
+    keep = relevance(policy)
     if api is not None:
-        return ClusterState(KubeReader(api)), None
+        return ClusterState(KubeReader(api), keep=keep), None
     if not args.demo:
         try:
-            return FileState.load(args.state, now), None
+            return FileState.load(args.state, now, keep), None
         except ManifestError as err:
             raise UsageError(f"--state: {err}") from None
     docs, pod = demo.split(demo.documents())
@@ -260,7 +264,7 @@ def _load_state(args: argparse.Namespace, api: ApiClient | None, review_dir: str
     review_path = os.path.join(review_dir, "pod-review.json")
     with open(review_path, "w", encoding="utf-8") as fh:
         json.dump(demo.pod_review(pod), fh, indent=2)
-    return FileState.from_objects((d.obj for d in loaded), now), review_path
+    return FileState.from_objects((d.obj for d in loaded), now, keep), review_path
 
 
 def _url(scheme: str, host: str | None, port: int) -> str:
@@ -372,7 +376,7 @@ def _serve_checked(args: argparse.Namespace) -> int:
         rotated = stack.enter_context(_rotation(config, api))
         tls, ca = certificates(args, config, cert_dir, rotated)
         tls.reload()
-        state, review_path = _load_state(args, api, cert_dir)
+        state, review_path = _load_state(args, api, cert_dir, config.policy)
         if isinstance(state, ClusterState):
             state.start()
             stack.callback(state.stop)

@@ -13,7 +13,7 @@ from typing import Any
 import celpy
 import pytest
 import yaml
-from conftest import CHART, NAMESPACE, HelmError, helm_sdkpy, needs_helm, render
+from helm_render import CHART, NAMESPACE, HelmError, helm_sdkpy, needs_helm, render
 
 from certs.settings import CertSettings
 from policies.config import Config

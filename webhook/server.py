@@ -237,16 +237,17 @@ async def _start(
 
 
 async def run(
+    app: web.Application,
     admission: Admission,
     tls: CertReloader,
     listen: Listen,
     stop: asyncio.Event,
     started: Callable[[int, int], None],
-    ready: Callable[[], list[str]],
     reload_interval: float = 1.0,
 ) -> None:
-    """Serve until ``stop`` is set; ``started(https_port, metrics_port)`` runs once both listen."""
-    runner, port = await _start(build_app(admission, ready), listen.host, listen.port, tls)
+    """Serve ``app`` (:func:`build_app`, and whatever else shares the port) over ``tls`` and the
+    metrics until ``stop`` is set; ``started(https_port, metrics_port)`` runs once both listen."""
+    runner, port = await _start(app, listen.host, listen.port, tls)
     metrics_runner, metrics_port = await _start(
         build_metrics_app(admission.metrics), listen.host, listen.metrics_port, None
     )

@@ -28,8 +28,10 @@ from typing import Any
 
 import pytest
 import yaml
+from test_dryrun_api import DAY, NOW, issue_client
 from watch_standin import running
 
+from certs.material import generate_ca
 from webhook.commands.serve import generate_pair
 from webhook.demo import documents, pod_review, split
 
@@ -376,3 +378,56 @@ def test_a_pinned_pod_is_rewritten_and_refused_if_it_arrives_unrewritten(strict:
         {"op": "remove", "path": "/spec/nodeName"},
         {"op": "add", "path": "/spec/nodeSelector", "value": {"kubernetes.io/hostname": "node-3"}},
     ]
+
+
+# --- POST /v1/dryrun on the serve port ------------------------------------------------------------------
+
+
+def dry_run(served: Served, cert: tuple[str, str] | None = None) -> tuple[int, Any]:
+    context = served.context()
+    if cert is not None:
+        context.load_cert_chain(*cert)
+    connection = HTTPSConnection("127.0.0.1", served.port, context=context, timeout=30)
+    try:
+        body = json.dumps({"pod": example_pod()}).encode()
+        connection.request("POST", "/v1/dryrun", body, {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        connection.close()
+
+
+def test_the_dry_run_is_served_and_asks_who_calls(served: Served, tmp_path: Path) -> None:
+    # served has no client CA and no cluster: nobody can authenticate.
+    status, answer = dry_run(served)
+    assert status == 401, answer
+    assert served.request("GET", "/v1/openapi.json")[0] == 200
+
+    client_ca = generate_ca(NOW, DAY)
+    client = issue_client(client_ca, "ci-bot", ("platform",))
+    files = {name: tmp_path / name for name in ("client-ca.crt", "client.crt", "client.key")}
+    files["client-ca.crt"].write_bytes(client_ca.cert_pem)
+    files["client.crt"].write_bytes(client.cert_pem)
+    files["client.key"].write_bytes(client.key_pem)
+    server = start(
+        "--state", str(EXAMPLES / "gpu-cluster"), "--state", str(EXAMPLES / "workloads"),
+        "--cert-dir", str(tmp_path / "certs"), "--dryrun-client-ca", str(files["client-ca.crt"]),
+    )  # fmt: skip
+    try:
+        wait_ready(server)
+        status, answer = dry_run(server, (str(files["client.crt"]), str(files["client.key"])))
+        assert status == 200, answer
+        fits = [n["node"] for n in answer["nodes"] if n["allocated"]]
+        assert fits and answer["checked"] == 3
+        assert dry_run(server)[0] == 401  # the same server, no certificate
+    finally:
+        assert stop(server) == 0
+
+
+def test_the_demo_dry_run_is_open(tmp_path: Path) -> None:
+    server = start("--demo", "--exit-after", "20")
+    try:
+        status, answer = dry_run(server)
+        assert status == 200 and answer["checked"] == 3
+    finally:
+        stop(server)

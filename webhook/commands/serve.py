@@ -52,11 +52,13 @@ from policies.quota import LedgerUnavailable
 from policies.rules.registry import RULES
 from webhook import demo, logs
 from webhook.commands.certs import LOCAL_HOSTS, _write
+from webhook.dryrun_api import DryRunSettings, add_dryrun_routes, add_flags, settings_from_args
+from webhook.dryrun_api import SettingsError as DryRunSettingsError
 from webhook.kube import ConnectError, KubeReader, connect
 from webhook.ledger import ApiLedgerStore, ConfigMaps, reconcile_all, with_ledger
 from webhook.manifests import ManifestError, decode_documents
 from webhook.metrics import Metrics
-from webhook.server import DEFAULT_DEADLINE, Admission, Listen, readiness, run, split_rules
+from webhook.server import DEFAULT_DEADLINE, Admission, Listen, build_app, readiness, run, split_rules
 from webhook.state import ClusterState, FileState, State, relevance
 
 log = logging.getLogger(__name__)
@@ -118,6 +120,7 @@ def register(subparsers: Any) -> None:
         "--exit-after", type=float, metavar="SECONDS", help="stop after this long (scripts, tests)"
     )
     p.add_argument("--log-level", choices=logs.LEVELS, help="default: the config's logLevel, else info")
+    add_flags(p)
     p.set_defaults(func=serve_command)
 
 
@@ -225,19 +228,23 @@ def generate_pair(directory: str, host: str | None) -> str:
 
 
 def certificates(
-    args: argparse.Namespace, config: ServeConfig, cert_dir: str, rotated: bool
+    args: argparse.Namespace, config: ServeConfig, cert_dir: str, rotated: bool, client_ca: str | None = None
 ) -> tuple[CertReloader, str | None]:
     """The reloader of the serving pair, and the CA path when the pair was generated here.
 
     ``rotated``: the elected replica writes the pair into ``cert_dir`` (selfManaged in a cluster), so
-    an empty directory is waited for rather than filled.
+    an empty directory is waited for rather than filled. ``client_ca``: the bundle that the dry-run
+    endpoint's client certificates are checked against.
     """
     if args.tls_cert_file:
         for flag, path in (("--tls-cert-file", args.tls_cert_file), ("--tls-key-file", args.tls_key_file)):
             if not os.path.isfile(path):
                 raise UsageError(f"{flag} {path}: no such file")
-        return CertReloader(args.tls_cert_file, args.tls_key_file, config.tls_min_version), None
-    reloader = CertReloader.from_dir(cert_dir, config.tls_min_version)
+        reloader = CertReloader(
+            args.tls_cert_file, args.tls_key_file, config.tls_min_version, client_ca_file=client_ca
+        )
+        return reloader, None
+    reloader = CertReloader.from_dir(cert_dir, config.tls_min_version, client_ca)
     present = os.path.isfile(reloader.cert_file) and os.path.isfile(reloader.key_file)
     if present or rotated:
         return reloader, None
@@ -334,6 +341,8 @@ async def _serve(
     args: argparse.Namespace,
     started: Callable[[int, int], None],
     ledger: ApiLedgerStore | None,
+    dryrun: DryRunSettings,
+    api: ApiClient | None,
 ) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -343,8 +352,11 @@ async def _serve(
         loop.call_later(args.exit_after, stop.set)
     reconcile = asyncio.create_task(_reconcile_ledger(admission, ledger)) if ledger is not None else None
     listen = Listen(args.host, args.port, args.metrics_port)
+    # The dry-run endpoint shares the port: same certificate, same snapshot, its own authentication.
+    app = build_app(admission, readiness(admission.state, tls))
+    add_dryrun_routes(app, lambda: admission.state.snapshot, dryrun, api_client=api)
     try:
-        await run(admission, tls, listen, stop, started, readiness(admission.state, tls))
+        await run(app, admission, tls, listen, stop, started)
     finally:
         if reconcile is not None:
             reconcile.cancel()
@@ -364,6 +376,10 @@ def _serve_checked(args: argparse.Namespace) -> int:
     if args.demo:
         args.host = args.host or "127.0.0.1"
     config = load_config(args.config)
+    try:
+        dryrun = settings_from_args(args, args.demo)
+    except DryRunSettingsError as err:
+        raise UsageError(str(err)) from None
     logs.configure(args.log_level or config.log_level)
     try:
         api = connect(args.kubeconfig, args.in_cluster) if (args.kubeconfig or args.in_cluster) else None
@@ -374,7 +390,7 @@ def _serve_checked(args: argparse.Namespace) -> int:
             tempfile.TemporaryDirectory(prefix="draguard-demo-" if args.demo else "draguard-certs-")
         )
         rotated = stack.enter_context(_rotation(config, api))
-        tls, ca = certificates(args, config, cert_dir, rotated)
+        tls, ca = certificates(args, config, cert_dir, rotated, dryrun.client_ca_file)
         tls.reload()
         state, review_path = _load_state(args, api, cert_dir, config.policy)
         if isinstance(state, ClusterState):
@@ -385,7 +401,7 @@ def _serve_checked(args: argparse.Namespace) -> int:
         rules = with_ledger(RULES, ledger) if ledger is not None else RULES
         admission = Admission(split_rules(rules), config.policy, state, Metrics(state), args.deadline)
         try:
-            asyncio.run(_serve(admission, tls, args, _banner(args, ca, review_path), ledger))
+            asyncio.run(_serve(admission, tls, args, _banner(args, ca, review_path), ledger, dryrun, api))
         except OSError as err:
             raise UsageError(
                 f"cannot listen on port {args.port} or {args.metrics_port}: {err.strerror}"

@@ -17,7 +17,9 @@ from helm_render import CHART, NAMESPACE, HelmError, helm_sdkpy, needs_helm, ren
 
 from certs.settings import CertSettings
 from policies.config import Config
+from policies.rules.registry import RULES
 from webhook.commands.serve import load_config
+from webhook.server import split_rules
 
 Find = Callable[[list[dict[str, Any]], str, str | None], dict[str, Any]]
 BUILTIN_GROUPS = (
@@ -202,7 +204,7 @@ def test_webhook_common_fields(default_objects: list[dict[str, Any]], find: Find
         assert hook["clientConfig"]["service"] == {
             "name": "draguard",
             "namespace": NAMESPACE,
-            "path": "/validate",
+            "path": f"/validate/{name.split('.')[0]}",
             "port": 443,
         }, name
         # selfManaged: the elected replica injects it; the chart must not own (and reset) it.
@@ -220,6 +222,29 @@ def test_default_failure_policies(default_objects: list[dict[str, Any]], find: F
     values = yaml.safe_load(Path(CHART, "values.yaml").read_text())["webhooks"]
     assert policies == {f"{g}.draguard.io": values[g]["failurePolicy"] for g in RULE_GROUPS}
     assert policies["drain.draguard.io"] == "Ignore"  # a down webhook must not stop node drains
+
+
+def test_each_webhook_asks_only_its_own_rule(default_objects: list[dict[str, Any]], find: Find) -> None:
+    """Plain /validate runs every validating rule: a pod CREATE sent there by three webhooks would
+    be decided three times, and a group's failurePolicy or enabled switch would not isolate its rule."""
+    paths = {n: h["clientConfig"]["service"]["path"] for n, h in webhooks(default_objects, find).items()}
+    assert paths == {f"{g}.draguard.io": f"/validate/{g}" for g in RULE_GROUPS}
+    objects = render({"webhooks": {"prescheduled": {"mutating": {"enabled": True}}}})
+    (hook,) = find(objects, "MutatingWebhookConfiguration", "draguard")["webhooks"]
+    assert hook["clientConfig"]["service"]["path"] == "/mutate/prescheduled"
+
+
+def test_webhook_paths_are_served_by_draguard(default_objects: list[dict[str, Any]], find: Find) -> None:
+    """Every path the chart posts to is one draguard's server routes (not a 404, which the API
+    server would treat as a webhook failure)."""
+    served = split_rules(RULES)
+    objects = render({"webhooks": {"prescheduled": {"mutating": {"enabled": True}}}})
+    for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+        for hook in find(objects, kind, "draguard")["webhooks"]:
+            path = hook["clientConfig"]["service"]["path"]
+            assert path.lstrip("/") in served, (hook["name"], path)
+            (rule,) = served[path.lstrip("/")]
+            assert rule.mutating == (kind == "MutatingWebhookConfiguration"), path
 
 
 def test_failure_policy_and_enablement_are_per_webhook(find: Find) -> None:
@@ -277,7 +302,7 @@ def test_mutating_variant_when_enabled(find: Find) -> None:
     objects = render({"webhooks": {"prescheduled": {"mutating": {"enabled": True}}}})
     (hook,) = find(objects, "MutatingWebhookConfiguration", "draguard")["webhooks"]
     assert hook["name"] == "prescheduled.draguard.io"
-    assert hook["clientConfig"]["service"]["path"] == "/mutate"
+    assert hook["clientConfig"]["service"]["path"] == "/mutate/prescheduled"
     assert hook["failurePolicy"] == "Ignore"
     assert hook["reinvocationPolicy"] == "Never"
     assert pod_filter(hook) is not None

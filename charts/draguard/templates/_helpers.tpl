@@ -70,7 +70,9 @@ draguard-quota-ledger
 
 {{/*
 Fields every webhook shares. Called with a dict: root (the chart context), name (rule group),
-cfg (that webhook's values), path (/validate or /mutate), sideEffects, rules (list), podFilter
+cfg (that webhook's values), path (/validate/<rule> or /mutate/<rule>: draguard runs only that
+rule, so a request is decided once per rule and each webhook's failurePolicy and enabled switch
+isolate its own rule; plain /validate would run them all), sideEffects, rules (list), podFilter
 (whether to skip pods without spec.resourceClaims).
 */}}
 {{- define "draguard.webhook" -}}

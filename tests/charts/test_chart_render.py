@@ -189,7 +189,7 @@ def test_one_webhook_per_rule_group_with_the_issue_rules(
     assert rules_of(hooks["prescheduled.draguard.io"]) == {("", "pods", "CREATE")}
     assert rules_of(hooks["personas.draguard.io"]) == {
         (dra, r, op) for r in ("deviceclasses", "resourceslices") for op in ("CREATE", "UPDATE", "DELETE")
-    } | {("", "namespaces", "UPDATE")}
+    } | {("", "namespaces", "CREATE"), ("", "namespaces", "UPDATE")}  # created with the label, too
     assert rules_of(hooks["drain.draguard.io"]) == {("", "pods/eviction", "CREATE")}
     both = {("", "pods", "CREATE"), (dra, "resourceclaims/status", "UPDATE")}
     assert rules_of(hooks["sharing.draguard.io"]) == both

@@ -4,18 +4,21 @@ problem, before anything listens."""
 from __future__ import annotations
 
 import argparse
+import asyncio
+import gc
 import ipaddress
 import logging
 import os
 import ssl
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from cryptography import x509
 
 from webhook.cli import main
-from webhook.commands.serve import certificates, generate_pair, load_config
+from webhook.commands.serve import _freeze_when_synced, certificates, generate_pair, load_config
 
 EXAMPLES = str(Path(__file__).resolve().parents[2] / "examples" / "gpu-cluster")
 
@@ -143,3 +146,18 @@ def test_an_existing_pair_in_the_cert_dir_is_used_as_is(tmp_path: Path) -> None:
     reloader, ca = certificates(options(tmp_path), load_config(None), str(tmp_path), rotated=False)
     assert ca is None and reloader.reload()
     assert (tmp_path / "tls.crt").read_bytes() == before
+
+
+async def test_the_snapshot_is_kept_out_of_garbage_collection_once_synced() -> None:
+    state = SimpleNamespace(synced=False)
+    gc.unfreeze()
+    freezing = asyncio.create_task(_freeze_when_synced(state))  # type: ignore[arg-type]
+    try:
+        await asyncio.sleep(0.25)
+        assert not freezing.done() and gc.get_freeze_count() == 0
+        state.synced = True
+        await asyncio.wait_for(freezing, 5)
+        assert gc.get_freeze_count() > 0
+    finally:
+        freezing.cancel()
+        gc.unfreeze()

@@ -1,6 +1,6 @@
 """``POST /v1/dryrun`` on a whole cluster over HTTPS, against the same dry run done in-process (issue 7).
 
-Run: ``python benchmarks/dryrun.py [--quick] [--profile] [--gc-freeze]`` (about 2 minutes; ``--quick``,
+Run: ``python benchmarks/dryrun.py [--quick] [--profile]`` (about 2 minutes; ``--quick``,
 500 nodes and fewer repetitions, about 10 s).
 
 The cluster, written as one manifest file: 5,000 nodes with one ResourceSlice of 8 GPUs each (a100
@@ -10,13 +10,8 @@ ResourceClaim per node (``status.allocation`` naming 3 or 4 devices chosen at ra
 the state: ``train-a`` asks for 2 a100s (CEL selector), ``train-b`` for 1 GPU of any model. Only
 nodes with 2 free a100s and a third free GPU fit.
 
-The server runs as a subprocess over real TLS on 127.0.0.1 and the caller authenticates with a
-client certificate signed by a CA generated here (``--dryrun-client-ca``). ``draguard serve`` does not
-mount ``/v1/dryrun`` yet; until it does (this script checks ``draguard serve --help`` for
-``--dryrun-client-ca``) the subprocess is this script's ``--serve`` mode: the state loaded by
-``FileState.load`` as ``serve --state`` loads it, and the endpoint mounted by
-``webhook.dryrun_api.add_dryrun_routes`` with the ``--dryrun-*`` flags parsed by its ``add_flags``,
-served through ``CertReloader`` as serve serves. The first line of the output says which ran.
+``draguard serve --state`` runs as a subprocess over real TLS on 127.0.0.1 and the caller
+authenticates with a client certificate signed by a CA generated here (``--dryrun-client-ca``).
 
 Measured one request at a time on one keep-alive connection, each kind in a row after a warm-up
 request (so that one kind's garbage is not collected during the other's), as wall time seen by the
@@ -43,9 +38,7 @@ cluster.json -f pod.json -o json``, run as a subprocess on the same files (it ta
 5,000 nodes, most of it loading the manifests). Exit codes: 0 targets met and results identical, 1
 a target missed, 3 the results differ.
 
-``--profile`` prints a cProfile of the endpoint's work in-process instead; ``--gc-freeze`` has the
-stand-in server call ``gc.freeze()`` once the state is loaded, to show what that would change
-(``draguard serve`` does not: a full collection then walks the snapshot's million objects).
+``--profile`` prints a cProfile of the endpoint's work in-process instead.
 """
 
 from __future__ import annotations
@@ -54,7 +47,6 @@ import argparse
 import asyncio
 import cProfile
 import datetime as dt
-import gc
 import json
 import math
 import os
@@ -279,54 +271,6 @@ def dryrun_flags(material: Material, nodes: int) -> list[str]:
     ]  # fmt: skip
 
 
-def serve_mounts_dryrun() -> bool:
-    done = subprocess.run(
-        [sys.executable, "-m", "webhook.cli", "serve", "--help"],
-        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
-    )  # fmt: skip
-    return "--dryrun-client-ca" in done.stdout
-
-
-def stand_in_server(argv: Sequence[str], freeze: bool = False) -> None:
-    """``--serve``: what ``draguard serve --state FILE --dryrun-...`` will serve on its HTTPS port for
-    the dry run, built from the same parts (FileState, CertReloader, add_flags, add_dryrun_routes)."""
-    from aiohttp import web
-
-    from certs.reloader import CertReloader
-    from webhook.dryrun_api import add_dryrun_routes, add_flags, settings_from_args
-    from webhook.state import FileState
-
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--state", required=True)
-    parser.add_argument("--tls-cert-file", required=True)
-    parser.add_argument("--tls-key-file", required=True)
-    add_flags(parser)
-    args = parser.parse_args(argv)
-    state = FileState.load([args.state], dt.datetime.now(dt.UTC))
-    if freeze:
-        gc.collect()
-        gc.freeze()  # the loaded state out of every later collection (an experiment, see --gc-freeze)
-    settings = settings_from_args(args, demo=False)
-    tls = CertReloader(args.tls_cert_file, args.tls_key_file, client_ca_file=settings.client_ca_file)
-    assert tls.reload(), "serving pair did not load"
-    app = web.Application()
-    add_dryrun_routes(app, lambda: state.snapshot, settings)
-
-    async def run() -> None:
-        runner = web.AppRunner(app, access_log=None, handle_signals=True)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls.server_context)
-        await site.start()
-        port = runner.addresses[0][1]
-        print(f"draguard serving https://127.0.0.1:{port} (/v1/dryrun stand-in)", flush=True)
-        try:
-            await asyncio.Event().wait()
-        finally:
-            await runner.cleanup()
-
-    asyncio.run(run())
-
-
 def wait_for_line(process: subprocess.Popen[str], needle: str, timeout: float) -> str:
     deadline = time.monotonic() + timeout
     assert process.stdout is not None
@@ -339,19 +283,13 @@ def wait_for_line(process: subprocess.Popen[str], needle: str, timeout: float) -
     raise RuntimeError(f"no {needle!r} from the server within {timeout:.0f}s")
 
 
-def start_server(
-    state: str, material: Material, nodes: int, real: bool, freeze: bool = False
-) -> tuple[subprocess.Popen[str], int, float]:
+def start_server(state: str, material: Material, nodes: int) -> tuple[subprocess.Popen[str], int, float]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    tls = ["--tls-cert-file", material.cert, "--tls-key-file", material.key]
-    if real:
-        command = [
-            sys.executable, "-m", "webhook.cli", "serve", "--state", state, "--host", "127.0.0.1",
-            "--port", "0", "--metrics-port", "0", *tls, *dryrun_flags(material, nodes),
-        ]  # fmt: skip
-    else:
-        command = [sys.executable, __file__, "--serve", "--state", state, *tls]
-        command += [*dryrun_flags(material, nodes), *(["--gc-freeze"] if freeze else [])]
+    command = [
+        sys.executable, "-m", "webhook.cli", "serve", "--state", state, "--host", "127.0.0.1",
+        "--port", "0", "--metrics-port", "0", "--tls-cert-file", material.cert,
+        "--tls-key-file", material.key, *dryrun_flags(material, nodes),
+    ]  # fmt: skip
     started = time.perf_counter()
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     line = wait_for_line(process, "draguard serving", 300)
@@ -536,18 +474,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--profile", action="store_true", help="cProfile the endpoint's work in-process, then stop"
     )
-    parser.add_argument(
-        "--gc-freeze",
-        action="store_true",
-        help="experiment: the stand-in server calls gc.freeze() once the state is loaded",
-    )
-    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
-    args, rest = parser.parse_known_args(argv)
-    if args.serve:
-        stand_in_server(rest, args.gc_freeze)
-        return 0
-    if rest:
-        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    args = parser.parse_args(argv)
     nodes = args.nodes or (500 if args.quick else FULL_NODES)
     repeat = args.repeat or (3 if args.quick else 15)
     target = TARGET_MS * nodes / FULL_NODES
@@ -560,17 +487,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             profile(InProcess(state, pod()))
             return 0
         material = Material(tmp)
-        real = serve_mounts_dryrun()
-        if real and args.gc_freeze:
-            parser.error(
-                "--gc-freeze: only the stand-in server can freeze; draguard serve mounts /v1/dryrun now"
-            )
-        server_name = "draguard serve" if real else "stand-in (draguard serve does not mount /v1/dryrun yet)"
-        print(
-            f"server: {server_name}{', gc.freeze() after loading' if args.gc_freeze else ''}; "
-            f"{nodes} nodes x {GPUS} GPUs, {ALLOCATED:.0%} allocated, pod with two claims"
-        )
-        server, port, load_seconds = start_server(state, material, nodes, real, args.gc_freeze)
+        print(f"draguard serve: {nodes} nodes x {GPUS} GPUs, {ALLOCATED:.0%} allocated, pod with two claims")
+        server, port, load_seconds = start_server(state, material, nodes)
         try:
             url = f"https://127.0.0.1:{port}/v1/dryrun"
             bodies = [

@@ -31,6 +31,11 @@ BUILTIN_GROUPS = (
     "networking.k8s.io",
 )
 RULE_GROUPS = ["selectors", "prescheduled", "personas", "drain", "sharing", "quota"]
+# The personas rule's Namespace half has a webhook of its own (see its test).
+NAMESPACE_GUARD = "namespaces.personas.draguard.io"
+# Every validating webhook and the rule it asks (its path is /validate/<rule>).
+WEBHOOK_RULES = {**{f"{g}.draguard.io": g for g in RULE_GROUPS}, NAMESPACE_GUARD: "personas"}
+ADMIN_ACCESS = "resource.kubernetes.io/admin-access"
 
 try:
     import kubernetes_validate
@@ -179,7 +184,7 @@ def test_one_webhook_per_rule_group_with_the_issue_rules(
     default_objects: list[dict[str, Any]], find: Find
 ) -> None:
     hooks = webhooks(default_objects, find)
-    assert sorted(hooks) == sorted(f"{g}.draguard.io" for g in RULE_GROUPS)
+    assert sorted(hooks) == sorted(WEBHOOK_RULES)
     dra = "resource.k8s.io"
     assert rules_of(hooks["selectors.draguard.io"]) == {
         (dra, r, op)
@@ -189,7 +194,9 @@ def test_one_webhook_per_rule_group_with_the_issue_rules(
     assert rules_of(hooks["prescheduled.draguard.io"]) == {("", "pods", "CREATE")}
     assert rules_of(hooks["personas.draguard.io"]) == {
         (dra, r, op) for r in ("deviceclasses", "resourceslices") for op in ("CREATE", "UPDATE", "DELETE")
-    } | {("", "namespaces", "CREATE"), ("", "namespaces", "UPDATE")}  # created with the label, too
+    }
+    # A namespace created with the label, too.
+    assert rules_of(hooks[NAMESPACE_GUARD]) == {("", "namespaces", "CREATE"), ("", "namespaces", "UPDATE")}
     assert rules_of(hooks["drain.draguard.io"]) == {("", "pods/eviction", "CREATE")}
     both = {("", "pods", "CREATE"), (dra, "resourceclaims/status", "UPDATE")}
     assert rules_of(hooks["sharing.draguard.io"]) == both
@@ -204,23 +211,25 @@ def test_webhook_common_fields(default_objects: list[dict[str, Any]], find: Find
         assert hook["clientConfig"]["service"] == {
             "name": "draguard",
             "namespace": NAMESPACE,
-            "path": f"/validate/{name.split('.')[0]}",
+            "path": f"/validate/{WEBHOOK_RULES[name]}",
             "port": 443,
         }, name
         # selfManaged: the elected replica injects it; the chart must not own (and reset) it.
         assert "caBundle" not in hook["clientConfig"], name
+        expected = "NoneOnDryRun" if name == "quota.draguard.io" else "None"
+        assert hook["sideEffects"] == expected, name
+        if name == NAMESPACE_GUARD:
+            continue  # its selector has a test of its own
         expressions = hook["namespaceSelector"]["matchExpressions"]
         excluded = next(e for e in expressions if e["key"] == "kubernetes.io/metadata.name")
         assert excluded["operator"] == "NotIn" and set(excluded["values"]) >= {"kube-system", NAMESPACE}
         assert {"key": "draguard.io/ignore", "operator": "DoesNotExist"} in expressions
-        expected = "NoneOnDryRun" if name == "quota.draguard.io" else "None"
-        assert hook["sideEffects"] == expected, name
 
 
 def test_default_failure_policies(default_objects: list[dict[str, Any]], find: Find) -> None:
     policies = {n: h["failurePolicy"] for n, h in webhooks(default_objects, find).items()}
     values = yaml.safe_load(Path(CHART, "values.yaml").read_text())["webhooks"]
-    assert policies == {f"{g}.draguard.io": values[g]["failurePolicy"] for g in RULE_GROUPS}
+    assert policies == {n: values[rule]["failurePolicy"] for n, rule in WEBHOOK_RULES.items()}
     assert policies["drain.draguard.io"] == "Ignore"  # a down webhook must not stop node drains
 
 
@@ -228,7 +237,7 @@ def test_each_webhook_asks_only_its_own_rule(default_objects: list[dict[str, Any
     """Plain /validate runs every validating rule: a pod CREATE sent there by three webhooks would
     be decided three times, and a group's failurePolicy or enabled switch would not isolate its rule."""
     paths = {n: h["clientConfig"]["service"]["path"] for n, h in webhooks(default_objects, find).items()}
-    assert paths == {f"{g}.draguard.io": f"/validate/{g}" for g in RULE_GROUPS}
+    assert paths == {n: f"/validate/{rule}" for n, rule in WEBHOOK_RULES.items()}
     objects = render({"webhooks": {"prescheduled": {"mutating": {"enabled": True}}}})
     (hook,) = find(objects, "MutatingWebhookConfiguration", "draguard")["webhooks"]
     assert hook["clientConfig"]["service"]["path"] == "/mutate/prescheduled"
@@ -257,9 +266,98 @@ def test_failure_policy_and_enablement_are_per_webhook(find: Find) -> None:
 
 def test_extra_excluded_namespaces(find: Find) -> None:
     objects = render({"excludedNamespaces": ["gpu-operator"]})
-    for hook in webhooks(objects, find).values():
+    for name, hook in webhooks(objects, find).items():
         excluded = hook["namespaceSelector"]["matchExpressions"][0]["values"]
-        assert excluded == ["kube-system", NAMESPACE, "gpu-operator"]
+        if name == NAMESPACE_GUARD:  # see test_the_namespace_guard_cannot_be_opted_out_of
+            assert excluded == [NAMESPACE]
+        else:
+            assert excluded == ["kube-system", NAMESPACE, "gpu-operator"]
+
+
+def selects(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+    """A label selector as the API server evaluates it; no selector selects everything."""
+    selector = selector or {}
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for term in selector.get("matchExpressions") or []:
+        key, values = term["key"], term.get("values") or []
+        present = key in labels
+        matches = {
+            "In": present and labels.get(key) in values,
+            "NotIn": not present or labels.get(key) not in values,
+            "Exists": present,
+            "DoesNotExist": not present,
+        }[term["operator"]]
+        if not matches:
+            return False
+    return True
+
+
+def namespace_labels(name: str, **labels: str) -> dict[str, str]:
+    """A Namespace's labels: the API server always sets kubernetes.io/metadata.name to its name."""
+    return {"kubernetes.io/metadata.name": name, **labels}
+
+
+def test_the_namespace_guard_cannot_be_opted_out_of(find: Find) -> None:
+    """For a Namespace object the API server matches namespaceSelector against the namespace's own
+    new labels: an opt-out label added in the same update as the admin-access label would skip the
+    check. The webhooks that guard Namespaces ignore it (and excludedNamespaces), excluding only
+    draguard's own namespace, whose name label nobody can forge."""
+    objects = render({"excludedNamespaces": ["gpu-operator"]})
+    sneaky = {"draguard.io/ignore": "true", ADMIN_ACCESS: "true"}
+    guards = [h for h in webhooks(objects, find).values() if ("", "namespaces", "UPDATE") in rules_of(h)]
+    assert [h["name"] for h in guards] == [NAMESPACE_GUARD]
+    (guard,) = guards
+    for name in ("team-a", "kube-system", "gpu-operator"):
+        assert selects(guard.get("namespaceSelector"), namespace_labels(name, **sneaky)), name
+    assert not selects(guard.get("namespaceSelector"), namespace_labels(NAMESPACE, **sneaky))
+    assert guard["failurePolicy"] == "Fail" and guard["timeoutSeconds"] == 5
+    # The opt-out label still works for the objects in a namespace (the other webhooks).
+    others = [h for h in webhooks(objects, find).values() if h is not guard]
+    assert all(not selects(h["namespaceSelector"], namespace_labels("team-a", **sneaky)) for h in others)
+
+
+def test_the_namespace_guard_follows_the_personas_switches(find: Find) -> None:
+    personas = {"failurePolicy": "Ignore", "timeoutSeconds": 3}
+    guard = webhooks(render({"webhooks": {"personas": personas}}), find)[NAMESPACE_GUARD]
+    assert (guard["failurePolicy"], guard["timeoutSeconds"]) == ("Ignore", 3)
+    hooks = webhooks(render({"webhooks": {"personas": {"enabled": False}}}), find)
+    assert NAMESPACE_GUARD not in hooks and "personas.draguard.io" not in hooks
+
+
+def test_only_admin_access_label_changes_reach_the_namespace_guard(
+    default_objects: list[dict[str, Any]], find: Find
+) -> None:
+    """The guard sees every namespace, kube-system included: its matchCondition (CEL, evaluated by
+    the API server) keeps ordinary namespace writes from depending on draguard being up."""
+    (condition,) = webhooks(default_objects, find)[NAMESPACE_GUARD]["matchConditions"]
+    env = celpy.Environment()
+    program = env.program(env.compile(condition["expression"]))
+
+    def sent(operation: str, new: dict[str, str] | None, old: dict[str, str] | None = None) -> bool:
+        def namespace(labels: dict[str, str] | None) -> dict[str, Any]:
+            meta: dict[str, Any] = {"name": "team-a"}
+            if labels is not None:
+                meta["labels"] = labels
+            return {"metadata": meta}
+
+        resource = {"group": "", "version": "v1", "resource": "namespaces"}
+        request = {"operation": operation, "resource": resource}
+        activation = {
+            "request": celpy.json_to_cel(request),
+            "object": celpy.json_to_cel(namespace(new)),
+            "oldObject": celpy.json_to_cel(namespace(old) if operation == "UPDATE" else None),
+        }
+        return bool(program.evaluate(activation))
+
+    on, other = {ADMIN_ACCESS: "true"}, {"team": "a"}
+    assert sent("CREATE", on) and sent("CREATE", {ADMIN_ACCESS: ""})
+    assert not sent("CREATE", other) and not sent("CREATE", None)
+    assert sent("UPDATE", on, other) and sent("UPDATE", on, None)  # set
+    assert sent("UPDATE", other, on) and sent("UPDATE", None, on)  # removed
+    assert sent("UPDATE", {ADMIN_ACCESS: "false"}, on)  # changed
+    assert not sent("UPDATE", {**on, **other}, on)  # unchanged
+    assert not sent("UPDATE", other, None) and not sent("UPDATE", None, None)
 
 
 def pod_filter(hook: dict[str, Any]) -> celpy.Runner | None:

@@ -69,11 +69,12 @@ draguard-quota-ledger
 {{- end -}}
 
 {{/*
-Fields every webhook shares. Called with a dict: root (the chart context), name (rule group),
-cfg (that webhook's values), path (/validate/<rule> or /mutate/<rule>: draguard runs only that
-rule, so a request is decided once per rule and each webhook's failurePolicy and enabled switch
-isolate its own rule; plain /validate would run them all), sideEffects, rules (list), podFilter
-(whether to skip pods without spec.resourceClaims).
+Fields every webhook shares. Called with a dict: root (the chart context), name (the webhook's name
+before .draguard.io), cfg (that webhook's values), path (/validate/<rule> or /mutate/<rule>: draguard
+runs only that rule, so a request is decided once per rule and each webhook's failurePolicy and
+enabled switch isolate its own rule; plain /validate would run them all), sideEffects, rules (list),
+conditions (optional: the name of a template giving its matchConditions) and namespaceGuard
+(optional: the webhook sees Namespace objects themselves, see draguard.namespaceSelector).
 */}}
 {{- define "draguard.webhook" -}}
 {{- $root := .root -}}
@@ -93,23 +94,64 @@ isolate its own rule; plain /validate would run them all), sideEffects, rules (l
   sideEffects: {{ .sideEffects }}
   timeoutSeconds: {{ .cfg.timeoutSeconds }}
   namespaceSelector:
-    matchExpressions:
-      - key: kubernetes.io/metadata.name
-        operator: NotIn
-        values:
-          {{- range (concat (list "kube-system" $root.Release.Namespace) $root.Values.excludedNamespaces | uniq) }}
-          - {{ . | quote }}
-          {{- end }}
-      - key: {{ $root.Values.ignoreLabel }}
-        operator: DoesNotExist
-  {{- if .podFilter }}
+    {{- include "draguard.namespaceSelector" (dict "root" $root "namespaceGuard" .namespaceGuard) | nindent 4 }}
+  {{- with .conditions }}
   matchConditions:
-    # Pods are the API server's busiest kind; those without claims never concern draguard.
-    - name: pods-with-resource-claims
-      expression: >-
-        request.resource.group != '' || request.resource.resource != 'pods' || request.subResource != '' ||
-        (has(object.spec.resourceClaims) && size(object.spec.resourceClaims) > 0)
+    {{- include . $root | nindent 4 }}
   {{- end }}
   rules:
     {{- toYaml .rules | nindent 4 }}
+{{- end -}}
+
+{{/*
+Which namespaces a webhook sees. For objects in a namespace: all but kube-system, the release
+namespace (a webhook that intercepts its own namespace can block its own recovery) and
+excludedNamespaces, and none labelled with ignoreLabel.
+
+For a Namespace object itself the API server matches the selector against that namespace's own new
+labels, so a writer could add ignoreLabel in the same update that sets the admin-access label and
+skip the check. The webhook guarding Namespaces (namespaceGuard) therefore excludes only the release
+namespace, by its kubernetes.io/metadata.name label, which the API server sets and nobody can forge;
+its matchCondition keeps every other namespace write away from draguard.
+*/}}
+{{- define "draguard.namespaceSelector" -}}
+{{- $root := .root -}}
+matchExpressions:
+  - key: kubernetes.io/metadata.name
+    operator: NotIn
+    values:
+      {{- if .namespaceGuard }}
+      - {{ $root.Release.Namespace | quote }}
+      {{- else }}
+      {{- range (concat (list "kube-system" $root.Release.Namespace) $root.Values.excludedNamespaces | uniq) }}
+      - {{ . | quote }}
+      {{- end }}
+      {{- end }}
+  {{- if not .namespaceGuard }}
+  - key: {{ $root.Values.ignoreLabel }}
+    operator: DoesNotExist
+  {{- end }}
+{{- end -}}
+
+{{/* Pods are the API server's busiest kind; those without claims never concern draguard. */}}
+{{- define "draguard.podFilter" -}}
+- name: pods-with-resource-claims
+  expression: >-
+    request.resource.group != '' || request.resource.resource != 'pods' || request.subResource != '' ||
+    (has(object.spec.resourceClaims) && size(object.spec.resourceClaims) > 0)
+{{- end -}}
+
+{{/*
+Only Namespace writes that set, change or remove the admin-access label reach the personas rule
+(the label as a list of zero or one value, before and after): every other namespace create or update
+in the cluster, kube-system's included, never waits for draguard.
+*/}}
+{{- define "draguard.adminAccessFilter" -}}
+- name: admin-access-label-changes
+  expression: >-
+    (has(object.metadata.labels) && 'resource.kubernetes.io/admin-access' in object.metadata.labels ?
+    [object.metadata.labels['resource.kubernetes.io/admin-access']] : []) !=
+    (request.operation == 'UPDATE' && has(oldObject.metadata.labels) &&
+    'resource.kubernetes.io/admin-access' in oldObject.metadata.labels ?
+    [oldObject.metadata.labels['resource.kubernetes.io/admin-access']] : [])
 {{- end -}}

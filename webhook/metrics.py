@@ -7,13 +7,15 @@ series without end. The snapshot gauges are read from the current state at scrap
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from policies.api.kinds import KNOWN_KINDS
+from policies.cel import stats as cel_stats
 from policies.rules.engine import Outcome
 from webhook.state import State
 
@@ -61,6 +63,29 @@ class SnapshotCollector(Collector):
         yield objects
 
 
+class CelCacheCollector(Collector):
+    """``draguard_cel_cache_hit_ratio{cache}`` since start, and the lookups behind it as counters
+    (``draguard_cel_cache_lookups_total{cache,result}``, for rates over a window)."""
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        ratio = GaugeMetricFamily(
+            "draguard_cel_cache_hit_ratio",
+            "Share of CEL cache lookups answered from the cache since start: compiled programs "
+            "(compile) and selector results per device (result).",
+            labels=["cache"],
+        )
+        lookups = CounterMetricFamily(
+            "draguard_cel_cache_lookups", "CEL cache lookups by cache and result.", labels=["cache", "result"]
+        )
+        for cache, stats in (("compile", cel_stats.COMPILE), ("result", cel_stats.RESULTS)):
+            total = stats.hits + stats.misses
+            ratio.add_metric([cache], stats.hits / total if total else math.nan)
+            lookups.add_metric([cache, "hit"], stats.hits)
+            lookups.add_metric([cache, "miss"], stats.misses)
+        yield ratio
+        yield lookups
+
+
 class Metrics:
     """The webhook's instruments; ``render()`` is the body of ``GET /metrics``."""
 
@@ -89,6 +114,7 @@ class Metrics:
             registry=self.registry,
         )
         self.registry.register(SnapshotCollector(state))
+        self.registry.register(CelCacheCollector())
 
     def observe(self, webhook: str, operation: str, kind: str, decision: str, seconds: float) -> None:
         labels = (webhook, bounded(operation, OPERATIONS), bounded(kind, KINDS), decision)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from policies.cel.binding import DeviceBinding, bind_device
 from policies.cel.environment import DEFAULT_ENVIRONMENT, Environment
 from policies.cel.program import Program
+from policies.cel.stats import RESULTS
 
 if TYPE_CHECKING:
     from policies.api.resource import Device, ResourceSlice
@@ -78,15 +79,14 @@ class SelectorCache:
     def matches(self, program: Program, binding: DeviceBinding) -> bool:
         """program.matches(binding), memoised in the binding; errors are re-raised each time."""
         found = binding.results.get(program, _MISS)
-        if found is True or found is False:
-            return found
         if found is _MISS:
             try:
-                result: bool | Exception = program.matches(binding)
+                found = program.matches(binding)
             except Exception as exc:
-                result = exc
-            binding.results[program] = result
-            found = result
+                found = exc
+            binding.results[program] = found
+        else:
+            RESULTS.hits += 1
         if isinstance(found, Exception):
             raise found
         return bool(found)

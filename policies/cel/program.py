@@ -28,6 +28,7 @@ from policies.cel.errors import CompileError, EvalError
 from policies.cel.library import Semver, cel_type_name
 from policies.cel.lower import Input, Plan, lower
 from policies.cel.parser import check_depth, parse
+from policies.cel.stats import COMPILE, RESULTS
 
 # CELSelectorExpressionMaxLength (resource/v1/types.go). Checked before parsing: besides being
 # the API limit, very large inputs would crash the Rust engine's parser.
@@ -116,10 +117,13 @@ class Program:
         key = self.projection(device)
         found = self._memo.get(key)
         if found is None:
+            RESULTS.misses += 1
             found = self._evaluate(device)
             if len(self._memo) >= MEMO_SIZE:
                 self._memo.clear()
             self._memo[key] = found
+        else:
+            RESULTS.hits += 1
         if isinstance(found, str):
             raise EvalError(found, device.device_id)
         return found
@@ -160,8 +164,10 @@ def compile_expression(expression: str, env: Environment = DEFAULT_ENVIRONMENT) 
     with _CACHE_LOCK:
         program = _CACHE.get(key)
         if program is not None:
+            COMPILE.hits += 1
             _CACHE.move_to_end(key)
             return program
+        COMPILE.misses += 1
     size = len(expression.encode())
     if size > MAX_EXPRESSION_LENGTH:
         # Worded like the API server's field.TooLong for the expression (resource validation).

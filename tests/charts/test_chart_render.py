@@ -200,7 +200,8 @@ def test_one_webhook_per_rule_group_with_the_issue_rules(
     assert rules_of(hooks["drain.draguard.io"]) == {("", "pods/eviction", "CREATE")}
     both = {("", "pods", "CREATE"), (dra, "resourceclaims/status", "UPDATE")}
     assert rules_of(hooks["sharing.draguard.io"]) == both
-    assert rules_of(hooks["quota.draguard.io"]) == both
+    # The quota rule releases a claim's ledger charge when the claim is deleted.
+    assert rules_of(hooks["quota.draguard.io"]) == both | {(dra, "resourceclaims", "DELETE")}
 
 
 def test_webhook_common_fields(default_objects: list[dict[str, Any]], find: Find) -> None:
@@ -370,8 +371,9 @@ def pod_filter(hook: dict[str, Any]) -> celpy.Runner | None:
 
 
 def admitted(
-    program: celpy.Runner, resource: str, obj: dict[str, Any], group: str = "", sub: str = ""
+    program: celpy.Runner, resource: str, obj: dict[str, Any] | None, group: str = "", sub: str = ""
 ) -> bool:
+    """``obj`` None: a DELETE, for which the API server passes a null object."""
     request = {"resource": {"group": group, "version": "v1", "resource": resource}, "subResource": sub}
     return bool(program.evaluate({"request": celpy.json_to_cel(request), "object": celpy.json_to_cel(obj)}))
 
@@ -392,6 +394,7 @@ def test_pods_without_resource_claims_never_reach_draguard(
         assert not admitted(program, "pods", empty)
         assert admitted(program, "pods", with_claims)
         assert admitted(program, "resourceclaims", claim, group="resource.k8s.io", sub="status")
+        assert admitted(program, "resourceclaims", None, group="resource.k8s.io")  # DELETE
     for name in ("selectors.draguard.io", "personas.draguard.io", "drain.draguard.io"):
         assert pod_filter(hooks[name]) is None, f"{name} must not filter: its objects are not pods"
 

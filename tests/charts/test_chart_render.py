@@ -605,6 +605,35 @@ def test_rendered_config_is_what_serve_loads(
     assert selector is not None and selector.match_labels == {"app": "gpu"}
 
 
+def test_the_mutating_webhook_turns_the_rules_mutation_on(tmp_path: Path, find: Find) -> None:
+    """The mutating prescheduled rule only rewrites with rules.prescheduled.mutate: enabling its
+    webhook without it would send every pinned pod to a rule that does nothing."""
+    path = tmp_path / "config.yaml"
+    for enabled in (True, False):
+        objects = render({"webhooks": {"prescheduled": {"mutating": {"enabled": enabled}}}})
+        path.write_text(find(objects, "ConfigMap", "draguard-config")["data"]["config.yaml"])
+        assert load_config(str(path)).policy.rules.prescheduled.mutate is enabled
+    # Stated once more by hand, in agreement: fine.
+    agreeing = {
+        "webhooks": {"prescheduled": {"mutating": {"enabled": True}}},
+        "rules": {"prescheduled": {"mode": "enforce", "mutate": True}},
+    }
+    assert config_file(render(agreeing), find)["rules"]["prescheduled"]["mutate"] is True
+
+
+@pytest.mark.parametrize("webhook", [True, False])
+def test_a_mutate_setting_that_contradicts_the_webhook_fails_at_install(webhook: bool) -> None:
+    """rules.prescheduled.mutate without the mutating webhook would be worse than a no-op: the
+    validating rule then lets through the pinned pods it leaves to a mutation that never runs."""
+    values = {
+        "webhooks": {"prescheduled": {"mutating": {"enabled": webhook}}},
+        "rules": {"prescheduled": {"mode": "enforce", "mutate": not webhook}},
+    }
+    with pytest.raises(HelmError) as err:
+        render(values)
+    assert "webhooks.prescheduled.mutating.enabled" in str(err.value)
+
+
 def test_config_change_rolls_the_pods(find: Find, default_objects: list[dict[str, Any]]) -> None:
     changed = render({"rules": {"quota": {"mode": "audit"}}})
 

@@ -1,8 +1,23 @@
 {{/* The file `draguard serve --config` reads; the deployment's checksum annotation hashes it. */}}
 {{- define "draguard.config" -}}
+{{- /*
+The mutating prescheduled rule rewrites only with rules.prescheduled.mutate, and with it on the
+validating rule lets through the pinned pods it leaves to the rewrite: the webhook switch decides
+both, and a hand-set mutate that disagrees is refused rather than rendered.
+*/ -}}
+{{- $rules := deepCopy .Values.rules -}}
+{{- $mutate := .Values.webhooks.prescheduled.mutating.enabled -}}
+{{- $prescheduled := $rules.prescheduled | default dict -}}
+{{- if and (hasKey $prescheduled "mutate") (ne (toString $prescheduled.mutate) (toString $mutate)) -}}
+{{- fail (printf "rules.prescheduled.mutate is %v but webhooks.prescheduled.mutating.enabled is %v: set only webhooks.prescheduled.mutating.enabled, which turns the rule's mutation on or off with the webhook" $prescheduled.mutate $mutate) -}}
+{{- end -}}
+{{- if $mutate -}}
+{{- $_ := set $prescheduled "mutate" true -}}
+{{- $_ := set $rules "prescheduled" $prescheduled -}}
+{{- end -}}
 logLevel: {{ .Values.logLevel }}
 rules:
-  {{- toYaml .Values.rules | nindent 2 }}
+  {{- toYaml $rules | nindent 2 }}
 tls:
   minVersion: {{ .Values.tls.minVersion | quote }}
 certificates:

@@ -22,6 +22,7 @@ Quotas with ``scopes`` or a ``scopeSelector`` are not folded: their scopes selec
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -286,4 +287,21 @@ class LedgerStore(Protocol):
     """
 
     def charge(self, namespace: str, uid: str, charge: Charge, check: ChargeCheck) -> Exceeded | None: ...
+
+
+class MemoryLedgerStore:
+    """The ledger kept in this process, for a webhook without an API server to share it through
+    (``serve --state``): seeded with the charges of the allocated claims, it then records what the
+    quota rule admits, so that reservations between two snapshots cannot overcommit a quota."""
+
+    def __init__(self, ledger: Ledger | None = None) -> None:
+        self.ledger = ledger or Ledger()
+        self._lock = threading.Lock()
+
+    def charge(self, namespace: str, uid: str, charge: Charge, check: ChargeCheck) -> Exceeded | None:
+        with self._lock:
+            problem = check(self.ledger)
+            if problem is None:
+                self.ledger = self.ledger.with_charge(namespace, uid, charge)
+            return problem
 

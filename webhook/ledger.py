@@ -46,9 +46,9 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
 from policies.api.quantity import Quantity, QuantityError
-from policies.quota import Charge, ChargeCheck, Exceeded, Ledger, LedgerUnavailable
+from policies.quota import Charge, ChargeCheck, Exceeded, Ledger, LedgerStore, LedgerUnavailable
 from policies.rules.engine import Rule
-from policies.rules.quota import QuotaRule, namespace_ledger, quota_namespaces
+from policies.rules.quota import QuotaRule, quota_namespaces, snapshot_ledger
 from policies.snapshot import Snapshot
 
 LEDGER_NAME = "draguard-quota-ledger"
@@ -335,13 +335,13 @@ def _encode(entries: Entries) -> dict[str, str]:
     return {uid: encode_entry(charge, at) for uid, (charge, at) in sorted(entries.items())}
 
 
-def with_ledger(rules: Sequence[Rule], store: ApiLedgerStore) -> tuple[Rule, ...]:
-    """The rules with the quota rule charging the shared ledger (what ``draguard serve`` runs)."""
+def with_ledger(rules: Sequence[Rule], store: LedgerStore) -> tuple[Rule, ...]:
+    """The rules with the quota rule charging ``store`` (what ``draguard serve`` runs)."""
     return tuple(QuotaRule(store) if isinstance(rule, QuotaRule) else rule for rule in rules)
 
 
 def reconcile_all(store: ApiLedgerStore, snapshot: Snapshot) -> list[str]:
     """Reconcile every namespace that has a folded quota with the snapshot; the namespaces whose
     ledger was corrected. Run it periodically on a fresh snapshot (any replica; writes are CAS)."""
-    return [ns for ns in quota_namespaces(snapshot) if store.reconcile(ns, namespace_ledger(snapshot, ns))]
+    return [ns for ns in quota_namespaces(snapshot) if store.reconcile(ns, snapshot_ledger(snapshot, ns))]
 

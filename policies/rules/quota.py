@@ -73,10 +73,11 @@ def quota_namespaces(snapshot: Snapshot) -> list[str]:
     return sorted({q.namespace for q in snapshot.quotas if folded(q)})
 
 
-def namespace_ledger(snapshot: Snapshot, namespace: str) -> Ledger:
-    """The DRA charges of the namespace as the snapshot shows them: the ledger offline, the
-    prediction base on pod create, and what the shared ledger is reconciled to."""
-    claims = (c for c in snapshot.allocated_claims() if c.namespace == namespace)
+def snapshot_ledger(snapshot: Snapshot, namespace: str | None = None) -> Ledger:
+    """The DRA charges as the snapshot shows them, of one namespace or of all: the ledger offline,
+    the prediction base on pod create, what the shared ledger is reconciled to, and the seed of
+    the in-memory one (``serve --state``)."""
+    claims = (c for c in snapshot.allocated_claims() if namespace is None or c.namespace == namespace)
     return Ledger.compute(claims, snapshot.devices, snapshot.pods)
 
 
@@ -145,7 +146,7 @@ class QuotaRule:
         if self.store is not None and not request.dry_run:
             exceeded = self.store.charge(namespace, uid, charge, problem)
         else:
-            exceeded = problem(namespace_ledger(snapshot, namespace))
+            exceeded = problem(snapshot_ledger(snapshot, namespace))
         if exceeded is None or new is None:
             return []
         return [Finding("deny", (
@@ -168,7 +169,7 @@ def _pod_findings(pod: Pod, snapshot: Snapshot) -> list[Finding]:
         claims = pod_claims(snapshot, pod)
     except DryRunInputError:
         return []  # a missing claim or template: the pod waits for it, nothing to charge yet
-    used = namespace_ledger(snapshot, pod.namespace).usage(pod.namespace)
+    used = snapshot_ledger(snapshot, pod.namespace).usage(pod.namespace)
     if first_exceeded(quotas, pod_charge(pod, []), used) is not None:
         return []  # over quota without any device: upstream's quota admission says so itself
     created = [c for c in claims if (c.namespace, c.name) not in snapshot.claims]

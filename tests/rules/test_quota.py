@@ -28,9 +28,8 @@ from policies.api.quantity import Quantity
 from policies.api.resource import DeviceClass, ResourceClaim
 from policies.footprint import ClaimFootprint, ClaimUse
 from policies.quota import (
-    ChargeCheck,
-    Exceeded,
     Ledger,
+    MemoryLedgerStore,
     claim_object_usage,
     dra_charge,
     first_exceeded,
@@ -287,24 +286,9 @@ def test_pod_level_requests_absorb_the_claim() -> None:
 # --- the shared ledger interface ---------------------------------------------------------------------
 
 
-class FakeStore:
-    """An in-memory LedgerStore: what the rule asks of webhook/ledger.py."""
-
-    def __init__(self, ledger: Ledger | None = None) -> None:
-        self.ledger = ledger or Ledger()
-        self.calls: list[tuple[str, str]] = []
-
-    def charge(self, namespace: str, uid: str, charge: Any, check: ChargeCheck) -> Exceeded | None:
-        self.calls.append((namespace, uid))
-        problem = check(self.ledger)
-        if problem is None:
-            self.ledger = self.ledger.with_charge(namespace, uid, charge)
-        return problem
-
-
 def test_with_a_store_the_charge_is_checked_against_and_recorded_in_the_shared_ledger() -> None:
     snapshot = node_cluster(FREE_CORES, POD_B, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "4"}))
-    store = FakeStore(Ledger().with_charge(NS, "uid-elsewhere", q(requests__cpu="4")))
+    store = MemoryLedgerStore(Ledger().with_charge(NS, "uid-elsewhere", q(requests__cpu="4")))
     rule = QuotaRule(store)
     assert status_update(reserve(FREE_CORES, "b"), FREE_CORES, snapshot, rule) == []
     assert store.ledger.charged(NS, "uid-cores") == q(cpu="4", requests__cpu="4")
@@ -327,14 +311,14 @@ def test_with_a_store_the_charge_is_checked_against_and_recorded_in_the_shared_l
 
 def test_dry_run_requests_are_checked_but_never_charged() -> None:
     snapshot = node_cluster(FREE_CORES, POD_B, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "6"}))
-    store = FakeStore()
+    store = MemoryLedgerStore()
     assert status_update(reserve(FREE_CORES, "b"), FREE_CORES, snapshot, QuotaRule(store), dry_run=True) == []
-    assert store.calls == []
+    assert store.ledger == Ledger()
 
 
 def test_deleting_or_deallocating_a_claim_releases_its_charge() -> None:
     taken = reserve(FREE_CORES, "b")
-    store = FakeStore(Ledger().with_charge(NS, "uid-cores", q(requests__cpu="4")))
+    store = MemoryLedgerStore(Ledger().with_charge(NS, "uid-cores", q(requests__cpu="4")))
     rule = QuotaRule(store)
     snapshot = node_cluster(taken, POD_B, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "6"}))
     deallocated = {k: v for k, v in taken.items() if k != "status"}

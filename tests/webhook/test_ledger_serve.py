@@ -32,7 +32,7 @@ from ledger_standin import ClusterApiserver, cluster_apiserver
 
 from policies.api.kinds import decode
 from policies.api.quantity import Quantity
-from policies.rules.quota import namespace_ledger
+from policies.rules.quota import snapshot_ledger
 from policies.snapshot import Snapshot
 from webhook.ledger import LEDGER_NAME, decode_entry
 
@@ -171,17 +171,17 @@ def apiserver() -> Iterator[ClusterApiserver]:
 
 
 class Replica:
-    """One ``draguard serve --kubeconfig`` process and an HTTPS client for it."""
+    """One ``draguard serve`` process (``source``: ``--kubeconfig F`` or ``--state DIR``) and an HTTPS
+    client for it."""
 
-    def __init__(self, kubeconfig: Path) -> None:
+    def __init__(self, *source: str) -> None:
         self.process = subprocess.Popen(
             [
                 sys.executable,
                 "-m",
                 "webhook.cli",
                 "serve",
-                "--kubeconfig",
-                str(kubeconfig),
+                *source,
                 "--host",
                 "127.0.0.1",
                 "--port",
@@ -267,7 +267,7 @@ def test_two_serve_replicas_admit_exactly_the_room_of_the_quota(
             }
         )
     )
-    replicas = [Replica(kubeconfig), Replica(kubeconfig)]
+    replicas = [Replica("--kubeconfig", str(kubeconfig)), Replica("--kubeconfig", str(kubeconfig))]
     try:
         for replica in replicas:
             replica.ready()
@@ -299,10 +299,28 @@ def test_two_serve_replicas_admit_exactly_the_room_of_the_quota(
     ]
     objects += [decode(pod(i)) for i in range(CLAIMS)]
     objects += [decode(claim(i, allocated=i in admitted)) for i in range(CLAIMS)]
-    expected = namespace_ledger(Snapshot.build(objects), NS).namespace(NS)
+    expected = snapshot_ledger(Snapshot.build(objects), NS).namespace(NS)
     assert {uid: dict(decode_entry(uid, text)[0]) for uid, text in stored.items()} == {
         uid: dict(charge) for uid, charge in expected.items()
     }
     assert sum((decode_entry(u, t)[0]["requests.cpu"] for u, t in stored.items()), Quantity.from_int(0)) == (
         Quantity.from_int(ROOM)
     )
+
+
+def test_on_files_one_replica_keeps_the_ledger_in_memory(tmp_path: Path) -> None:
+    """serve --state has no API server to share a ledger through: the charges it admits are kept in
+    the process, on top of the claims the files show allocated, so the quota still holds."""
+    kinds = {"Namespace": "v1", "Node": "v1", "ResourceQuota": "v1"}
+    items = [{"apiVersion": kinds.get(k, "resource.k8s.io/v1"), "kind": k, **o} for k, o in CLUSTER]
+    # Ten claims allocated in the files already (ten of the hundred CPUs), the rest to be reserved.
+    items += [pod(i) for i in range(CLAIMS)] + [claim(i, allocated=i < 10) for i in range(CLAIMS)]
+    (tmp_path / "cluster.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    replica = Replica("--state", str(tmp_path / "cluster.json"))
+    try:
+        replica.ready()
+        with ThreadPoolExecutor(16) as pool:
+            admitted = [ok for ok in pool.map(replica.admit, range(10, CLAIMS))]
+    finally:
+        replica.stop()
+    assert admitted.count(True) == ROOM - 10

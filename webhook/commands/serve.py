@@ -49,7 +49,8 @@ from certs.reloader import CertReloader
 from certs.settings import CertSettings, SettingsError, start_rotation
 from policies.api.kinds import validation_problems
 from policies.config import Config
-from policies.quota import LedgerUnavailable
+from policies.quota import LedgerUnavailable, MemoryLedgerStore
+from policies.rules.quota import snapshot_ledger
 from policies.rules.registry import RULES
 from webhook import demo, logs
 from webhook.commands.certs import LOCAL_HOSTS, _write
@@ -415,9 +416,11 @@ def _serve_checked(args: argparse.Namespace) -> int:
         if isinstance(state, ClusterState):
             state.start()
             stack.callback(state.stop)
-        # Behind the webhook, the quota rule charges the ledger shared by all replicas.
+        # Behind the webhook the quota rule charges a ledger: in a cluster the one all replicas share
+        # through the API server; on files one in this process, seeded from the allocated claims.
         ledger = ApiLedgerStore(ConfigMaps(api)) if api is not None else None
-        rules = with_ledger(RULES, ledger) if ledger is not None else RULES
+        store = ledger or MemoryLedgerStore(snapshot_ledger(state.snapshot))
+        rules = with_ledger(RULES, store)
         admission = Admission(split_rules(rules), config.policy, state, Metrics(state), args.deadline)
         try:
             asyncio.run(_serve(admission, tls, args, _banner(args, ca, review_path), ledger, dryrun, api))

@@ -63,12 +63,12 @@ from policies.footprint import (
     FootprintError,
     add_lists,
     claim_footprint,
-    device_index,
     dra_resources,
     referencing_containers,
     yields_node_resources,
 )
-from policies.quota import Ledger, claim_object_usage, first_exceeded, folded, pod_charge
+from policies.quota import Ledger, claim_object_usage, first_exceeded, pod_charge
+from policies.rules.quota import folded_quotas, snapshot_ledger
 from policies.snapshot import Snapshot
 from policies.validation import render, validate
 from webhook.auth import (
@@ -501,7 +501,7 @@ class Prepared:
 
     @classmethod
     def of(cls, snapshot: Snapshot, features: Features, cel_cache: SelectorCache | None = None) -> Prepared:
-        devices = device_index(snapshot.slices)
+        devices = snapshot.devices
         node_of = {
             (s.spec.driver, s.spec.pool.name): s.spec.node_name for s in snapshot.slices if s.spec.node_name
         }
@@ -592,16 +592,8 @@ def _costs(
 ) -> Costs:
     pod, namespace = question.pod, question.pod.namespace
     created = [c for c in claims if (c.namespace, c.name) not in snapshot.claims]
-    quotas = tuple(q for q in snapshot.quotas if q.namespace == namespace and folded(q))
-    ledger = (
-        Ledger.compute(
-            (c for c in snapshot.allocated_claims() if c.namespace == namespace),
-            prepared.devices,
-            snapshot.pods,
-        )
-        if quotas
-        else Ledger()
-    )
+    quotas = tuple(folded_quotas(snapshot, namespace))
+    ledger = snapshot_ledger(snapshot, namespace) if quotas else Ledger()
     return Costs(
         pod=pod,
         references=tuple(

@@ -64,7 +64,8 @@ def _node_key(key: str) -> bool:
     return name in STANDARD or (key.startswith("requests.") and name.startswith("hugepages-"))
 
 
-def _quotas(snapshot: Snapshot, namespace: str) -> list[ResourceQuota]:
+def folded_quotas(snapshot: Snapshot, namespace: str) -> list[ResourceQuota]:
+    """The namespace's quotas that DRA footprints are charged to (unscoped ones)."""
     return [q for q in snapshot.namespace_quotas(namespace) if folded(q)]
 
 
@@ -110,10 +111,10 @@ class QuotaRule:
 
     def costly(self, request: Request, ctx: Context) -> bool:
         # With a quota to fold: a dry run over every node on pod create, a ledger write on reservation.
-        return bool(_quotas(ctx.snapshot, request.namespace))
+        return bool(folded_quotas(ctx.snapshot, request.namespace))
 
     def check(self, request: Request, ctx: Context) -> Sequence[Finding]:
-        if not ctx.snapshot_fresh and _quotas(ctx.snapshot, request.namespace):
+        if not ctx.snapshot_fresh and folded_quotas(ctx.snapshot, request.namespace):
             raise RuleUnavailable("the cluster snapshot is stale: the namespace's quota usage is unknown")
         try:
             if isinstance(request.obj, Pod):
@@ -134,7 +135,7 @@ class QuotaRule:
         charge = claim_charge(new, devices, snapshot.pods) if new is not None else {}
         if old is not None and new is not None and claim_charge(old, devices, snapshot.pods) == charge:
             return []  # a status write that changes no charge (device conditions, ...)
-        quotas = _quotas(snapshot, claim.namespace)
+        quotas = folded_quotas(snapshot, claim.namespace)
         if not quotas:
             return []  # nothing to enforce; reconcile fills the ledger if a quota comes later
         namespace, uid = claim.namespace, claim.metadata.uid
@@ -162,7 +163,7 @@ def _consumers(claim: ResourceClaim) -> str:
 
 
 def _pod_findings(pod: Pod, snapshot: Snapshot) -> list[Finding]:
-    quotas = _quotas(snapshot, pod.namespace)
+    quotas = folded_quotas(snapshot, pod.namespace)
     if not quotas:
         return []
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -489,29 +490,78 @@ def test_secrets_and_leases_are_only_writable_in_our_namespace(default_objects: 
 # -- TLS modes ---------------------------------------------------------------------------------
 
 
+def hours(duration: str) -> float:
+    """A Go duration of hours, minutes and seconds (the only units the chart's schema allows)."""
+    match = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", duration)
+    assert match and duration, duration
+    h, m, sec = (int(g or 0) for g in match.groups())
+    return h + m / 60 + sec / 3600
+
+
+def issuer_chain(objects: list[dict[str, Any]], certificate: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Certificates from ``certificate`` up to its root, following issuerRefs as cert-manager
+    does: a CA Issuer signs with the key in its Secret, which a Certificate of ours writes; the chain
+    ends at a certificate issued by a selfSigned Issuer (or by an issuer the chart does not own)."""
+    chain = [certificate]
+    while True:
+        ref = chain[-1]["spec"]["issuerRef"]
+        kind, name = ref.get("kind", "Issuer"), ref["name"]
+        issuers = [o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name]
+        if not issuers or "selfSigned" in issuers[0]["spec"]:
+            return chain
+        secret = issuers[0]["spec"]["ca"]["secretName"]
+        (signer,) = [o for o in objects if o["kind"] == "Certificate" and o["spec"]["secretName"] == secret]
+        assert signer not in chain, "issuer loop"
+        chain.append(signer)
+
+
 def test_cert_manager_mode(find: Find) -> None:
-    objects = render({"tls": {"mode": "certManager"}})
+    mutating = {"prescheduled": {"mutating": {"enabled": True}}}
+    objects = render({"tls": {"mode": "certManager"}, "webhooks": mutating})
     certificate = find(objects, "Certificate", "draguard-serving")
     assert certificate["spec"]["dnsNames"] == [
         f"draguard.{NAMESPACE}.svc",
         f"draguard.{NAMESPACE}.svc.cluster.local",
     ]
     assert certificate["spec"]["secretName"] == "draguard-tls"
-    assert certificate["spec"]["issuerRef"] == {"name": "draguard-selfsigned", "kind": "Issuer"}
+    assert not certificate["spec"].get("isCA")
+    # The standard chain: selfSigned Issuer -> CA Certificate -> CA Issuer -> serving Certificate.
+    # A selfSigned Issuer signing the serving certificate directly made every renewal a new trust
+    # anchor, and the caBundle the CA injector had written stopped trusting what was served.
+    chain = issuer_chain(objects, certificate)
+    assert [c["metadata"]["name"] for c in chain] == ["draguard-serving", "draguard-root-ca"]
+    ca = chain[-1]
+    assert ca["spec"]["isCA"] is True
+    assert ca["spec"]["issuerRef"] == {"name": "draguard-selfsigned", "kind": "Issuer"}
     assert find(objects, "Issuer", "draguard-selfsigned")["spec"] == {"selfSigned": {}}
-    config = find(objects, "ValidatingWebhookConfiguration", "draguard")
-    assert (
-        config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == f"{NAMESPACE}/draguard-serving"
-    )
+    assert find(objects, "Issuer", "draguard-root-ca")["spec"] == {"ca": {"secretName": "draguard-root-ca"}}
+    # Long-lived, and renewed with the same key: leaves it signed before a renewal still verify.
+    assert hours(ca["spec"]["duration"]) >= 10 * hours(certificate["spec"]["duration"])
+    assert ca["spec"]["privateKey"]["rotationPolicy"] == "Never"
+    # The CA injector publishes the CA, not the serving certificate, in both configurations.
+    for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+        annotations = find(objects, kind, "draguard")["metadata"]["annotations"]
+        assert annotations["cert-manager.io/inject-ca-from"] == f"{NAMESPACE}/draguard-root-ca", kind
+    # The CA's Secret is not the selfManaged CA Secret's name (the upgrade notes say to delete that
+    # one after leaving selfManaged), and the serving Secret stays the one the pods mount.
+    assert ca["spec"]["secretName"] not in ("draguard-ca", "draguard-tls")
     # cert-manager writes certificates: draguard gets no rights to Secrets or webhook configurations.
-    assert not grants(objects, "", "secrets", "update")
+    assert not grants(objects, "", "secrets", "get") and not grants(objects, "", "secrets", "update")
     assert not grants(objects, "admissionregistration.k8s.io", "validatingwebhookconfigurations", "update")
     deployment = find(objects, "Deployment", "draguard")
-    tls = next(v for v in deployment["spec"]["template"]["spec"]["volumes"] if v["name"] == "tls")
+    volumes = deployment["spec"]["template"]["spec"]["volumes"]
+    tls = next(v for v in volumes if v["name"] == "tls")
     assert tls["secret"] == {"secretName": "draguard-tls"}  # not optional: cert-manager creates it
+    # The CA key is in no pod.
+    assert [v for v in volumes if (v.get("secret") or {}).get("secretName") == ca["spec"]["secretName"]] == []
     for obj in objects:
         if group_of(obj) in BUILTIN_GROUPS and kubernetes_validate is not None:
             validate(obj, "1.34.0")
+
+
+def test_cert_manager_ca_duration_is_a_value(find: Find) -> None:
+    objects = render({"tls": {"mode": "certManager", "certManager": {"caDuration": "175200h"}}})
+    assert find(objects, "Certificate", "draguard-root-ca")["spec"]["duration"] == "175200h"
 
 
 def test_cert_manager_with_an_existing_cluster_issuer(find: Find) -> None:
@@ -528,6 +578,10 @@ def test_cert_manager_with_an_existing_cluster_issuer(find: Find) -> None:
         "kind": "ClusterIssuer",
     }
     assert not [o for o in objects if o["kind"] == "Issuer"]
+    assert [o["metadata"]["name"] for o in objects if o["kind"] == "Certificate"] == ["draguard-serving"]
+    # The issuer's own CA: it reaches the caBundle through the serving certificate's ca.crt.
+    annotations = find(objects, "ValidatingWebhookConfiguration", "draguard")["metadata"]["annotations"]
+    assert annotations["cert-manager.io/inject-ca-from"] == f"{NAMESPACE}/draguard-serving"
 
 
 def test_secret_mode_templates_the_ca_bundle(find: Find) -> None:

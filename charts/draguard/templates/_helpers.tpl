@@ -69,6 +69,24 @@ draguard-quota-ledger
 {{- end -}}
 
 {{/*
+certManager mode's CA: the Certificate, its Secret and the CA Issuer share this name. Not the
+selfManaged CA Secret's name (<fullname>-ca), which the upgrade notes say to delete after leaving
+selfManaged mode.
+*/}}
+{{- define "draguard.certManagerCAName" -}}
+{{- printf "%s-root-ca" (include "draguard.fullname" .) -}}
+{{- end -}}
+
+{{/* The cert-manager Certificate whose ca.crt the CA injector puts into our caBundles. */}}
+{{- define "draguard.injectCAFrom" -}}
+{{- $name := include "draguard.certificateName" . -}}
+{{- if not .Values.tls.certManager.issuerRef -}}
+{{- $name = include "draguard.certManagerCAName" . -}}
+{{- end -}}
+{{- printf "%s/%s" .Release.Namespace $name -}}
+{{- end -}}
+
+{{/*
 Fields every webhook shares. Called with a dict: root (the chart context), name (the webhook's name
 before .draguard.io), cfg (that webhook's values), path (/validate/<rule> or /mutate/<rule>: draguard
 runs only that rule, so a request is decided once per rule and each webhook's failurePolicy and

@@ -24,25 +24,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import cel as rust_cel
-import celpy
-from celpy import celtypes
-from celpy.evaluation import CELEvalError as CelpyError
 
 from policies.api.quantity import Quantity
 from policies.cel.library import CIDR, IP, URL, CallSite, CELEvalError, NamedFormat, Optional, Semver, UInt
 from policies.cel.lower import Capabilities, Helper, Input, Loop, Plan, Unit
-from policies.cel.parser import MAX_RECURSION_DEPTH, stack_headroom
 
 # The Rust engine logs every failing Python callback at WARNING; here a failing callback is an
 # ordinary CEL runtime error, reported through EvalError.
 logging.getLogger("cel").disabled = True
-logging.getLogger("celpy").setLevel(logging.ERROR)
 
 COST_LIMIT = 1_000_000  # CELSelectorExpressionMaxCost
 COST_EXCEEDED = "operation cancelled: actual cost limit exceeded"  # interpreter.EvalCancelledError
 _MAX_COST = (1 << 64) - 1
 _TOKEN = "\u00a7E"  # marks a helper error inside an engine's error text
-_TOKEN_RE = re.compile(_TOKEN + r"(\d+)")
+TOKEN_RE = re.compile(_TOKEN + r"(\d+)")
 MISSING: Any = object()  # an input the device does not have
 _OBJECT_TYPES = (Quantity, Semver, URL, IP, CIDR, NamedFormat)
 _HANDLE = "\x00handle"
@@ -209,7 +204,7 @@ class RustEngine(Engine):
             raise UnitError(self.error_text(f"{type(exc).__name__}: {exc}")) from None
 
     def error_text(self, text: str) -> str:
-        token = _TOKEN_RE.search(text)
+        token = TOKEN_RE.search(text)
         if token is not None:
             return current_frame().errors[int(token.group(1))]
         undefined = re.search(r"Undefined variable or function: '([^']+)'", text)
@@ -269,142 +264,14 @@ class RustEngine(Engine):
         return call
 
 
-# --- celpy ---------------------------------------------------------------------------------------------
+def _celpy() -> Engine:
+    # cel-python costs 16 MB and a third of a second to import; only a config that selects it pays.
+    from policies.cel.celpy_engine import CelpyEngine
+
+    return CelpyEngine()
 
 
-class CelpyEngine(Engine):
-    name = "celpy"
-    caps = Capabilities(
-        "celpy",
-        optional_values=False,
-        cross_numeric=False,
-        presence_errors=False,
-        max_nesting=10,  # its tree-walking evaluator recurses deeply per level
-        conversions=frozenset(
-            {
-                "int64_to_int64",
-                "double_to_double",
-                "string_to_string",
-                "bytes_to_bytes",
-                "string_to_bytes",
-            }
-        ),
-    )
-
-    def __init__(self) -> None:
-        self.env = celpy.Environment()
-
-    def compile(self, source: str, functions: dict[str, Callable[..., Any]]) -> Any:
-        return self.env.program(self.env.compile(source), functions=functions)
-
-    def run(self, compiled: Any, variables: dict[str, Any]) -> Any:
-        try:
-            with stack_headroom(40 * MAX_RECURSION_DEPTH):
-                result = compiled.evaluate(variables)
-        except CelpyError as exc:
-            raise UnitError(self.error_text(exc)) from None
-        except CostExceeded:
-            raise
-        except Exception as exc:
-            raise UnitError(self.error_text(exc)) from None
-        if isinstance(result, CelpyError):
-            raise UnitError(self.error_text(result))
-        return result
-
-    def error_text(self, exc: BaseException) -> str:
-        text = str(exc.args[0]) if exc.args else str(exc)
-        token = _TOKEN_RE.search(text)
-        if token is not None:
-            return current_frame().errors[int(token.group(1))]
-        undefined = re.search(r"undeclared reference to '([^']+)'", text)
-        if undefined is not None:
-            return f"\x00undefined {undefined.group(1)}"
-        member = re.search(r"no such member in mapping: '?([^']*)'?", text)
-        if member is not None:
-            return f"no such key: {member.group(1)}"
-        detail = exc.args[2] if len(exc.args) > 2 and isinstance(exc.args[2], tuple) else ()
-        if text == "no such key" and detail:
-            return f"no such key: {detail[0]}"
-        if len(exc.args) > 1 and exc.args[1] is IndexError:
-            return "index out of bounds"
-        if "overflow" in text:
-            return "integer overflow"
-        if "zero" in text:
-            modulo = any("modulo" in str(d) and "division" not in str(d) for d in detail)
-            return "modulus by zero" if modulo else "division by zero"
-        if "no matching overload" in text or "no such overload" in text:
-            return "no such overload"
-        return text
-
-    def encode(self, value: Any, frame: Frame) -> Any:
-        if isinstance(value, bool):
-            return celtypes.BoolType(value)
-        if isinstance(value, UInt):
-            return celtypes.UintType(int(value))
-        if isinstance(value, int):
-            return celtypes.IntType(value)
-        if isinstance(value, float):
-            return celtypes.DoubleType(value)
-        if isinstance(value, str):
-            return celtypes.StringType(value)
-        if isinstance(value, bytes):
-            return celtypes.BytesType(value)
-        if isinstance(value, list | tuple):
-            return celtypes.ListType([self.encode(v, frame) for v in value])
-        if isinstance(value, Mapping):
-            return celtypes.MapType({self.encode(k, frame): self.encode(v, frame) for k, v in value.items()})
-        if isinstance(value, datetime.datetime):
-            return celtypes.TimestampType(value)
-        if isinstance(value, datetime.timedelta):
-            return celtypes.DurationType(value)
-        return value
-
-    def decode(self, value: Any, frame: Frame) -> Any:
-        if isinstance(value, celtypes.BoolType):
-            return bool(value)
-        if isinstance(value, celtypes.UintType):
-            return UInt(int(value))
-        if isinstance(value, celtypes.IntType):
-            return int(value)
-        if isinstance(value, celtypes.DoubleType):
-            return float(value)
-        if isinstance(value, celtypes.StringType):
-            return str(value)
-        if isinstance(value, celtypes.BytesType):
-            return bytes(value)
-        if isinstance(value, celtypes.ListType):
-            return [self.decode(v, frame) for v in value]
-        if isinstance(value, celtypes.MapType):
-            return {self.decode(k, frame): self.decode(v, frame) for k, v in value.items()}
-        if isinstance(value, celtypes.TimestampType):
-            return datetime.datetime.fromtimestamp(value.timestamp(), datetime.UTC)
-        if isinstance(value, celtypes.DurationType):
-            return datetime.timedelta(seconds=value.total_seconds())
-        return value
-
-    def callable(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        engine = self
-
-        def call(*args: Any) -> Any:
-            frame = current_frame()
-            for a in args:
-                if isinstance(a, CelpyError):
-                    return a
-            try:
-                return engine.encode(fn(*(engine.decode(a, frame) for a in args)), frame)
-            except CostExceeded:
-                return CelpyError(frame.token(COST_EXCEEDED))
-            except UnitError as exc:
-                return CelpyError(frame.token(exc.message))
-            except CELEvalError as exc:
-                return CelpyError(frame.token(str(exc)))
-            except (TypeError, ValueError, AttributeError, KeyError, IndexError):
-                return CelpyError(frame.token("no such overload"))
-
-        return call
-
-
-ENGINES: dict[str, Callable[[], Engine]] = {"rust": RustEngine, "celpy": CelpyEngine}
+ENGINES: dict[str, Callable[[], Engine]] = {"rust": RustEngine, "celpy": _celpy}
 
 
 # --- executing a plan -------------------------------------------------------------------------------

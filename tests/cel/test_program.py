@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pytest
@@ -100,3 +102,10 @@ def test_deepest_accepted_nesting_evaluates(engine: str) -> None:
     assert compile_expression(f"{nested} != []", env).matches(DEVICE) is True
     calls = "dyn(" * 120 + 'device.driver == "gpu.example.com"' + ")" * 120
     assert compile_expression(f"{calls} && true", env).matches(DEVICE) is True
+
+
+def test_cel_python_is_imported_only_when_a_config_selects_it() -> None:
+    """cel-python costs 16 MB and a third of a second to import: serve must not pay it by default."""
+    code = "import sys, webhook.commands.serve, policies.cel; print('celpy' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

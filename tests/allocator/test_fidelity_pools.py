@@ -404,8 +404,8 @@ def test_incubating_variant_searches_slices_by_name() -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="not emulated by design (allocator engineer, allocator-notes 08:50): draguard always runs the "
-    "incubating variant; upstream structured.NewAllocator (allocator.go) picks 'stable' for stable-only "
+    reason="not emulated by design (issue 4 names the incubating variant as the reference): draguard "
+    "always runs it; upstream structured.NewAllocator (allocator.go) picks 'stable' for stable-only "
     "feature sets, which keeps a pool's slices in input order (dra-reference 4.1, 5.16)",
 )
 def test_stable_variant_searches_slices_in_input_order() -> None:

@@ -1,10 +1,11 @@
 """Upstream's allocator test table, run against draguard's allocator.
 
-The cases live in ``cases/*.yaml`` (format: /work/helpers/ALLOCATOR-API.md), one file per
-subsection of dra-reference section 5, ported from ``allocator_testing.go`` and
-``lexicographical_testing.go`` in ``k8s.io/dynamic-resource-allocation/structured/internal/
-allocatortesting`` (Kubernetes 1.36). This module turns each case into one pytest test named
-after the upstream case and checks what upstream's ``RunTestAllocator`` checks:
+The cases live in ``cases/*.yaml`` (the format is described at the top of each file and checked
+by :func:`load_cases`), one file per subsection of dra-reference section 5, ported from
+``allocator_testing.go`` and ``lexicographical_testing.go`` in
+``k8s.io/dynamic-resource-allocation/structured/internal/allocatortesting`` (Kubernetes 1.36).
+This module turns each case into one pytest test named after the upstream case and checks what
+upstream's ``RunTestAllocator`` checks:
 
 * the error (a substring of its message) or its absence;
 * the results, compared like upstream's gomega matchers (see :func:`comparable`);

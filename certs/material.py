@@ -30,6 +30,17 @@ class CertificateError(ValueError):
     """TLS material that must not be served: unreadable, expired, not yet valid or mismatched."""
 
 
+class NotYetValid(CertificateError):
+    """A pair that is fine but whose certificate starts later (``not_before``): fit to serve then.
+
+    Usually clock skew: the issuer's clock runs ahead of ours by more than the backdating.
+    """
+
+    def __init__(self, message: str, not_before: dt.datetime) -> None:
+        super().__init__(message)
+        self.not_before = not_before
+
+
 class KeyAlgorithm(StrEnum):
     """Key types we generate; the value is the spelling used on the command line and in config."""
 
@@ -183,9 +194,9 @@ def check_pair(pair: KeyPair, now: dt.datetime, what: str = "certificate") -> x5
     """Return the leaf certificate of ``pair`` if it is fit to serve at ``now``.
 
     Refuses, with a message that says what is wrong and with which dates, a pair whose PEM does
-    not parse, whose certificate is expired or not yet valid, or whose key does not belong to the
-    certificate. This runs before a new pair replaces a working one, so a half-written or wrong
-    Secret never takes the webhook down.
+    not parse, whose certificate is expired or not yet valid (:class:`NotYetValid`), or whose key
+    does not belong to the certificate. This runs before a new pair replaces a working one, so a
+    half-written or wrong Secret never takes the webhook down.
     """
     try:
         cert = x509.load_pem_x509_certificates(pair.cert_pem)[0]
@@ -199,13 +210,15 @@ def check_pair(pair: KeyPair, now: dt.datetime, what: str = "certificate") -> x5
         raise CertificateError(
             f"{what}: expired at {cert.not_valid_after_utc.isoformat()} (now {now.isoformat()})"
         )
-    if now < cert.not_valid_before_utc:
-        raise CertificateError(
-            f"{what}: not valid before {cert.not_valid_before_utc.isoformat()} (now {now.isoformat()})"
-        )
     if _spki(key.public_key()) != _spki(cert.public_key()):
         raise CertificateError(
             f"{what}: private key does not match the certificate (subject {cert.subject.rfc4514_string()})"
+        )
+    # Last, so that NotYetValid means "this pair will be fine at not_before", nothing else.
+    if now < cert.not_valid_before_utc:
+        raise NotYetValid(
+            f"{what}: not valid before {cert.not_valid_before_utc.isoformat()} (now {now.isoformat()})",
+            cert.not_valid_before_utc,
         )
     return cert
 

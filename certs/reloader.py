@@ -13,7 +13,9 @@ cleanly, so:
 * the next handshake presents the new certificate, with no listener restart;
 * connections already established keep the session they negotiated, nothing is dropped;
 * a broken pair (expired, not yet valid, key of another certificate, half-written file) is
-  refused with a log line that says why, and the previous pair keeps serving.
+  refused with a log line that says why, and the previous pair keeps serving. A pair refused as
+  *not yet valid* (usually clock skew between the issuer and this replica) is checked again once
+  its notBefore has passed; any other refusal stands until the files change.
 
 Calling ``load_cert_chain`` on the live context instead would install the certificate before the
 key is checked, leaving a mismatched pair in use if the key turns out wrong, and it mutates a
@@ -36,7 +38,7 @@ from dataclasses import dataclass
 
 from cryptography import x509
 
-from certs.material import CertificateError, KeyPair, check_pair
+from certs.material import CertificateError, KeyPair, NotYetValid, check_pair
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +95,12 @@ class CertReloader:
         self.client_ca_file = client_ca_file
         self._clock = clock
         self._served: Served | None = None
+        # The files last decided on (served, or refused for good): not looked at again.
         self._last_digest: str | None = None
+        # A pair refused as not yet valid, and from when it is: looked at again from then on.
+        self._waiting: tuple[str, dt.datetime] | None = None
+        # The last refusal logged, so that a refused pair is reported once, not on every poll.
+        self._logged: str | None = None
         self._outer = _base_context(minimum_version, client_ca_file)
         self._outer.sni_callback = self._select
 
@@ -148,7 +155,8 @@ class CertReloader:
     def reload(self) -> bool:
         """Load the files if their content changed; True when a new pair is now served.
 
-        A pair that cannot be served is logged once (not on every poll) and otherwise ignored.
+        A pair that cannot be served is logged once (not on every poll) and otherwise ignored;
+        one that is only not valid yet is loaded by the first call after its notBefore.
         """
         try:
             pair = self._read()
@@ -160,15 +168,23 @@ class CertReloader:
         digest = hashlib.sha256(pair.cert_pem + b"\0" + pair.key_pem).hexdigest()
         if digest == self._last_digest:
             return False
+        waiting = self._waiting
+        if waiting is not None and waiting[0] == digest and self._clock() < waiting[1]:
+            return False  # still early
         try:
             served = self._load(pair, digest)
+        except NotYetValid as err:
+            if self._unchanged(pair):
+                self._waiting = (digest, err.not_before)
+                self._refuse(f"{err}; will retry then", digest, final=False)
+            return False
         except CertificateError as err:
             if self._unchanged(pair):
                 self._refuse(str(err), digest)
             return False
         if not self._unchanged(pair):
             return False  # rewritten while OpenSSL read it: the next poll loads the final version
-        self._served, self._last_digest = served, digest
+        self._served, self._last_digest, self._waiting, self._logged = served, digest, None, None
         log.info(
             "serving TLS certificate from %s (sha256 %s, expires %s)",
             self.cert_file,
@@ -198,10 +214,13 @@ class CertReloader:
             raise CertificateError(f"{label}: OpenSSL refused it: {err}") from None
         return Served(digest, cert, context)
 
-    def _refuse(self, why: str, digest: str) -> None:
-        if digest == self._last_digest:
+    def _refuse(self, why: str, digest: str, final: bool = True) -> None:
+        """Log why ``digest`` is not served (once); ``final``: do not look at these files again."""
+        if final:
+            self._last_digest = digest
+        if digest == self._logged:
             return  # already said so
-        self._last_digest = digest
+        self._logged = digest
         keeping = (
             f"still serving the previous certificate (expires {self._served.not_after.isoformat()})"
             if self._served is not None

@@ -169,6 +169,58 @@ async def test_a_bad_pair_is_refused_with_a_clear_log_line_and_the_old_one_keeps
     assert (await presented(port, client_context(ca))).serial_number == before.serial_number
 
 
+async def test_a_pair_not_valid_yet_is_retried_and_served_once_valid(
+    tmp_path: Path, ca: KeyPair, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Clock skew: the leader's clock runs ahead and this replica sees a notBefore a little in the
+    future. The same files must be looked at again later, not remembered as refused until they
+    change (which, for a fresh certificate, is months away)."""
+    current = leaf(ca)
+    write(tmp_path, current)
+    clock = [NOW]
+    reloader = CertReloader(str(tmp_path / "tls.crt"), str(tmp_path / "tls.key"), clock=lambda: clock[0])
+    assert reloader.reload()
+    srv = await asyncio.start_server(echo, "127.0.0.1", 0, ssl=reloader.server_context)
+    port = srv.sockets[0].getsockname()[1]
+    try:
+        # Issued by a leader 8 minutes ahead: notBefore is 3 minutes from this replica's now.
+        skewed = leaf(ca, issued=NOW + dt.timedelta(minutes=8))
+        assert skewed.certificate.not_valid_before_utc > NOW
+        write(tmp_path, skewed)
+        with caplog.at_level(logging.ERROR, logger="certs.reloader"):
+            assert not reloader.reload()
+            clock[0] = NOW + dt.timedelta(minutes=1)
+            assert not reloader.reload()  # still early: refused again, but said only once
+        (refusal,) = [r.getMessage() for r in caplog.records if "refusing new TLS" in r.getMessage()]
+        assert "not valid before" in refusal and "retry" in refusal
+        assert (await presented(port, client_context(ca))).serial_number == serial(current)
+
+        clock[0] = skewed.certificate.not_valid_before_utc
+        assert reloader.reload()
+        assert reloader.served is not None and reloader.served.certificate.serial_number == serial(skewed)
+    finally:
+        srv.close()
+        await srv.wait_closed()
+
+
+async def test_a_mismatched_pair_from_the_future_is_not_retried(
+    tmp_path: Path, ca: KeyPair, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Only "not yet valid" is worth waiting for; a key that does not match never will."""
+    write(tmp_path, leaf(ca))
+    clock = [NOW]
+    reloader = CertReloader(str(tmp_path / "tls.crt"), str(tmp_path / "tls.key"), clock=lambda: clock[0])
+    assert reloader.reload()
+    later = NOW + dt.timedelta(minutes=8)
+    write(tmp_path, KeyPair(leaf(ca, issued=later).cert_pem, leaf(ca, issued=later).key_pem))
+    with caplog.at_level(logging.ERROR, logger="certs.reloader"):
+        assert not reloader.reload()
+        clock[0] = later
+        assert not reloader.reload()
+    (refusal,) = [r.getMessage() for r in caplog.records if "refusing new TLS" in r.getMessage()]
+    assert "does not match" in refusal
+
+
 async def test_a_good_pair_after_a_bad_one_is_served(
     server: tuple[CertReloader, int], ca: KeyPair, tmp_path: Path
 ) -> None:

@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 
 ANNOTATION_NEXT_SINCE = "draguard.io/next-ca-since"
 ANNOTATION_RETIRING_SINCE = "draguard.io/retiring-ca-since"
+# The annotations this controller owns: a write sets or removes them; all others are left alone.
+OWN_ANNOTATIONS = frozenset({ANNOTATION_NEXT_SINCE, ANNOTATION_RETIRING_SINCE})
 
 
 class Conflict(Exception):
@@ -187,12 +189,27 @@ class CertController:
         return self._kube.get(namespaced("v1", self._targets.namespace, "secrets", name))
 
     def _write_secret(self, current: dict[str, Any] | None, body: dict[str, Any]) -> dict[str, Any]:
-        """Create ``body``, or replace ``current`` keeping its metadata and resourceVersion."""
+        """Create ``body``, or replace ``current`` keeping its metadata and resourceVersion.
+
+        Annotations are merged, not replaced: others' stay (a backup tool, a Secret reflector, an
+        admin's notes), and ours (:data:`OWN_ANNOTATIONS`) are exactly what ``body`` says, so one
+        ``body`` no longer carries is removed.
+        """
         namespace, name = self._targets.namespace, body["metadata"]["name"]
         try:
             if current is None:
                 return self._kube.create(namespaced("v1", namespace, "secrets"), body)
-            merged = {**body, "metadata": {**current["metadata"], **body["metadata"]}}
+            metadata = {**current["metadata"], **body["metadata"]}
+            annotations = {
+                key: value
+                for key, value in (current["metadata"].get("annotations") or {}).items()
+                if key not in OWN_ANNOTATIONS
+            }
+            annotations.update(body["metadata"].get("annotations") or {})
+            metadata.pop("annotations", None)
+            if annotations:
+                metadata["annotations"] = annotations
+            merged = {**body, "metadata": metadata}
             return self._kube.replace(namespaced("v1", namespace, "secrets", name), merged)
         except ApiException as err:
             if err.status == 409:

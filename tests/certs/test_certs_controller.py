@@ -24,7 +24,14 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from kubernetes import client
 
-from certs.controller import CertController, Conflict, Targets, run
+from certs.controller import (
+    ANNOTATION_NEXT_SINCE,
+    ANNOTATION_RETIRING_SINCE,
+    CertController,
+    Conflict,
+    Targets,
+    run,
+)
 from certs.kube import Kube
 from certs.leader import LeaseConfig, LeaseElector
 from certs.material import generate_ca, issue_serving, parse_bundle, service_hosts
@@ -192,6 +199,40 @@ def test_stale_cabundle_edited_by_hand_is_put_back(configs: Apiserver, api_clien
     configs.store.put(resource, "", edited)
     ctl.reconcile(now + dt.timedelta(minutes=1))
     assert len(set(bundles(configs))) == 1 and bundles(configs)[0] == data(configs, "draguard-ca", "ca.crt")
+
+
+def annotate(apiserver: Apiserver, name: str, **annotations: str) -> None:
+    """Another client (a backup tool, a secret reflector, an admin) annotates one of our Secrets."""
+    resource = apiserver.resource("Secret")
+    current = secret(apiserver, name)
+    current["metadata"].setdefault("annotations", {}).update(annotations)
+    current["metadata"].setdefault("labels", {})["example.com/team"] = "platform"
+    apiserver.store.put(resource, NS, current)
+
+
+def test_annotations_others_put_on_our_secrets_survive_our_writes(
+    configs: Apiserver, api_client: client.ApiClient
+) -> None:
+    """Our writes merge metadata: other clients' annotations and labels stay, and on our own keys
+    ours win, which includes removing the roll's annotations once their step is over."""
+    policy = RotationPolicy(hosts=POLICY.hosts, overlap=dt.timedelta(hours=1))
+    ctl = controller(api_client, policy)
+    ctl.reconcile(dt.datetime.now(dt.UTC))
+    for name in ("draguard-ca", "draguard-tls"):
+        annotate(configs, name, **{"example.com/backup": "daily"})
+    ca = x509.load_pem_x509_certificate(data(configs, "draguard-ca", "ca.crt"))
+    renew_at = policy.renewal_time(ca)
+    ours = []
+    for step in range(3):  # announce, promote, retire: each rewrites the CA Secret
+        ctl.reconcile(renew_at + step * policy.overlap)
+        for name in ("draguard-ca", "draguard-tls"):
+            metadata = secret(configs, name)["metadata"]
+            assert metadata["annotations"]["example.com/backup"] == "daily", (step, name)
+            assert metadata["labels"]["example.com/team"] == "platform", (step, name)
+        annotations = secret(configs, "draguard-ca")["metadata"]["annotations"]
+        ours.append(sorted(k for k in annotations if k.startswith("draguard.io/")))
+    assert ours == [[ANNOTATION_NEXT_SINCE], [ANNOTATION_RETIRING_SINCE], []]
+    assert len(parse_bundle(bundles(configs)[0])) == 1  # the roll did finish
 
 
 def check_order(apiserver: Apiserver, violations: list[str]) -> None:

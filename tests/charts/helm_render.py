@@ -84,3 +84,22 @@ def render(values: dict[str, Any] | None = None, chart: str = CHART) -> list[dic
             )
             if obj["kind"] != "Namespace" and not obj["metadata"]["name"].startswith("sh.helm.release.")
         ]
+
+
+def uninstall_deletes(values: dict[str, Any] | None = None, chart: str = CHART) -> list[tuple[str, str]]:
+    """``(resource, name)`` of every DELETE ``helm uninstall`` sends after installing ``values``, in
+    order, Helm's release Secret excluded; asserts nothing the install created is left behind."""
+    assert helm_sdkpy is not None
+    with running() as apiserver:
+        apiserver.store.put(apiserver.resource("Namespace"), "", {"metadata": {"name": NAMESPACE}})
+        config = helm_sdkpy.Configuration(namespace=NAMESPACE, kubeconfig=kubeconfig(apiserver))
+        asyncio.run(
+            helm_sdkpy.Install(config).run("draguard", chart, values=values or {}, wait=False, timeout=30)
+        )
+        apiserver.requests.clear()
+        asyncio.run(helm_sdkpy.Uninstall(config).run("draguard", wait=False, timeout=30))
+        left = [(r.kind, name) for (r, _, name) in apiserver.store.objects if r.kind != "Namespace"]
+        assert left == [], f"helm uninstall left {left}"
+        paths = [path.split("?")[0] for method, path in apiserver.requests if method == "DELETE"]
+        deletes = [(path.split("/")[-2], path.split("/")[-1]) for path in paths]
+        return [(resource, name) for resource, name in deletes if not name.startswith("sh.helm.release.")]

@@ -14,7 +14,7 @@ from typing import Any
 import celpy
 import pytest
 import yaml
-from helm_render import CHART, NAMESPACE, HelmError, helm_sdkpy, needs_helm, render
+from helm_render import CHART, NAMESPACE, HelmError, helm_sdkpy, needs_helm, render, uninstall_deletes
 
 from certs.settings import CertSettings
 from policies.config import Config
@@ -408,6 +408,19 @@ def test_mutating_variant_when_enabled(find: Find) -> None:
     assert hook["failurePolicy"] == "Ignore"
     assert hook["reinvocationPolicy"] == "Never"
     assert pod_filter(hook) is not None
+
+
+def test_uninstall_removes_the_webhook_configurations_before_what_serves_them() -> None:
+    """What the conventions' pre-delete hook is for: an uninstall must never leave a Fail webhook
+    pointing at nothing. The chart owns its webhook configurations and Helm deletes them first
+    (validating, then mutating), before the Service and the Deployment; this keeps it that way (a
+    helm.sh/resource-policy: keep, or configurations made outside the chart, would need a hook)."""
+    deletes = uninstall_deletes({"webhooks": {"prescheduled": {"mutating": {"enabled": True}}}})
+    assert deletes[:2] == [
+        ("validatingwebhookconfigurations", "draguard"),
+        ("mutatingwebhookconfigurations", "draguard"),
+    ]
+    assert ("deployments", "draguard") in deletes and ("services", "draguard") in deletes
 
 
 def test_no_mutating_configuration_by_default(default_objects: list[dict[str, Any]]) -> None:

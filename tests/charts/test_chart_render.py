@@ -108,7 +108,13 @@ def test_every_default_manifest_is_valid_against_kubernetes_schemas(
 def test_optional_manifests_are_valid_too() -> None:
     values = {
         "networkPolicy": {"enabled": True, "webhookFrom": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]},
-        "webhooks": {"prescheduled": {"mutating": {"enabled": True}}},
+        "webhooks": {
+            "prescheduled": {"mutating": {"enabled": True}},
+            "namespaceSelector": {
+                "matchLabels": {"draguard.io/rollout": "test"},
+                "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["system"]}],
+            },
+        },
     }
     for obj in render(values):
         validate(obj, "1.34.0")
@@ -317,6 +323,31 @@ def test_the_namespace_guard_cannot_be_opted_out_of(find: Find) -> None:
     # The opt-out label still works for the objects in a namespace (the other webhooks).
     others = [h for h in webhooks(objects, find).values() if h is not guard]
     assert all(not selects(h["namespaceSelector"], namespace_labels("team-a", **sneaky)) for h in others)
+
+
+@pytest.mark.parametrize(
+    "narrow",
+    [
+        {"matchLabels": {"draguard.io/rollout": "test"}},
+        {"matchExpressions": [{"key": "draguard.io/rollout", "operator": "In", "values": ["test"]}]},
+    ],
+)
+def test_a_rollout_can_start_with_a_few_namespaces(find: Find, narrow: dict[str, Any]) -> None:
+    """The staged rollout (conventions, README "Rolling out safely"): a selector that narrows what
+    the webhooks see, on top of the exclusions, e.g. to namespaces labelled for the test."""
+    hooks = webhooks(render({"webhooks": {"namespaceSelector": narrow}}), find)
+    testing = namespace_labels("team-a", **{"draguard.io/rollout": "test"})
+    for name, hook in hooks.items():
+        selector = hook["namespaceSelector"]
+        if name == NAMESPACE_GUARD:
+            # For a Namespace the labels are its own: narrowing the guard would let anyone skip it.
+            assert selects(selector, namespace_labels("team-b", **{ADMIN_ACCESS: "true"})), name
+            continue
+        assert selects(selector, testing), name
+        assert not selects(selector, namespace_labels("team-b")), name
+        # The exclusions still apply.
+        assert not selects(selector, {**testing, "draguard.io/ignore": "true"}), name
+        assert not selects(selector, {**testing, "kubernetes.io/metadata.name": "kube-system"}), name
 
 
 def test_the_namespace_guard_follows_the_personas_switches(find: Find) -> None:
@@ -618,6 +649,7 @@ def test_secret_mode_templates_the_ca_bundle(find: Find) -> None:
         ({"replicaCount": 0}, "replicaCount"),
         ({"tls": {"selfManaged": {"overlap": "1d"}}}, "overlap"),
         ({"replicas": 3}, "replicas"),
+        ({"webhooks": {"namespaceSelector": {"matchLabel": {"a": "b"}}}}, "matchLabel"),
     ],
 )
 def test_wrong_values_fail_at_install(values: dict[str, Any], message: str) -> None:

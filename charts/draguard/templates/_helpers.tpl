@@ -124,7 +124,8 @@ conditions (optional: the name of a template giving its matchConditions) and nam
 {{/*
 Which namespaces a webhook sees. For objects in a namespace: all but kube-system, the release
 namespace (a webhook that intercepts its own namespace can block its own recovery) and
-excludedNamespaces, and none labelled with ignoreLabel.
+excludedNamespaces, none labelled with ignoreLabel, and only those webhooks.namespaceSelector
+selects (a staged rollout's test namespaces; empty: all).
 
 For a Namespace object itself the API server matches the selector against that namespace's own new
 labels, so a writer could add ignoreLabel in the same update that sets the admin-access label and
@@ -134,6 +135,11 @@ its matchCondition keeps every other namespace write away from draguard.
 */}}
 {{- define "draguard.namespaceSelector" -}}
 {{- $root := .root -}}
+{{- $narrow := $root.Values.webhooks.namespaceSelector | default dict -}}
+{{- if and (not .namespaceGuard) $narrow.matchLabels }}
+matchLabels:
+  {{- toYaml $narrow.matchLabels | nindent 2 }}
+{{- end }}
 matchExpressions:
   - key: kubernetes.io/metadata.name
     operator: NotIn
@@ -148,6 +154,9 @@ matchExpressions:
   {{- if not .namespaceGuard }}
   - key: {{ $root.Values.ignoreLabel }}
     operator: DoesNotExist
+  {{- with $narrow.matchExpressions }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
   {{- end }}
 {{- end -}}
 

@@ -13,11 +13,12 @@ devices (an accelerator pinning host memory). KEP-5517 lets a device say so, in 
 
 What a claim yields is a :class:`ClaimFootprint`. A pod's footprint follows upstream
 ``k8s.io/component-helpers/resource/helpers.go`` ``PodRequests``/``PodLimits`` with
-``UseDRANodeAllocatableResourceClaimStatus``: containers aggregated with the init and sidecar
-rules, then every claim once (mapped + perPod + perContainer x referencing containers), then
-pod-level requests replace cpu/memory/hugepages, then pod overhead. Upstream (release 1.37-dev)
-still adds the per-container part to the pod total rather than to each container's peak (a TODO in
-that file); draguard does the same, so that its numbers are the scheduler's.
+``UseDRANodeAllocatableResourceClaimStatus`` (``getDRANodeAllocatableResources``,
+``aggregateContainerResourcesByFn``): each claim's mapped amounts and ``perPod`` are charged for the
+pod's whole life, its ``perContainer`` joins the requests of each container that references it (so
+an init container counts it towards its own peak, regular containers and sidecars add it up); the
+containers are then aggregated with the init and sidecar rules, pod-level requests replace
+cpu/memory/hugepages, and pod overhead comes last.
 """
 
 from __future__ import annotations
@@ -193,6 +194,45 @@ def status_footprint(entry: NodeAllocatableResourceClaimStatus) -> ClaimFootprin
     return ClaimFootprint(mapped, per_pod, per_container)
 
 
+@dataclass(frozen=True)
+class DraShares:
+    """A pod's DRA amounts as upstream charges them (helpers.go ``draNodeAllocatableResources``):
+    ``fixed`` for the pod's whole life (mapped amounts, ``perPod``, and the ``perContainer`` of
+    references to containers the spec does not have), ``per_container`` with its container."""
+
+    fixed: ResourceList = field(default_factory=dict)
+    per_container: Mapping[str, ResourceList] = field(default_factory=dict)
+
+
+def dra_shares(pod: Pod, claims: Iterable[ClaimUse]) -> DraShares:
+    names = [c.name for c in all_containers(pod)]
+    fixed: dict[str, Quantity] = {}
+    per_container: dict[str, dict[str, Quantity]] = {}
+    for use in claims:
+        footprint = use.footprint
+        fixed = add_lists(fixed, footprint.mapped, footprint.per_pod)
+        if not footprint.per_container:
+            continue
+        known = [name for name in names if name in use.containers]
+        for name in known:
+            per_container[name] = add_lists(per_container.get(name, _EMPTY), footprint.per_container)
+        unknown = len(use.containers) - len(known)
+        if unknown > 0:
+            fixed = add_lists(fixed, {r: q.mul_int(unknown) for r, q in footprint.per_container.items()})
+    return DraShares(fixed, per_container)
+
+
+def _declared_only(pod: Pod, shares: DraShares) -> DraShares:
+    """Without the amounts for resources no container declares a limit for (the kubelet leaves
+    those unlimited), hugepages excepted (helpers.go ``dropDRAValuesForUndeclaredLimits``)."""
+    declared = {n for c in all_containers(pod) if c.resources is not None for n in c.resources.limits or ()}
+
+    def kept(amounts: ResourceList) -> dict[str, Quantity]:
+        return {n: q for n, q in amounts.items() if n in declared or n.startswith(HUGEPAGES_PREFIX)}
+
+    return DraShares(kept(shares.fixed), {name: kept(a) for name, a in shares.per_container.items()})
+
+
 def all_containers(pod: Pod) -> list[Container]:
     """Init containers (sidecars included) then regular containers, in spec order."""
     return [*(pod.spec.init_containers or ()), *pod.spec.containers]
@@ -209,28 +249,30 @@ def referencing_containers(pod: Pod, pod_claim: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class ClaimUse:
-    """One claim as one pod uses it: its footprint and how many of the pod's containers name it."""
+    """One claim as one pod uses it: its footprint and the pod's containers that name it."""
 
     footprint: ClaimFootprint
-    references: int
+    containers: tuple[str, ...]
 
 
-def _container_lists(pod: Pod, limits: bool) -> tuple[list[ResourceList], list[tuple[bool, ResourceList]]]:
+def _container_lists(
+    pod: Pod, limits: bool, per_container: Mapping[str, ResourceList]
+) -> tuple[list[ResourceList], list[tuple[bool, ResourceList]]]:
     def of(c: Container) -> ResourceList:
         r = c.resources
-        values = (r.limits if limits else r.requests) if r is not None else None
-        return values or _EMPTY
+        values = ((r.limits if limits else r.requests) if r is not None else None) or _EMPTY
+        return add_lists(values, per_container[c.name]) if c.name in per_container else values
 
     regular = [of(c) for c in pod.spec.containers]
     init = [(c.restart_policy == SIDECAR_RESTART_POLICY, of(c)) for c in pod.spec.init_containers or ()]
     return regular, init
 
 
-def aggregate_containers(pod: Pod, limits: bool = False) -> dict[str, Quantity]:
-    """Container requests (or limits) with the sidecar rules (KEP-753): regular containers and
-    sidecars add up; each init container needs itself plus the sidecars started before it; the
-    pod needs the larger of the two."""
-    regular, init = _container_lists(pod, limits)
+def aggregate_containers(pod: Pod, limits: bool = False, dra: DraShares = DraShares()) -> dict[str, Quantity]:
+    """Container requests (or limits), each with its share of ``dra``, with the sidecar rules
+    (KEP-753): regular containers and sidecars add up; each init container needs itself plus the
+    sidecars started before it; the pod needs the larger of the two, plus ``dra.fixed``."""
+    regular, init = _container_lists(pod, limits, dra.per_container)
     total = add_lists(*regular)
     sidecars: dict[str, Quantity] = {}
     init_peak: dict[str, Quantity] = {}
@@ -242,12 +284,12 @@ def aggregate_containers(pod: Pod, limits: bool = False) -> dict[str, Quantity]:
         else:
             _max_into(init_peak, add_lists(resources, sidecars))
     _max_into(total, init_peak)
-    return total
+    return add_lists(total, dra.fixed)
 
 
 def dra_resources(claims: Iterable[ClaimUse]) -> dict[str, Quantity]:
-    """Every claim once per pod (upstream addDRANodeAllocatableClaimResources)."""
-    return add_lists(*(use.footprint.for_pod(use.references) for use in claims))
+    """What the claims yield in all, every claim once per pod (the footprint a dry run reports)."""
+    return add_lists(*(use.footprint.for_pod(len(use.containers)) for use in claims))
 
 
 def _pod_level(pod: Pod, limits: bool) -> dict[str, Quantity]:
@@ -260,7 +302,7 @@ def _pod_level(pod: Pod, limits: bool) -> dict[str, Quantity]:
 def pod_requests(pod: Pod, claims: Sequence[ClaimUse] = ()) -> dict[str, Quantity]:
     """upstream PodRequests (spec resources, with the DRA claims' footprint): what the scheduler
     fits on a node and the kubelet admits."""
-    requests = add_lists(aggregate_containers(pod), dra_resources(claims))
+    requests = aggregate_containers(pod, dra=dra_shares(pod, claims))
     requests.update(_pod_level(pod, limits=False))
     return add_lists(requests, pod.spec.overhead or {})
 
@@ -268,12 +310,7 @@ def pod_requests(pod: Pod, claims: Sequence[ClaimUse] = ()) -> dict[str, Quantit
 def pod_limits(pod: Pod, claims: Sequence[ClaimUse] = ()) -> dict[str, Quantity]:
     """upstream PodLimits: DRA amounts only raise limits the containers declare (an undeclared
     limit stays unlimited), hugepages always; overhead only raises non-zero limits."""
-    limits = aggregate_containers(pod, limits=True)
-    for name, amount in dra_resources(claims).items():
-        if name in limits:
-            limits[name] = limits[name].add(amount)
-        elif name.startswith(HUGEPAGES_PREFIX):
-            limits[name] = amount
+    limits = aggregate_containers(pod, limits=True, dra=_declared_only(pod, dra_shares(pod, claims)))
     limits.update(_pod_level(pod, limits=True))
     for name, amount in (pod.spec.overhead or {}).items():
         if name in limits and not limits[name].is_zero():
@@ -284,7 +321,7 @@ def pod_limits(pod: Pod, claims: Sequence[ClaimUse] = ()) -> dict[str, Quantity]
 def status_claims(pod: Pod) -> list[ClaimUse]:
     """The claims the scheduler recorded in ``status.nodeAllocatableResourceClaimStatuses``."""
     entries = (pod.status.node_allocatable_resource_claim_statuses or []) if pod.status else []
-    return [ClaimUse(status_footprint(e), len(e.containers or ())) for e in entries]
+    return [ClaimUse(status_footprint(e), tuple(e.containers or ())) for e in entries]
 
 
 def difference(more: ResourceList, less: ResourceList) -> dict[str, Quantity]:

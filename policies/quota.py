@@ -87,13 +87,15 @@ def dra_charge(pod: Pod | None, use: ClaimUse) -> dict[str, Quantity]:
     return difference(more, less)
 
 
-def _pod_claim_references(pod: Pod, claim: ResourceClaim) -> int:
+def _pod_claim_containers(pod: Pod, claim: ResourceClaim) -> tuple[str, ...]:
+    """The pod's containers that use the claim object, through any of the pod's claim names."""
     statuses = (pod.status.resource_claim_statuses or []) if pod.status is not None else []
     generated = {s.name: s.resource_claim_name for s in statuses}
-    return sum(
-        len(referencing_containers(pod, ref.name))
+    return tuple(
+        container
         for ref in pod.spec.resource_claims or ()
         if (ref.resource_claim_name or generated.get(ref.name)) == claim.name
+        for container in referencing_containers(pod, ref.name)
     )
 
 
@@ -111,8 +113,8 @@ def claim_charge(
         if ref.resource != "pods" or ref.api_group:
             continue
         pod = pods.get((claim.namespace, ref.name))
-        references = _pod_claim_references(pod, claim) if pod is not None else 0
-        charges.append(dra_charge(pod, ClaimUse(footprint, references)))
+        containers = _pod_claim_containers(pod, claim) if pod is not None else ()
+        charges.append(dra_charge(pod, ClaimUse(footprint, containers)))
     return add_lists(*charges)
 
 

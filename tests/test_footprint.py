@@ -260,8 +260,8 @@ def test_worked_example_cpu_1_plus_4_and_two_gpu_containers_1gi_plus_2x500mi() -
     )
     assert referencing_containers(p, "gpu") == ("main", "helper")
     uses = [
-        ClaimUse(cores, len(referencing_containers(p, "cores"))),
-        ClaimUse(gpu, len(referencing_containers(p, "gpu"))),
+        ClaimUse(cores, referencing_containers(p, "cores")),
+        ClaimUse(gpu, referencing_containers(p, "gpu")),
     ]
     # dra-reference 6.3 says "+2Gi": exactly it is 1Gi + 2 x 500Mi = 2024Mi (1000Mi is not 1Gi).
     assert pod_requests(p, uses) == q(cpu="5", memory="2024Mi")
@@ -270,9 +270,9 @@ def test_worked_example_cpu_1_plus_4_and_two_gpu_containers_1gi_plus_2x500mi() -
 def test_claim_counted_once_per_pod_however_many_containers_reference_it() -> None:
     cores = ClaimFootprint(q(cpu="4"))
     p = pod(container("a", "c", requests={"cpu": "1"}), container("b", "c", requests={"cpu": "1"}))
-    assert pod_requests(p, [ClaimUse(cores, 2)]) == q(cpu="6")
+    assert pod_requests(p, [ClaimUse(cores, ("a", "b"))]) == q(cpu="6")
     # Even a claim no container references is charged (the pod holds its devices).
-    assert pod_requests(p, [ClaimUse(cores, 0)]) == q(cpu="6")
+    assert pod_requests(p, [ClaimUse(cores, ())]) == q(cpu="6")
 
 
 # --- containers: init and sidecar rules --------------------------------------------------------------
@@ -308,15 +308,26 @@ def test_sidecars_add_to_regular_containers_and_to_later_init_containers() -> No
     assert pod_requests(small) == q(cpu="3")
 
 
-def test_dra_amounts_come_on_top_of_the_init_peak_and_per_container_counts_init_references() -> None:
+def test_per_container_overhead_joins_each_referencing_container_and_init_ones_count_at_their_peak() -> None:
+    """helpers.go aggregateContainerResourcesByFn: perContainer is added to the requests of the
+    container that references the claim, before the init containers' peak is taken; mapped
+    amounts and perPod stay fixed for the pod's life (dra-reference 6.3)."""
     gpu = ClaimFootprint({}, q(memory="1Gi"), q(memory="500Mi"))
     p = pod(
         container("main", "gpu", requests={"memory": "1Gi"}),
         init=(container("warmup", "gpu", requests={"memory": "4Gi"}),),
     )
     assert referencing_containers(p, "gpu") == ("warmup", "main")
-    # Peak 4Gi (warmup) + 1Gi per pod + 2 x 500Mi: the overhead sits on top, not inside the peak.
-    assert pod_requests(p, [ClaimUse(gpu, 2)]) == q(memory="6120Mi")
+    # max(main 1024Mi + 500Mi, warmup 4096Mi + 500Mi) + 1024Mi per pod.
+    assert pod_requests(p, [ClaimUse(gpu, ("warmup", "main"))]) == q(memory="5620Mi")
+    # A sidecar runs beside the regular containers: its share adds up with theirs.
+    sidecar = pod(
+        container("main", "gpu", requests={"memory": "1Gi"}),
+        init=(container("proxy", "gpu", restart="Always", requests={"memory": "1Gi"}),),
+    )
+    assert pod_requests(sidecar, [ClaimUse(gpu, ("proxy", "main"))]) == q(memory="4072Mi")  # 2 x 1524 + 1024
+    # A reference to a container the spec does not have is charged for the pod's whole life.
+    assert pod_requests(p, [ClaimUse(gpu, ("warmup", "main", "gone"))]) == q(memory="6120Mi")
 
 
 def test_pod_level_requests_replace_cpu_and_memory_and_overhead_is_added_last() -> None:
@@ -325,12 +336,12 @@ def test_pod_level_requests_replace_cpu_and_memory_and_overhead_is_added_last() 
         resources={"requests": {"cpu": "8"}},
         overhead={"cpu": "250m", "memory": "64Mi"},
     )
-    uses = [ClaimUse(ClaimFootprint(q(cpu="4", ephemeral_storage="1Gi")), 1)]
+    uses = [ClaimUse(ClaimFootprint(q(cpu="4", ephemeral_storage="1Gi")), ("main",))]
     assert pod_requests(p, uses) == q(cpu="8250m", memory="64Mi", ephemeral_storage="2Gi")
 
 
 def test_limits_only_grow_where_declared_except_hugepages() -> None:
-    uses = [ClaimUse(ClaimFootprint(q(cpu="4", memory="1Gi", hugepages_2Mi="1Gi")), 1)]
+    uses = [ClaimUse(ClaimFootprint(q(cpu="4", memory="1Gi", hugepages_2Mi="1Gi")), ("main",))]
     declared = pod(container("main", limits={"cpu": "2"}), overhead={"cpu": "100m", "memory": "10Mi"})
     # cpu declared: 2 + 4 + overhead; memory undeclared stays unlimited; hugepages always.
     assert pod_limits(declared, uses) == q(cpu="6100m", hugepages_2Mi="1Gi")

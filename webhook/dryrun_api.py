@@ -538,7 +538,7 @@ class Costs:
     """
 
     pod: Pod
-    references: tuple[int, ...]
+    references: tuple[tuple[str, ...], ...]
     created_usage: Mapping[str, Quantity]
     quotas: tuple[ResourceQuota, ...]
     ledger_usage: Mapping[str, Quantity]
@@ -597,7 +597,7 @@ def _costs(
     return Costs(
         pod=pod,
         references=tuple(
-            len(referencing_containers(pod, ref.name)) for ref in pod.spec.resource_claims or ()
+            referencing_containers(pod, ref.name) for ref in pod.spec.resource_claims or ()
         ),
         created_usage=add_lists(*(claim_object_usage(c.spec.devices, snapshot.classes) for c in created)),
         quotas=quotas,

@@ -201,7 +201,7 @@ def _smallest_footprint(
     devices = snapshot.devices
     if not any(yields_node_resources(d) for d in devices.values()):
         return {}, ""  # every footprint would be zero: spare the node loop
-    references = [len(referencing_containers(pod, ref.name)) for ref in pod.spec.resource_claims or ()]
+    references = [referencing_containers(pod, ref.name) for ref in pod.spec.resource_claims or ()]
     dry = DryRun(snapshot, claims, Features(), pod=pod)
     candidates: list[Charge] = []
     nodes = []

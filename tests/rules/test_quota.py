@@ -108,7 +108,7 @@ def bare_pod(**spec: Any) -> Pod:
 
 
 def test_dra_charge_is_what_the_claim_adds_to_the_pod() -> None:
-    use = ClaimUse(ClaimFootprint(q(cpu="4")), 1)
+    use = ClaimUse(ClaimFootprint(q(cpu="4")), ("main",))
     assert dra_charge(bare_pod(), use) == q(cpu="4", requests__cpu="4")
     limited = bare_pod(main={"resources": {"limits": {"cpu": "1"}}})
     assert dra_charge(limited, use) == q(cpu="4", requests__cpu="4", limits__cpu="4")

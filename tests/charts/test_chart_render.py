@@ -159,6 +159,31 @@ def test_deployment_is_highly_available_and_hardened(
     assert "emptyDir" in volumes[mounts["/tmp"]]  # read-only root: Python still needs a writable /tmp
 
 
+def deadline(objects: list[dict[str, Any]], find: Find) -> float:
+    (container,) = find(objects, "Deployment", "draguard")["spec"]["template"]["spec"]["containers"]
+    (arg,) = [a for a in container["args"] if a.startswith("--deadline=")]
+    return float(arg.removeprefix("--deadline="))
+
+
+@pytest.mark.parametrize(
+    ("webhooks_values", "expected"),
+    [
+        ({}, 4.0),  # draguard's own default for the chart's 5 s
+        ({"quota": {"timeoutSeconds": 2}}, 1.6),
+        ({"drain": {"timeoutSeconds": 3}}, 2.4),
+        ({"drain": {"enabled": False, "timeoutSeconds": 1}}, 4.0),  # a disabled webhook waits for nothing
+        ({"prescheduled": {"mutating": {"enabled": True, "timeoutSeconds": 1}}}, 0.8),
+        ({g: {"timeoutSeconds": 30} for g in RULE_GROUPS}, 24.0),
+    ],
+)
+def test_draguard_answers_before_the_api_server_gives_up(
+    find: Find, webhooks_values: dict[str, Any], expected: float
+) -> None:
+    """draguard answers per the rules' failurePolicy after --deadline; past a webhook's timeoutSeconds
+    the API server applies the webhook's instead, so the deadline follows the shortest timeout."""
+    assert deadline(render({"webhooks": webhooks_values}), find) == pytest.approx(expected)
+
+
 def test_pdb_keeps_one_replica_and_selects_the_pods(
     default_objects: list[dict[str, Any]], find: Find
 ) -> None:

@@ -60,6 +60,26 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 draguard-quota-ledger
 {{- end -}}
 
+{{/*
+draguard serve --deadline: after it draguard answers per the rules' failurePolicy; past a webhook's
+timeoutSeconds the API server applies the webhook's failurePolicy instead, without draguard's
+answer. One deadline serves every webhook, so it is 80% of the shortest enabled timeoutSeconds
+(4 s for the default 5 s, draguard's own default), leaving the answer time to travel.
+*/}}
+{{- define "draguard.deadline" -}}
+{{- $w := .Values.webhooks -}}
+{{- $shortest := 31 -}}{{- /* timeoutSeconds is at most 30: 31 means no webhook is enabled */ -}}
+{{- range $cfg := list $w.selectors $w.prescheduled $w.prescheduled.mutating $w.personas $w.drain $w.sharing $w.quota -}}
+{{- if $cfg.enabled -}}
+{{- $shortest = min $shortest $cfg.timeoutSeconds -}}
+{{- end -}}
+{{- end -}}
+{{- if eq (int $shortest) 31 -}}
+{{- $shortest = 5 -}}
+{{- end -}}
+{{- printf "%.1f" (mulf $shortest 0.8) -}}
+{{- end -}}
+
 {{- define "draguard.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}

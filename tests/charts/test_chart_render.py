@@ -747,8 +747,8 @@ def test_the_mutating_webhook_turns_the_rules_mutation_on(tmp_path: Path, find: 
 
 @pytest.mark.parametrize("webhook", [True, False])
 def test_a_mutate_setting_that_contradicts_the_webhook_fails_at_install(webhook: bool) -> None:
-    """rules.prescheduled.mutate without the mutating webhook would be worse than a no-op: the
-    validating rule then lets through the pinned pods it leaves to a mutation that never runs."""
+    """Either way round the pair does nothing the user asked for: a mutating webhook calling a rule
+    that does not rewrite, or a rewrite setting no webhook calls; say so at install time."""
     values = {
         "webhooks": {"prescheduled": {"mutating": {"enabled": webhook}}},
         "rules": {"prescheduled": {"mode": "enforce", "mutate": not webhook}},

@@ -1,9 +1,9 @@
 {{/* The file `draguard serve --config` reads; the deployment's checksum annotation hashes it. */}}
 {{- define "draguard.config" -}}
 {{- /*
-The mutating prescheduled rule rewrites only with rules.prescheduled.mutate, and with it on the
-validating rule lets through the pinned pods it leaves to the rewrite: the webhook switch decides
-both, and a hand-set mutate that disagrees is refused rather than rendered.
+The mutating prescheduled rule rewrites only with rules.prescheduled.mutate, and only the mutating
+webhook calls it: the webhook switch decides both, and a hand-set mutate that disagrees (a webhook
+calling a rule that does nothing, or a setting no webhook uses) is refused rather than rendered.
 */ -}}
 {{- $rules := deepCopy .Values.rules -}}
 {{- $mutate := .Values.webhooks.prescheduled.mutating.enabled -}}

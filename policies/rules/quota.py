@@ -114,7 +114,8 @@ class QuotaRule:
         return bool(folded_quotas(ctx.snapshot, request.namespace))
 
     def check(self, request: Request, ctx: Context) -> Sequence[Finding]:
-        if not ctx.snapshot_fresh and folded_quotas(ctx.snapshot, request.namespace):
+        stale = not ctx.snapshot_fresh and not _releases(request)
+        if stale and folded_quotas(ctx.snapshot, request.namespace):
             raise RuleUnavailable("the cluster snapshot is stale: the namespace's quota usage is unknown")
         try:
             if isinstance(request.obj, Pod):
@@ -145,7 +146,12 @@ class QuotaRule:
             return first_exceeded(quotas, requested, ledger.usage(namespace)) if requested else None
 
         if self.store is not None and not request.dry_run:
-            exceeded = self.store.charge(namespace, uid, charge, problem)
+            try:
+                exceeded = self.store.charge(namespace, uid, charge, problem)
+            except LedgerUnavailable:
+                if charge:
+                    raise
+                return []  # a release cannot overcommit: the next reconcile drops the charge
         else:
             exceeded = problem(snapshot_ledger(snapshot, namespace))
         if exceeded is None or new is None:
@@ -154,6 +160,19 @@ class QuotaRule:
             f"claim {claim.key} cannot be reserved for {_consumers(new)}: draguard charges the "
             f"node-allocatable resources of its devices to the namespace's quota, and {exceeded.message()}"
         ))]
+
+
+def _releases(request: Request) -> bool:
+    """Whether the request can only take a charge away (the claim deleted, deallocated or used by no
+    pod): such a request is never refused for want of a ledger or a fresh snapshot, because it
+    cannot overcommit anything; reconcile catches up with it."""
+    claim = request.obj
+    if request.operation == "DELETE":
+        return True
+    if not isinstance(claim, ResourceClaim):
+        return False
+    status = claim.status
+    return status is None or status.allocation is None or not status.reserved_for
 
 
 def _consumers(claim: ResourceClaim) -> str:

@@ -29,6 +29,7 @@ from policies.api.resource import DeviceClass, ResourceClaim
 from policies.footprint import ClaimFootprint, ClaimUse
 from policies.quota import (
     Ledger,
+    LedgerUnavailable,
     MemoryLedgerStore,
     claim_object_usage,
     dra_charge,
@@ -329,6 +330,32 @@ def test_deleting_or_deallocating_a_claim_releases_its_charge() -> None:
     assert rule.applies(delete, context(snapshot)) and rule.check(delete, context(snapshot)) == []
     assert store.ledger.usage(NS) == {}
     assert not QuotaRule().applies(delete, context(snapshot))  # offline: nothing to release
+
+
+class DownStore:
+    """A ledger that cannot be reached."""
+
+    def charge(self, *_: Any) -> None:
+        raise LedgerUnavailable("GET /api/v1/namespaces/team-a/configmaps/draguard-quota-ledger: timed out")
+
+
+def test_releases_pass_without_a_ledger_or_a_fresh_snapshot_and_charges_fail_closed() -> None:
+    """Deleting or deallocating a claim cannot overcommit a quota: it must never be refused because
+    the ledger or the snapshot is unavailable (reconcile drops the charge later). A new charge is."""
+    taken = reserve(FREE_CORES, "b")
+    snapshot = node_cluster(taken, POD_B, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "6"}))
+    rule = QuotaRule(DownStore())  # type: ignore[arg-type]
+    delete = admission(None, operation="DELETE", old=taken)
+    deallocate = admission({k: v for k, v in taken.items() if k != "status"}, operation="UPDATE", old=taken,
+                           sub_resource="status")
+    for release in (delete, deallocate):
+        for fresh in (True, False):
+            assert rule.check(release, context(snapshot, fresh=fresh)) == []
+    reservation = admission(taken, operation="UPDATE", old=FREE_CORES, sub_resource="status")
+    with pytest.raises(RuleUnavailable, match="ledger is unavailable"):
+        rule.check(reservation, context(snapshot))
+    with pytest.raises(RuleUnavailable, match="snapshot is stale"):
+        rule.check(reservation, context(snapshot, fresh=False))
 
 
 # --- the rule on Pod CREATE --------------------------------------------------------------------------

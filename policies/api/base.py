@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import threading
 import weakref
-from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidatorFunctionWrapHandler, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 
@@ -42,45 +41,39 @@ class ApiModel(BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
-# Shared instances of SharedValue models: (class, the raw fields with each value's type) -> instance.
-_SHARED: weakref.WeakValueDictionary[tuple[Any, ...], SharedValue] = weakref.WeakValueDictionary()
+M = TypeVar("M", bound=ApiModel)
+
+
+# Values in use, for share_values: (class, the value's JSON) -> the instance.
+_SHARED: weakref.WeakValueDictionary[tuple[type, bytes], ApiModel] = weakref.WeakValueDictionary()
 _SHARED_LOCK = threading.Lock()
-_SCALARS = (str, int, float, bool, type(None))
 
 
-@cache
-def _wire_names(cls: type[BaseModel]) -> frozenset[str]:
-    return frozenset(field.alias or name for name, field in cls.model_fields.items())
-
-
-class SharedValue(ApiModel):
-    """A small value that thousands of objects repeat: decoded once and shared while in use.
+def share_values(values: dict[str, M] | None) -> dict[str, M] | None:
+    """``values`` with each value swapped for an equal one already in use, where there is one.
 
     A 5,000-node cluster publishes 40,000 GPUs whose attributes and capacities are mostly the same
     few values (model, driver version, index, memory size), and each decoded value costs some 600
-    bytes, half of a snapshot's memory. Identical inputs of scalars decode to one shared instance
-    (the models are frozen and hold nothing mutable); the key carries each value's type, so strict
-    validation still sees every ``1`` that should have been ``true``. The table holds instances
-    weakly: a value lives only as long as some object uses it.
+    bytes: half of a snapshot's memory. The models are frozen, so equal values can be one object.
+    "Equal" is the value's own JSON, as it reads and writes back: a quantity written ``1.5Gi`` stays
+    apart from ``1536Mi``, an explicit null from an absent field. A value with unknown fields is
+    left alone. The table holds values weakly, so one lives only as long as something uses it.
     """
+    if not values:
+        return values
+    return {name: _shared(value) for name, value in values.items()}
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _shared(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        # Only wire names (no unknown field, no Python name that a decoder might read differently).
-        if (
-            not isinstance(data, dict)
-            or not data.keys() <= _wire_names(cls)
-            or not all(isinstance(v, _SCALARS) for v in data.values())
-        ):
-            return handler(data)
-        key = (cls, *((k, type(v), v) for k, v in data.items()))
+
+def _shared(value: M) -> M:
+    if value.model_extra:
+        return value
+    key = (type(value), value.__pydantic_serializer__.to_json(value, by_alias=True, exclude_unset=True))
+    with _SHARED_LOCK:
         found = _SHARED.get(key)
         if found is None:
-            found = handler(data)
-            with _SHARED_LOCK:
-                _SHARED[key] = found
-        return found
+            _SHARED[key] = value
+            return value
+    return found  # type: ignore[return-value]
 
 
 class OwnerReference(ApiModel):

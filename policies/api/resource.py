@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from policies.api.base import ApiModel, Condition, NodeSelector, ObjectMeta, SharedValue, TypedObject
+from policies.api.base import ApiModel, Condition, NodeSelector, ObjectMeta, TypedObject, share_values
 from policies.api.quantity import Quantity
 
 GROUP = "resource.k8s.io"
@@ -213,7 +213,7 @@ class ResourcePool(ApiModel):
     resource_slice_count: int = 0
 
 
-class DeviceAttribute(SharedValue):
+class DeviceAttribute(ApiModel):
     """Exactly one member is set; list members exist with DRAListTypeAttributes (1.36 alpha)."""
 
     int_: int | None = Field(default=None, alias="int")
@@ -242,12 +242,12 @@ class CapacityRequestPolicy(ApiModel):
 _ZERO = Quantity.parse("0")
 
 
-class DeviceCapacity(SharedValue):
+class DeviceCapacity(ApiModel):
     value: Quantity = _ZERO
     request_policy: CapacityRequestPolicy | None = None
 
 
-class Counter(SharedValue):
+class Counter(ApiModel):
     value: Quantity = _ZERO
 
 
@@ -310,6 +310,11 @@ class Device(ApiModel):
     allow_multiple_allocations: bool | None = None
     node_allocatable_resource_mappings: dict[str, NodeAllocatableResourceMapping] | None = None
     node_allocatable_resources: dict[str, NodeAllocatableResource] | None = None
+
+    @field_validator("attributes", "capacity")
+    @classmethod
+    def _share(cls, values: dict[str, Any] | None) -> dict[str, Any] | None:
+        return share_values(values)  # a cluster's devices repeat a few values: one object each
 
 
 class ResourceSliceSpec(ApiModel):

@@ -71,12 +71,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # benchmarks/cel.py the cel engine).
 sys.path[0] = str(ROOT)
 
-from cryptography import x509  # noqa: E402
-from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
-from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID  # noqa: E402
 
-from certs.material import KeyPair, generate_ca, issue_serving  # noqa: E402
+from certs.material import generate_ca, issue_client, issue_serving  # noqa: E402
 
 DRIVER = "gpu.example.com"
 CLASS = "gpu"
@@ -207,28 +203,6 @@ def pod() -> dict[str, Any]:
 # --- TLS --------------------------------------------------------------------------------------------
 
 
-def issue_client(ca: KeyPair, user: str, now: dt.datetime) -> KeyPair:
-    """A client certificate (certs/ issues serving ones only): CN = user, clientAuth, signed by ``ca``."""
-    ca_key = serialization.load_pem_private_key(ca.key_pem, password=None)
-    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, user)]))
-        .issuer_name(ca.certificate.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=1))
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    return KeyPair(cert.public_bytes(serialization.Encoding.PEM), key_pem)
-
-
 class Material:
     """Server CA and serving pair, client CA and client pair, written into ``directory``."""
 
@@ -237,7 +211,7 @@ class Material:
         day = dt.timedelta(days=1)
         server_ca, client_ca = generate_ca(now, day), generate_ca(now, day)
         serving = issue_serving(server_ca, ["127.0.0.1"], now, day)
-        client = issue_client(client_ca, "benchmark", now)
+        client = issue_client(client_ca, "benchmark", (), now, day)
 
         def write(name: str, data: bytes) -> str:
             path = os.path.join(directory, name)

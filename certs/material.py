@@ -151,35 +151,67 @@ def issue_serving(
     validity: dt.timedelta,
     algorithm: KeyAlgorithm = KeyAlgorithm.ECDSA_P256,
 ) -> KeyPair:
-    """A server certificate for ``hosts`` signed by ``ca``.
-
-    It never outlives its CA: a leaf valid past its issuer's expiry would fail verification
-    anyway, and capping it makes the renewal planner renew it before the CA goes away.
-    """
+    """A server certificate for ``hosts`` signed by ``ca``."""
     if not hosts:
         raise CertificateError("a serving certificate needs at least one host name or IP address")
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])])
+    return _issue(ca, subject, ExtendedKeyUsageOID.SERVER_AUTH, _san(hosts), now, validity, algorithm)
+
+
+def issue_client(
+    ca: KeyPair,
+    user: str,
+    groups: Sequence[str],
+    now: dt.datetime,
+    validity: dt.timedelta,
+    algorithm: KeyAlgorithm = KeyAlgorithm.ECDSA_P256,
+) -> KeyPair:
+    """A client certificate for ``user`` in ``groups`` (CN and O, as Kubernetes reads them) signed by
+    ``ca``: how a caller of the dry-run endpoint proves who it is to ``--dryrun-client-ca``."""
+    subject = x509.Name(
+        [
+            x509.NameAttribute(NameOID.COMMON_NAME, user),
+            *(x509.NameAttribute(NameOID.ORGANIZATION_NAME, group) for group in groups),
+        ]
+    )
+    return _issue(ca, subject, ExtendedKeyUsageOID.CLIENT_AUTH, None, now, validity, algorithm)
+
+
+def _issue(
+    ca: KeyPair,
+    subject: x509.Name,
+    usage: x509.ObjectIdentifier,
+    san: x509.SubjectAlternativeName | None,
+    now: dt.datetime,
+    validity: dt.timedelta,
+    algorithm: KeyAlgorithm,
+) -> KeyPair:
+    """A leaf certificate signed by ``ca``. It never outlives its CA: a leaf valid past its issuer's
+    expiry would fail verification anyway, and capping it makes the renewal planner renew it before
+    the CA goes away."""
     ca_cert = ca.certificate
     ca_key = serialization.load_pem_private_key(ca.key_pem, password=None)
     if not isinstance(ca_key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
         raise CertificateError("the CA key must be an ECDSA or RSA key")
     key = algorithm.generate()
-    not_after = min(now + validity, ca_cert.not_valid_after_utc)
-    cert = (
+    builder = (
         x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])]))
+        .subject_name(subject)
         .issuer_name(ca_cert.subject)
         .public_key(key.public_key())
         .serial_number(_serial())
         .not_valid_before(now - BACKDATE)
-        .not_valid_after(not_after)
+        .not_valid_after(min(now + validity, ca_cert.not_valid_after_utc))
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(_key_usage(ca=False, rsa_key=isinstance(key, rsa.RSAPrivateKey)), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(_san(hosts), critical=False)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
-        )
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+    )
+    if san is not None:
+        builder = builder.add_extension(san, critical=False)
+    authority = x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key())
+    cert = (
+        builder.add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(authority, critical=False)
         .sign(ca_key, hashes.SHA256())
     )
     return KeyPair(cert.public_bytes(serialization.Encoding.PEM), _pem_key(key))

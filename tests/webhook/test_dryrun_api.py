@@ -25,13 +25,9 @@ import jsonschema
 import pytest
 import yaml
 from aiohttp import web
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from kubernetes import client as kube
 
-from certs.material import KeyPair, generate_ca, issue_serving
+from certs.material import KeyPair, generate_ca, issue_client, issue_serving
 from certs.reloader import CertReloader
 from policies.api.kinds import decode
 from policies.snapshot import Snapshot
@@ -170,35 +166,6 @@ def snapshot_of(objects: list[dict[str, Any]]) -> Snapshot:
 
 
 # --- TLS ----------------------------------------------------------------------------------------------
-
-
-def issue_client(ca: KeyPair, user: str, groups: tuple[str, ...]) -> KeyPair:
-    """A client certificate (certs/ issues serving ones only): CN = user, O = groups, clientAuth."""
-    ca_cert = ca.certificate
-    ca_key = serialization.load_pem_private_key(ca.key_pem, password=None)
-    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name(
-        [
-            x509.NameAttribute(NameOID.COMMON_NAME, user),
-            *(x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in groups),
-        ]
-    )
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(NOW - dt.timedelta(minutes=5))
-        .not_valid_after(NOW + DAY)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    return KeyPair(cert.public_bytes(serialization.Encoding.PEM), key_pem)
 
 
 @dataclass(frozen=True)
@@ -817,7 +784,7 @@ async def test_client_certificates_of_the_configured_ca_are_accepted(serve: Any,
     settings = DryRunSettings(client_ca_file=tls.file("client-ca.crt", tls.client_ca.cert_pem))
     served = await serve(settings)
     status, body, _ = await served.post(
-        ONE_GPU_POD, cert=issue_client(tls.client_ca, "alice", ("dra-admins",))
+        ONE_GPU_POD, cert=issue_client(tls.client_ca, "alice", ("dra-admins",), NOW, DAY)
     )
     assert status == 200, body
     status, body, _ = await served.post(ONE_GPU_POD)
@@ -830,7 +797,8 @@ async def test_a_certificate_the_handshake_accepts_but_the_dry_run_ca_did_not_is
     # The serving context trusts the client CA; the dry run is configured with another one.
     settings = DryRunSettings(client_ca_file=tls.file("other-ca.crt", generate_ca(NOW, DAY).cert_pem))
     served = await serve(settings)
-    status, body, _ = await served.post(ONE_GPU_POD, cert=issue_client(tls.client_ca, "mallory", ()))
+    mallory = issue_client(tls.client_ca, "mallory", (), NOW, DAY)
+    status, body, _ = await served.post(ONE_GPU_POD, cert=mallory)
     assert status == 401 and "is not issued by the dry-run CA" in body["error"]
 
 

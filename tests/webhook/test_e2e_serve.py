@@ -8,6 +8,7 @@ check it against the caBundle.
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import json
 import os
 import queue
@@ -28,10 +29,9 @@ from typing import Any
 
 import pytest
 import yaml
-from test_dryrun_api import DAY, NOW, issue_client
 from watch_standin import running
 
-from certs.material import generate_ca
+from certs.material import generate_ca, issue_client
 from webhook.commands.serve import generate_pair
 from webhook.demo import documents, pod_review, split
 
@@ -403,8 +403,9 @@ def test_the_dry_run_is_served_and_asks_who_calls(served: Served, tmp_path: Path
     assert status == 401, answer
     assert served.request("GET", "/v1/openapi.json")[0] == 200
 
-    client_ca = generate_ca(NOW, DAY)
-    client = issue_client(client_ca, "ci-bot", ("platform",))
+    now, day = dt.datetime.now(dt.UTC), dt.timedelta(days=1)
+    client_ca = generate_ca(now, day)
+    client = issue_client(client_ca, "ci-bot", ("platform",), now, day)
     files = {name: tmp_path / name for name in ("client-ca.crt", "client.crt", "client.key")}
     files["client-ca.crt"].write_bytes(client_ca.cert_pem)
     files["client.crt"].write_bytes(client.cert_pem)

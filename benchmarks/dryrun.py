@@ -72,6 +72,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[0] = str(ROOT)
 
 
+from benchmarks.harness import gpu_node, wait_for_line  # noqa: E402
 from certs.material import generate_ca, issue_client, issue_serving  # noqa: E402
 
 DRIVER = "gpu.example.com"
@@ -129,37 +130,7 @@ def cluster(nodes: int, seed: int = 7) -> dict[str, Any]:
     ]
     for n in range(nodes):
         name = f"node-{n:05d}"
-        items.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "zone": f"z{n % 3}"}},
-            }
-        )
-        items.append(
-            {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "ResourceSlice",
-                "metadata": {"name": f"{name}-{DRIVER}"},
-                "spec": {
-                    "driver": DRIVER,
-                    "nodeName": name,
-                    "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
-                    "devices": [
-                        {
-                            "name": f"gpu-{d}",
-                            "attributes": {
-                                "model": {"string": "a100" if d % 2 else "h100"},
-                                "index": {"int": d},
-                                "uuid": {"string": f"GPU-{name}-{d}"},
-                            },
-                            "capacity": {"memory": {"value": "80Gi"}},
-                        }
-                        for d in range(GPUS)
-                    ],
-                },
-            }
-        )
+        items += gpu_node(name, n, GPUS, DRIVER)
         taken = 4 if n % 5 == 4 else 3  # 3.2 of 8 on average: 40%
         busy = resource_claim(f"busy-{name}", request("gpu", taken))
         busy["status"] = {
@@ -243,18 +214,6 @@ def dryrun_flags(material: Material, nodes: int) -> list[str]:
         "--dryrun-max-nodes", str(max(nodes, 5000)),
         "--dryrun-timeout", "60",
     ]  # fmt: skip
-
-
-def wait_for_line(process: subprocess.Popen[str], needle: str, timeout: float) -> str:
-    deadline = time.monotonic() + timeout
-    assert process.stdout is not None
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if needle in line:
-            return line
-        if not line and process.poll() is not None:
-            raise RuntimeError(f"server exited with {process.returncode}")
-    raise RuntimeError(f"no {needle!r} from the server within {timeout:.0f}s")
 
 
 def start_server(state: str, material: Material, nodes: int) -> tuple[subprocess.Popen[str], int, float]:

@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # benchmarks/cel.py the cel engine).
 sys.path[0] = str(ROOT)
 
+from benchmarks.harness import gpu_node, wait_for_line  # noqa: E402
 from webhook.commands.serve import generate_pair  # noqa: E402
 
 DRIVER = "gpu.example.com"
@@ -66,39 +67,7 @@ def cluster(nodes: int, devices: int) -> dict[str, Any]:
     ]
     for n in range(nodes):
         name = f"node-{n:05d}"
-        items.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "zone": f"z{n % 3}"}},
-                "status": {"capacity": {"cpu": "64", "memory": "512Gi"}, "allocatable": {"cpu": "63"}},
-            }
-        )
-        items.append(
-            {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "ResourceSlice",
-                "metadata": {"name": f"{name}-{DRIVER}"},
-                "spec": {
-                    "driver": DRIVER,
-                    "nodeName": name,
-                    "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
-                    "devices": [
-                        {
-                            "name": f"gpu-{d}",
-                            "attributes": {
-                                "model": {"string": "a100" if d % 2 else "h100"},
-                                "index": {"int": d},
-                                "driverVersion": {"version": "1.2.0"},
-                                "uuid": {"string": f"GPU-{name}-{d}"},
-                            },
-                            "capacity": {"memory": {"value": "80Gi"}},
-                        }
-                        for d in range(devices)
-                    ],
-                },
-            }
-        )
+        items += gpu_node(name, n, devices, DRIVER)
     for claim in ("bench-a", "bench-b"):
         items.append(
             {
@@ -266,18 +235,6 @@ def rss_mb(pid: int) -> float:
     text = Path(f"/proc/{pid}/status").read_text()
     found = re.search(r"VmRSS:\s+(\d+) kB", text)
     return int(found.group(1)) / 1024 if found else float("nan")
-
-
-def wait_for_line(process: subprocess.Popen[str], needle: str, timeout: float) -> str:
-    deadline = time.monotonic() + timeout
-    assert process.stdout is not None
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if needle in line:
-            return line
-        if not line and process.poll() is not None:
-            raise RuntimeError(f"server exited with {process.returncode}")
-    raise RuntimeError(f"no {needle!r} from the server within {timeout:.0f}s")
 
 
 def free_port() -> int:

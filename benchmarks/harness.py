@@ -1,0 +1,56 @@
+"""What the server benchmarks share: the GPU nodes they load and the wait for a server's banner.
+
+Imported as ``benchmarks.harness`` (each script puts the repository root first on ``sys.path``, so
+that ``benchmarks/webhook.py`` does not shadow the ``webhook`` package).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from typing import Any
+
+
+def gpu_node(name: str, index: int, devices: int, driver: str) -> list[dict[str, Any]]:
+    """A Node (hostname and one of three zones) and its one ResourceSlice of ``devices`` GPUs:
+    a100 and h100 alternating, each with its index, a driver version, its own uuid and 80Gi."""
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "zone": f"z{index % 3}"}},
+        "status": {"capacity": {"cpu": "64", "memory": "512Gi"}, "allocatable": {"cpu": "63"}},
+    }
+    gpus = [
+        {
+            "name": f"gpu-{d}",
+            "attributes": {
+                "model": {"string": "a100" if d % 2 else "h100"},
+                "index": {"int": d},
+                "driverVersion": {"version": "1.2.0"},
+                "uuid": {"string": f"GPU-{name}-{d}"},
+            },
+            "capacity": {"memory": {"value": "80Gi"}},
+        }
+        for d in range(devices)
+    ]
+    pool = {"name": name, "generation": 1, "resourceSliceCount": 1}
+    resource_slice = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{name}-{driver}"},
+        "spec": {"driver": driver, "nodeName": name, "pool": pool, "devices": gpus},
+    }
+    return [node, resource_slice]
+
+
+def wait_for_line(process: subprocess.Popen[str], needle: str, timeout: float) -> str:
+    """The first line of the process's output that holds ``needle``; an error if it exits or is late."""
+    deadline = time.monotonic() + timeout
+    assert process.stdout is not None
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if needle in line:
+            return line
+        if not line and process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}")
+    raise RuntimeError(f"no {needle!r} from the server within {timeout:.0f}s")

@@ -284,7 +284,7 @@ def _url(scheme: str, host: str | None, port: int) -> str:
 def _banner(args: argparse.Namespace, ca: str | None, review_path: str | None) -> Callable[[int, int], None]:
     def started(port: int, metrics_port: int) -> None:
         url = _url("https", args.host, port)
-        print(f"draguard serving {url} (/validate, /mutate, /healthz, /readyz)")
+        print(f"draguard serving {url} (/validate[/<rule>], /mutate[/<rule>], /v1/dryrun, /healthz, /readyz)")
         print(f"metrics at {_url('http', args.host, metrics_port)}/metrics")
         if ca is not None:
             print(f"generated a private CA: clients verify the server with {ca}")

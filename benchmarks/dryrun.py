@@ -72,7 +72,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[0] = str(ROOT)
 
 
-from benchmarks.harness import gpu_node, wait_for_line  # noqa: E402
+from benchmarks.harness import gpu_node, two_claim_pod, wait_for_line  # noqa: E402
 from certs.material import generate_ca, issue_client, issue_serving  # noqa: E402
 
 DRIVER = "gpu.example.com"
@@ -151,24 +151,7 @@ def cluster(nodes: int, seed: int = 7) -> dict[str, Any]:
 
 
 def pod() -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "trainer", "namespace": NAMESPACE},
-        "spec": {
-            "resourceClaims": [
-                {"name": "a", "resourceClaimName": "train-a"},
-                {"name": "b", "resourceClaimName": "train-b"},
-            ],
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "registry.example.com/train:1",
-                    "resources": {"requests": {"cpu": "4"}, "claims": [{"name": "a"}, {"name": "b"}]},
-                }
-            ],
-        },
-    }
+    return two_claim_pod("trainer", NAMESPACE, ("train-a", "train-b"))
 
 
 # --- TLS --------------------------------------------------------------------------------------------

@@ -43,6 +43,28 @@ def gpu_node(name: str, index: int, devices: int, driver: str) -> list[dict[str,
     return [node, resource_slice]
 
 
+def two_claim_pod(name: str, namespace: str, claims: tuple[str, str]) -> dict[str, Any]:
+    """The benchmarked pod: one container asking for 4 CPUs and the devices of two claims."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "resourceClaims": [
+                {"name": "a", "resourceClaimName": claims[0]},
+                {"name": "b", "resourceClaimName": claims[1]},
+            ],
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.example.com/train:1",
+                    "resources": {"requests": {"cpu": "4"}, "claims": [{"name": "a"}, {"name": "b"}]},
+                }
+            ],
+        },
+    }
+
+
 def wait_for_line(process: subprocess.Popen[str], needle: str, timeout: float) -> str:
     """The first line of the process's output that holds ``needle``; an error if it exits or is late."""
     deadline = time.monotonic() + timeout

@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # benchmarks/cel.py the cel engine).
 sys.path[0] = str(ROOT)
 
-from benchmarks.harness import gpu_node, wait_for_line  # noqa: E402
+from benchmarks.harness import gpu_node, two_claim_pod, wait_for_line  # noqa: E402
 from webhook.commands.serve import generate_pair  # noqa: E402
 
 DRIVER = "gpu.example.com"
@@ -99,24 +99,7 @@ def cluster(nodes: int, devices: int) -> dict[str, Any]:
 
 
 def review(uid: int) -> dict[str, Any]:
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": f"trainer-{uid}", "namespace": NAMESPACE},
-        "spec": {
-            "resourceClaims": [
-                {"name": "a", "resourceClaimName": "bench-a"},
-                {"name": "b", "resourceClaimName": "bench-b"},
-            ],
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "registry.example.com/train:1",
-                    "resources": {"requests": {"cpu": "4"}, "claims": [{"name": "a"}, {"name": "b"}]},
-                }
-            ],
-        },
-    }
+    pod = two_claim_pod(f"trainer-{uid}", NAMESPACE, ("bench-a", "bench-b"))
     return {
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",

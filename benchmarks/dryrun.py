@@ -52,7 +52,6 @@ import math
 import os
 import pstats
 import random
-import re
 import ssl
 import statistics
 import subprocess
@@ -72,7 +71,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[0] = str(ROOT)
 
 
-from benchmarks.harness import gpu_node, two_claim_pod, wait_for_line  # noqa: E402
+from benchmarks.harness import gpu_node, start_serve, two_claim_pod  # noqa: E402
 from certs.material import generate_ca, issue_client, issue_serving  # noqa: E402
 
 DRIVER = "gpu.example.com"
@@ -197,20 +196,6 @@ def dryrun_flags(material: Material, nodes: int) -> list[str]:
         "--dryrun-max-nodes", str(max(nodes, 5000)),
         "--dryrun-timeout", "60",
     ]  # fmt: skip
-
-
-def start_server(state: str, material: Material, nodes: int) -> tuple[subprocess.Popen[str], int, float]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = [
-        sys.executable, "-m", "webhook.cli", "serve", "--state", state, "--host", "127.0.0.1",
-        "--port", "0", "--metrics-port", "0", "--tls-cert-file", material.cert,
-        "--tls-key-file", material.key, *dryrun_flags(material, nodes),
-    ]  # fmt: skip
-    started = time.perf_counter()
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    line = wait_for_line(process, "draguard serving", 300)
-    port = int(re.search(r":(\d+) ", line).group(1))  # type: ignore[union-attr]
-    return process, port, time.perf_counter() - started
 
 
 # --- measuring ----------------------------------------------------------------------------------------
@@ -404,7 +389,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         material = Material(tmp)
         print(f"draguard serve: {nodes} nodes x {GPUS} GPUs, {ALLOCATED:.0%} allocated, pod with two claims")
-        server, port, load_seconds = start_server(state, material, nodes)
+        flags = dryrun_flags(material, nodes)
+        server, port, load_seconds = start_serve(state, material.cert, material.key, *flags)
         try:
             url = f"https://127.0.0.1:{port}/v1/dryrun"
             bodies = [

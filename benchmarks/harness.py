@@ -6,9 +6,15 @@ that ``benchmarks/webhook.py`` does not shadow the ``webhook`` package).
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def gpu_node(name: str, index: int, devices: int, driver: str) -> list[dict[str, Any]]:
@@ -76,3 +82,19 @@ def wait_for_line(process: subprocess.Popen[str], needle: str, timeout: float) -
         if not line and process.poll() is not None:
             raise RuntimeError(f"server exited with {process.returncode}")
     raise RuntimeError(f"no {needle!r} from the server within {timeout:.0f}s")
+
+
+def start_serve(state: str, cert: str, key: str, *flags: str) -> tuple[subprocess.Popen[str], int, float]:
+    """``draguard serve --state STATE`` on 127.0.0.1 with the given pair and ``flags``: the process,
+    its HTTPS port and how long it took to load the state and listen."""
+    command = [
+        sys.executable, "-m", "webhook.cli", "serve", "--state", state, "--host", "127.0.0.1", "--port", "0",
+        "--metrics-port", "0", "--tls-cert-file", cert, "--tls-key-file", key, *flags,
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    started = time.perf_counter()
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = wait_for_line(process, "draguard serving", 300)
+    found = re.search(r":(\d+) ", line)
+    assert found is not None, line
+    return process, int(found.group(1)), time.perf_counter() - started

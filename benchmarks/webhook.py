@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # benchmarks/cel.py the cel engine).
 sys.path[0] = str(ROOT)
 
-from benchmarks.harness import gpu_node, two_claim_pod, wait_for_line  # noqa: E402
+from benchmarks.harness import gpu_node, start_serve, two_claim_pod, wait_for_line  # noqa: E402
 from webhook.commands.serve import generate_pair  # noqa: E402
 
 DRIVER = "gpu.example.com"
@@ -229,19 +229,6 @@ def free_port() -> int:
         return port
 
 
-def start_draguard(state: str, cert: str, key: str) -> tuple[subprocess.Popen[str], int, float]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = [
-        sys.executable, "-m", "webhook.cli", "serve", "--state", state, "--host", "127.0.0.1", "--port", "0",
-        "--metrics-port", "0", "--tls-cert-file", cert, "--tls-key-file", key,
-    ]  # fmt: skip
-    started = time.perf_counter()
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    line = wait_for_line(process, "draguard serving", 300)
-    port = int(re.search(r":(\d+) ", line).group(1))  # type: ignore[union-attr]
-    return process, port, time.perf_counter() - started
-
-
 def start_bare(cert: str, key: str) -> tuple[subprocess.Popen[str], int]:
     port = free_port()
     command = [sys.executable, __file__, "--bare", str(port), cert, key]
@@ -285,7 +272,7 @@ def main() -> int:
         Path(state).write_text(json.dumps(cluster(args.nodes, args.devices)))
         context = ssl.create_default_context(cafile=ca)
 
-        draguard, port, load_seconds = start_draguard(state, cert, key)
+        draguard, port, load_seconds = start_serve(state, cert, key)
         bare, bare_port = start_bare(cert, key)
         try:
             rss_loaded = rss_mb(draguard.pid)

@@ -35,7 +35,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from certs.reloader import CertReloader
 from policies.api.admission import AdmissionRequest
 from policies.config import Config
-from policies.rules.engine import Context, Decision, Request, Rule, applicable, decide, decide_unavailable
+from policies.rules import engine
+from policies.rules.engine import Context, Decision, Request, Rule
 from policies.rules.request import UndecodableObject
 from webhook import logs, review
 from webhook.metrics import Metrics
@@ -113,22 +114,22 @@ class Admission:
         except UndecodableObject as err:
             payload = review.undecodable(request.uid, kind, err)
             self._record(webhook, request, Decision(False, f"cannot decode: {err}"), started)
-            return web.json_response(payload)
+            return web.json_response(payload, dumps=review.dumps)
         decision = await self._decide(webhook, rule_request)
         self._record(webhook, request, decision, started)
-        return web.json_response(review.answer(request.uid, decision))
+        return web.json_response(review.answer(request.uid, decision), dumps=review.dumps)
 
     async def _decide(self, webhook: str, request: Request) -> Decision:
         ctx = self.context()
-        rules = applicable(request, self.rules[webhook], ctx)
-        if not any(rule.costly(request, ctx) for rule in rules):
-            return decide(request, rules, ctx)
-        work = asyncio.get_running_loop().run_in_executor(self.executor, decide, request, rules, ctx)
+        chosen = engine.applicable(request, self.rules[webhook], ctx)
+        if not any(rule.costly(request, ctx) for rule, _ in chosen):
+            return engine.decide_applicable(request, chosen, ctx)
+        loop = asyncio.get_running_loop()
+        work = loop.run_in_executor(self.executor, engine.decide_applicable, request, chosen, ctx)
         try:
             return await asyncio.wait_for(work, self.deadline)
         except TimeoutError:
-            reason = f"no answer within the {self.deadline:g}s deadline"
-            return decide_unavailable(request, rules, ctx, reason)
+            return engine.decide_unavailable(chosen, f"no answer within the {self.deadline:g}s deadline")
 
     def _record(self, webhook: str, request: AdmissionRequest, decision: Decision, started: float) -> None:
         seconds = time.perf_counter() - started
@@ -160,7 +161,7 @@ class Admission:
         seconds = time.perf_counter() - started
         self.metrics.observe(webhook, "", "", "invalid", seconds)
         logs.rejected(reason, {"webhook": webhook, "status": status, "latency_ms": round(seconds * 1000, 3)})
-        return web.json_response({"error": reason}, status=status)
+        return web.json_response({"error": reason}, status=status, dumps=review.dumps)
 
 
 def build_app(admission: Admission, ready: Callable[[], list[str]]) -> web.Application:

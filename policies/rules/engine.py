@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from policies.api.admission import UserInfo
 from policies.api.base import TypedObject
@@ -131,17 +131,6 @@ def _unavailable(rule: str, settings: RuleConfig, reason: str) -> Outcome:
     return Outcome(rule, settings.mode, "error" if settings.mode == "audit" else action, message)
 
 
-def _applicable(request: Request, rules: Sequence[Rule], ctx: Context) -> list[tuple[Rule, RuleConfig]]:
-    chosen = []
-    for rule in rules:
-        settings = rule_config(ctx.config, rule.name)
-        if request.namespace and request.namespace in settings.exempt_namespaces:
-            continue
-        if rule.applies(request, ctx):
-            chosen.append((rule, settings))
-    return chosen
-
-
 def _fold(outcomes: list[Outcome], patch: list[Mapping[str, Any]]) -> Decision:
     denies = [o.message for o in outcomes if o.action == "deny"]
     warnings = tuple(o.message for o in outcomes if o.action in ("warn", "error") and o.mode != "audit")
@@ -154,25 +143,38 @@ def _fold(outcomes: list[Outcome], patch: list[Mapping[str, Any]]) -> Decision:
     )
 
 
-def applicable(request: Request, rules: Sequence[Rule], ctx: Context) -> list[Rule]:
-    """The rules that look at ``request``, after namespace exemptions: what :func:`decide` would
-    run, for a caller that needs to know before it runs them (a costly rule goes off the loop)."""
-    return [rule for rule, _ in _applicable(request, rules, ctx)]
+class Chosen(NamedTuple):
+    """A rule that looks at the request at hand, with its settings."""
+
+    rule: Rule
+    settings: RuleConfig
 
 
-def decide_unavailable(request: Request, rules: Sequence[Rule], ctx: Context, reason: str) -> Decision:
+def applicable(request: Request, rules: Sequence[Rule], ctx: Context) -> list[Chosen]:
+    """The rules that look at ``request``, after namespace exemptions, with their settings. The
+    webhook asks first, to send a costly check off its event loop, then calls
+    :func:`decide_applicable`; everyone else calls :func:`decide`."""
+    chosen = []
+    for rule in rules:
+        settings = rule_config(ctx.config, rule.name)
+        if request.namespace and request.namespace in settings.exempt_namespaces:
+            continue
+        if rule.applies(request, ctx):
+            chosen.append(Chosen(rule, settings))
+    return chosen
+
+
+def decide_unavailable(chosen: Sequence[Chosen], reason: str) -> Decision:
     """The answer when the rules could not run at all (the request's deadline passed): every
     applicable rule answers per its failure policy."""
-    return _fold(
-        [_unavailable(rule.name, settings, reason) for rule, settings in _applicable(request, rules, ctx)], []
-    )
+    return _fold([_unavailable(rule.name, settings, reason) for rule, settings in chosen], [])
 
 
-def decide(request: Request, rules: Sequence[Rule], ctx: Context) -> Decision:
-    """Run every applicable rule; deny if any enforced finding denies."""
+def decide_applicable(request: Request, chosen: Sequence[Chosen], ctx: Context) -> Decision:
+    """Run the chosen rules; deny if any enforced finding denies."""
     outcomes: list[Outcome] = []
     patch: list[Mapping[str, Any]] = []
-    for rule, settings in _applicable(request, rules, ctx):
+    for rule, settings in chosen:
         try:
             findings = rule.check(request, ctx)
         except RuleUnavailable as err:
@@ -187,6 +189,11 @@ def decide(request: Request, rules: Sequence[Rule], ctx: Context) -> Decision:
             if finding.patch and outcome.action != "audit":
                 patch.extend(finding.patch)
     return _fold(outcomes, patch)
+
+
+def decide(request: Request, rules: Sequence[Rule], ctx: Context) -> Decision:
+    """Run every rule of ``rules`` that applies to ``request``; deny if any enforced finding denies."""
+    return decide_applicable(request, applicable(request, rules, ctx), ctx)
 
 
 def admit(request: Request, rules: Sequence[Rule], ctx: Context) -> Decision:

@@ -8,7 +8,15 @@ import pytest
 
 from policies.api.admission import UserInfo
 from policies.config import Config
-from policies.rules.engine import Context, Finding, Request, RuleUnavailable, decide, decide_unavailable
+from policies.rules.engine import (
+    Context,
+    Finding,
+    Request,
+    RuleUnavailable,
+    applicable,
+    decide,
+    decide_unavailable,
+)
 from policies.snapshot import Snapshot
 
 
@@ -109,7 +117,7 @@ def test_defaults_are_safe_for_a_cluster_that_said_nothing() -> None:
 def test_deadline_answers_per_failure_policy_of_applicable_rules() -> None:
     rules = [FakeRule("selectors"), FakeRule("prescheduled"), FakeRule("drain", relevant=False)]
     strict = ctx(selectors={"failurePolicy": "Fail"})
-    d = decide_unavailable(request(), rules, strict, "deadline of 4s passed")
+    d = decide_unavailable(applicable(request(), rules, strict), "deadline of 4s passed")
     assert not d.allowed
     assert d.message == "draguard could not check rule selectors: deadline of 4s passed"
     assert d.warnings == ("draguard could not check rule prescheduled: deadline of 4s passed",)

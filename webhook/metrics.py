@@ -115,11 +115,17 @@ class Metrics:
         )
         self.registry.register(SnapshotCollector(state))
         self.registry.register(CelCacheCollector())
+        # The request counter and histogram of each label set, looked up once: labels() checks and
+        # converts every value and takes a lock, which costs more than the observation itself.
+        self._series: dict[tuple[str, str, str, str], tuple[Counter, Histogram]] = {}
 
     def observe(self, webhook: str, operation: str, kind: str, decision: str, seconds: float) -> None:
         labels = (webhook, bounded(operation, OPERATIONS), bounded(kind, KINDS), decision)
-        self.requests.labels(*labels).inc()
-        self.duration.labels(*labels).observe(seconds)
+        series = self._series.get(labels)
+        if series is None:
+            series = self._series[labels] = (self.requests.labels(*labels), self.duration.labels(*labels))
+        series[0].inc()
+        series[1].observe(seconds)
 
     def outcomes(self, outcomes: tuple[Outcome, ...]) -> None:
         for outcome in outcomes:

@@ -131,7 +131,13 @@ def _unavailable(rule: str, settings: RuleConfig, reason: str) -> Outcome:
     return Outcome(rule, settings.mode, "error" if settings.mode == "audit" else action, message)
 
 
+# Most requests: every rule looked and found nothing. Decisions are frozen, so one serves them all.
+_NOTHING_FOUND = Decision(allowed=True)
+
+
 def _fold(outcomes: list[Outcome], patch: list[Mapping[str, Any]]) -> Decision:
+    if not outcomes:
+        return _NOTHING_FOUND
     denies = [o.message for o in outcomes if o.action == "deny"]
     warnings = tuple(o.message for o in outcomes if o.action in ("warn", "error") and o.mode != "audit")
     return Decision(

@@ -104,9 +104,12 @@ class Metrics:
             buckets=BUCKETS,
             registry=self.registry,
         )
-        self.in_flight = Gauge(
+        # Counted in a plain int that only the event loop changes, and read at scrape time: the
+        # gauge's own inc() and dec() would take a lock twice on every request.
+        self.in_flight = 0
+        Gauge(
             "draguard_admission_in_flight", "Admission requests being processed.", registry=self.registry
-        )
+        ).set_function(lambda: self.in_flight)
         self.findings = Counter(
             "draguard_rule_findings_total",
             "Rule outcomes by rule, mode and action (deny, warn, audit, error).",

@@ -89,7 +89,7 @@ class Admission:
 
     async def handle(self, webhook: str, http: web.Request) -> web.Response:
         started = time.perf_counter()
-        self.metrics.in_flight.inc()
+        self.metrics.in_flight += 1
         try:
             try:
                 body = await http.read()
@@ -105,7 +105,7 @@ class Admission:
             reason = f"draguard could not process the review: {type(err).__name__}"
             return self._reject(webhook, 400, reason, started)
         finally:
-            self.metrics.in_flight.dec()
+            self.metrics.in_flight -= 1
 
     async def _answer(self, webhook: str, request: AdmissionRequest, started: float) -> web.Response:
         kind = request.kind.kind

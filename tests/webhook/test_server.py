@@ -173,6 +173,10 @@ async def test_mutate_answers_a_base64_json_patch_and_validate_does_not_run_muta
         (b"[1, 2]", "body is not a JSON object"),
         ({**admission_review(), "apiVersion": "admission.k8s.io/v1beta1"}, "admissionReviewVersions: [v1]"),
         ({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}, "request: Required value"),
+        (
+            {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": "pod"},
+            "request: Invalid value: 'pod': must be an object",
+        ),
         ({**admission_review(), "request": {**admission_review()["request"], "uid": ""}}, "request.uid"),
         (
             {
@@ -332,13 +336,16 @@ async def test_deadline_answers_per_failure_policy_and_the_loop_keeps_serving(ai
         {"rules": {"selectors": {"failurePolicy": "Fail"}, "prescheduled": {"failurePolicy": "Ignore"}}}
     )
     slow = [FakeRule("selectors", sleep=0.6), FakeRule("prescheduled", sleep=0.6)]
-    client = await client_for(aiohttp_client, make_admission(slow, config=config, deadline=0.2))
+    admission = make_admission(slow, config=config, deadline=0.2)
+    client = await client_for(aiohttp_client, admission)
     started = time.perf_counter()
     decision = asyncio.ensure_future(post(client, admission_review()))
     await asyncio.sleep(0.05)
     health = await client.get("/healthz")
     assert health.status == 200 and time.perf_counter() - started < 0.2
+    assert "draguard_admission_in_flight 1.0" in admission.metrics.render().decode()
     status, body = await decision
+    assert "draguard_admission_in_flight 0.0" in admission.metrics.render().decode()
     assert time.perf_counter() - started < 0.5
     response = body["response"]
     assert status == 200 and response["allowed"] is False

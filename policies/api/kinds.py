@@ -97,6 +97,14 @@ def validation_problems(err: ValidationError) -> list[str]:
     return problems
 
 
+def under(field: str, problem: str) -> str:
+    """A problem line of a nested object (``spec.x: ...``, ``<root>: ...``) as a path from its
+    parent (``object.spec.x: ...``, ``object: ...``)."""
+    if problem.startswith("<root>"):
+        return field + problem.removeprefix("<root>")
+    return f"{field}.{problem}"
+
+
 def model_for(api_version: str, kind: str) -> type[TypedObject]:
     try:
         return KINDS[(api_version, kind)]

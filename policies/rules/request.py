@@ -17,7 +17,7 @@ from typing import Any
 
 from policies.api.admission import GroupVersionKind, GroupVersionResource, UserInfo
 from policies.api.base import TypedObject
-from policies.api.kinds import KINDS, DecodeError, decode
+from policies.api.kinds import KINDS, DecodeError, decode, under
 from policies.rules.engine import Request
 
 EVICTION = "eviction"
@@ -84,13 +84,6 @@ def _resource_of(kind: GroupVersionKind, sub_resource: str) -> GroupVersionResou
     return GroupVersionResource(group=kind.group, version=kind.version, resource=plural)
 
 
-def _at(field: str, problem: str) -> str:
-    """A decode problem (``spec.x: ...``, ``<root>: ...``) as a path in the request (``object.spec.x``)."""
-    if problem.startswith("<root>"):
-        return field + problem.removeprefix("<root>")
-    return f"{field}.{problem}"
-
-
 def _decode(raw: Any, api_version: str, kind: str, field: str) -> TypedObject | None:
     """The object as a model of the request's kind; ``None`` when absent (``object`` of a DELETE)."""
     if raw is None:
@@ -104,7 +97,7 @@ def _decode(raw: Any, api_version: str, kind: str, field: str) -> TypedObject | 
     try:
         return decode(raw)
     except DecodeError as err:
-        raise UndecodableObject(tuple(_at(field, p) for p in err.problems)) from None
+        raise UndecodableObject(tuple(under(field, p) for p in err.problems)) from None
 
 
 def _meta(shown: Any, key: str) -> str:

@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from pydantic import ValidationError
-from pydantic_core import from_json, to_json
+from pydantic_core import from_json
 
 from policies.api.admission import API_VERSION, KIND, AdmissionRequest
 from policies.api.kinds import under, validation_problems
@@ -77,11 +77,6 @@ def to_request(req: AdmissionRequest) -> Request:
         uid=req.uid,
         dry_run=bool(req.dry_run),
     )
-
-
-def dumps(answer: dict[str, Any]) -> str:
-    """An answer as JSON text, by pydantic-core's serializer: a fifth of json.dumps's time."""
-    return to_json(answer).decode()
 
 
 def _review(response: dict[str, Any]) -> dict[str, Any]:

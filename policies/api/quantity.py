@@ -843,10 +843,12 @@ def quantity(text: str) -> Quantity:
 
 def _validate(value: Any) -> Quantity:
     """UnmarshalJSON: a string (surrounding space trimmed) or a JSON number's text."""
-    if isinstance(value, Quantity):
-        return value
     json_number: int | float | None = None
-    if isinstance(value, bool):
+    if isinstance(value, str):  # first: what nearly every manifest writes
+        text = value
+    elif isinstance(value, Quantity):
+        return value
+    elif isinstance(value, bool):
         text = "true" if value else "false"  # what Go would be handed, and reject
     elif isinstance(value, int):
         text = _int_to_str(value) if value >= 0 else "-" + _int_to_str(-value)
@@ -854,8 +856,6 @@ def _validate(value: Any) -> Quantity:
     elif isinstance(value, float):
         text = repr(value)
         json_number = value
-    elif isinstance(value, str):
-        text = value
     else:
         raise ValueError(f"a quantity must be a string or a number, not {type(value).__name__}")
     trimmed = text.strip(_GO_SPACE)

@@ -162,10 +162,10 @@ def applicable(request: Request, rules: Sequence[Rule], ctx: Context) -> list[Ch
     :func:`decide_applicable`; everyone else calls :func:`decide`."""
     chosen = []
     for rule in rules:
-        settings = rule_config(ctx.config, rule.name)
-        if request.namespace and request.namespace in settings.exempt_namespaces:
+        if not rule.applies(request, ctx):  # most rules look at a few kinds: ask that first
             continue
-        if rule.applies(request, ctx):
+        settings = rule_config(ctx.config, rule.name)
+        if not (request.namespace and request.namespace in settings.exempt_namespaces):
             chosen.append(Chosen(rule, settings))
     return chosen
 

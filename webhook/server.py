@@ -21,6 +21,7 @@ failure policy says (:func:`policies.rules.engine.decide_unavailable`), and the 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -174,12 +175,6 @@ def build_app(admission: Admission, ready: Callable[[], list[str]]) -> web.Appli
     """The HTTPS application; ``ready()`` lists what readiness still waits for (empty: ready)."""
     app = web.Application(client_max_size=review.MAX_BODY_BYTES)
 
-    def endpoint(webhook: str) -> Callable[[web.Request], Any]:
-        async def handler(http: web.Request) -> web.Response:
-            return await admission.handle(webhook, http)
-
-        return handler
-
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok")
 
@@ -190,7 +185,7 @@ def build_app(admission: Admission, ready: Callable[[], list[str]]) -> web.Appli
         return web.Response(text="ok")
 
     for webhook in admission.rules:
-        app.router.add_post(f"/{webhook}", endpoint(webhook))
+        app.router.add_post(f"/{webhook}", functools.partial(admission.handle, webhook))
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     return app

@@ -30,7 +30,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from functools import cache, partial
 from typing import Annotated, Any, Literal, TypeVar, get_args
@@ -328,8 +328,7 @@ def _admission_case(where: str, test: AdmissionTest, read: Reader, now: datetime
     except RequestError as err:
         raise SuiteError([f"{where}: {err}"]) from None
     # The API server defaults an object before any webhook sees it.
-    defaulted = replace(
-        request,
+    defaulted = request._replace(
         obj=None if request.obj is None else apply_defaults(request.obj, now),
         old=None if request.old is None else apply_defaults(request.old, now),
     )

@@ -9,7 +9,7 @@ policy test CLI and the audit command all get the same answer from the same func
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, NamedTuple, Protocol
 
@@ -23,12 +23,14 @@ from policies.snapshot import Snapshot
 Action = Literal["deny", "warn"]
 
 
-@dataclass(frozen=True)
-class Request:
+class Request(NamedTuple):
     """What a rule needs to know about an admission request, decoded once by the caller.
 
     ``obj``/``old`` are decoded models when the kind is one draguard models; ``raw``/``raw_old``
     are always the JSON as received (an Eviction, for instance, is only read raw).
+
+    A named tuple rather than a frozen dataclass: as immutable, and built in half the time, which
+    counts for the one object every admission request makes.
     """
 
     uid: str
@@ -210,7 +212,7 @@ def admit(request: Request, rules: Sequence[Rule], ctx: Context) -> Decision:
     mutated = decide(request, [rule for rule in rules if rule.mutating], ctx)
     if mutated.patch and request.raw is not None:
         raw = apply_patch(request.raw, mutated.patch)
-        request = replace(request, raw=raw, obj=decode(raw))
+        request = request._replace(raw=raw, obj=decode(raw))
     validated = decide(request, [rule for rule in rules if not rule.mutating], ctx)
     allowed = mutated.allowed and validated.allowed
     return Decision(

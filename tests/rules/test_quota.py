@@ -207,7 +207,7 @@ def status_update(
 ) -> list[str]:
     req = admission(new, operation="UPDATE", old=old, sub_resource="status")
     if dry_run:
-        req = type(req)(**{**req.__dict__, "dry_run": True})
+        req = req._replace(dry_run=True)
     rule = rule or QuotaRule()
     ctx = context(snapshot)
     assert rule.applies(req, ctx)

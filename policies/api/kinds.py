@@ -8,7 +8,7 @@ is reported the same way everywhere: one line per problem, with the field path.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -28,6 +28,8 @@ KINDS: dict[tuple[str, str], type[TypedObject]] = {
     ("v1", "Namespace"): core.Namespace,
     ("v1", "ResourceQuota"): core.ResourceQuota,
 }
+
+T = TypeVar("T", bound=TypedObject)
 
 KNOWN_KINDS = sorted({kind for _, kind in KINDS})
 
@@ -128,7 +130,11 @@ def decode(data: Any) -> TypedObject:
         raise DecodeError(["kind: Required value"])
     if not isinstance(api_version, str) or not api_version:
         raise DecodeError(["apiVersion: Required value"])
-    model = model_for(api_version, kind)
+    return decode_as(model_for(api_version, kind), data)
+
+
+def decode_as(model: type[T], data: Any) -> T:
+    """``data`` as a ``model``, for a caller that already knows which model its kind is."""
     try:
         # By wire name only: "device_class_name" is an unknown field, not an alias of deviceClassName.
         return model.model_validate(data, by_alias=True, by_name=False)

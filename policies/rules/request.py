@@ -17,7 +17,7 @@ from typing import Any
 
 from policies.api.admission import GroupVersionKind, GroupVersionResource, UserInfo
 from policies.api.base import TypedObject
-from policies.api.kinds import KINDS, DecodeError, decode, under
+from policies.api.kinds import KINDS, DecodeError, decode_as, under
 from policies.rules.engine import Request
 
 EVICTION = "eviction"
@@ -85,7 +85,8 @@ def _resource_of(kind: GroupVersionKind, sub_resource: str) -> GroupVersionResou
 
 
 def _decode(raw: Any, api_version: str, kind: str, field: str) -> TypedObject | None:
-    """The object as a model of the request's kind; ``None`` when absent (``object`` of a DELETE)."""
+    """The object as a model of the request's kind (one of :data:`KINDS`); ``None`` when absent
+    (``object`` of a DELETE)."""
     if raw is None:
         return None
     if isinstance(raw, Mapping) and (raw.get("apiVersion"), raw.get("kind")) != (api_version, kind):
@@ -95,7 +96,7 @@ def _decode(raw: Any, api_version: str, kind: str, field: str) -> TypedObject | 
              "and the object is not",)
         )
     try:
-        return decode(raw)
+        return decode_as(KINDS[(api_version, kind)], raw)
     except DecodeError as err:
         raise UndecodableObject(tuple(under(field, p) for p in err.problems)) from None
 

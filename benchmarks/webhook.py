@@ -263,7 +263,7 @@ def main() -> int:
     if args.bare:
         bare_server(int(args.bare[0]), args.bare[1], args.bare[2])
         return 0
-    rounds, seconds, warmup, paced = (2, 1.0, 0.5, 3.0) if args.quick else (6, 1.0, 0.5, 8.0)
+    rounds, seconds, warmup, paced = (2, 1.0, 0.5, 3.0) if args.quick else (12, 1.0, 0.5, 8.0)
 
     with tempfile.TemporaryDirectory(prefix="draguard-bench-") as tmp:
         ca = generate_pair(tmp, None)
@@ -291,12 +291,14 @@ def main() -> int:
             draguard.wait(timeout=10)
 
     bare_result, ours = merged(p[0] for p in pairs), merged(p[1] for p in pairs)
-    ratio = statistics.median(o.rate / b.rate for b, o in pairs)
+    ratios = [o.rate / b.rate for b, o in pairs]
+    ratio = statistics.median(ratios)
     print(f"draguard /validate, Pod CREATE with two claims, {args.nodes} nodes x {args.devices} devices")
     print(f"  snapshot loaded and serving after {load_seconds:.1f}s")
     print(f"closed loop, {CONCURRENCY} concurrent clients, {rounds} alternating rounds of {seconds:g}s each:")
     print(row("bare aiohttp handler", bare_result))
     print(row("draguard", ours))
+    print(f"  ratio per round: {' '.join(f'{r:.2f}' for r in ratios)}")
     print(f"open loop, 200 req/s for {paced:g}s:")
     print(row("draguard", steady))
     print("targets:")

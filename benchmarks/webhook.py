@@ -1,6 +1,6 @@
 """Admission throughput, latency and memory of ``draguard serve``, against a bare aiohttp handler.
 
-Run: ``python benchmarks/webhook.py [--quick]`` (loopback only; about 40 s, ``--quick`` about 15 s).
+Run: ``python benchmarks/webhook.py [--quick]`` (loopback only; about 50 s, ``--quick`` about 15 s).
 
 Both servers run as subprocesses on 127.0.0.1 with the same certificate, and the same client load
 (aiohttp, keep-alive, TLS verified against the generated CA) is sent to each:

@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from certs.reloader import CertReloader
 from policies.api.kinds import KNOWN_KINDS
 from policies.cel import stats as cel_stats
 from policies.rules.engine import Outcome
@@ -86,10 +87,29 @@ class CelCacheCollector(Collector):
         yield lookups
 
 
+class CertificateCollector(Collector):
+    """``draguard_tls_certificate_expiration_timestamp_seconds``: when the served certificate
+    expires (no sample while none is served), for an alert days before a renewal that did not
+    happen turns into a webhook every API server call fails on."""
+
+    def __init__(self, tls: CertReloader) -> None:
+        self._tls = tls
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        expiry = GaugeMetricFamily(
+            "draguard_tls_certificate_expiration_timestamp_seconds",
+            "Unix time at which the serving certificate in use expires (notAfter).",
+        )
+        served = self._tls.served
+        if served is not None:
+            expiry.add_metric([], served.not_after.timestamp())
+        yield expiry
+
+
 class Metrics:
     """The webhook's instruments; ``render()`` is the body of ``GET /metrics``."""
 
-    def __init__(self, state: State) -> None:
+    def __init__(self, state: State, tls: CertReloader | None = None) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "draguard_admission_requests_total",
@@ -118,6 +138,8 @@ class Metrics:
         )
         self.registry.register(SnapshotCollector(state))
         self.registry.register(CelCacheCollector())
+        if tls is not None:
+            self.registry.register(CertificateCollector(tls))
         # The request counter and histogram of each label set, looked up once: labels() checks and
         # converts every value and takes a lock, which costs more than the observation itself.
         self._series: dict[tuple[str, str, str, str], tuple[Counter, Histogram]] = {}

@@ -813,3 +813,5 @@ def test_service_monitor_and_alerts_when_enabled(find: Find) -> None:
     assert "draguard_admission_duration_seconds_bucket" in alerts["DraguardAdmissionSlow"]["expr"]
     assert "{{ $labels.webhook }}" in alerts["DraguardAdmissionSlow"]["annotations"]["summary"]
     assert "DraguardDown" in alerts
+    expiry = alerts["DraguardCertificateExpiresSoon"]["expr"]
+    assert "draguard_tls_certificate_expiration_timestamp_seconds" in expiry and "time()" in expiry

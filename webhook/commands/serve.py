@@ -421,7 +421,7 @@ def _serve_checked(args: argparse.Namespace) -> int:
         ledger = ApiLedgerStore(ConfigMaps(api)) if api is not None else None
         store = ledger or MemoryLedgerStore(snapshot_ledger(state.snapshot))
         rules = with_ledger(RULES, store)
-        admission = Admission(split_rules(rules), config.policy, state, Metrics(state), args.deadline)
+        admission = Admission(split_rules(rules), config.policy, state, Metrics(state, tls), args.deadline)
         try:
             asyncio.run(_serve(admission, tls, args, _banner(args, ca, review_path), ledger, dryrun, api))
         except OSError as err:

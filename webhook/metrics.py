@@ -88,7 +88,7 @@ class CelCacheCollector(Collector):
 
 
 class CertificateCollector(Collector):
-    """``draguard_tls_certificate_expiration_timestamp_seconds``: when the served certificate
+    """``draguard_cert_expiry_timestamp_seconds``: when the served certificate
     expires (no sample while none is served), for an alert days before a renewal that did not
     happen turns into a webhook every API server call fails on."""
 
@@ -97,7 +97,7 @@ class CertificateCollector(Collector):
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         expiry = GaugeMetricFamily(
-            "draguard_tls_certificate_expiration_timestamp_seconds",
+            "draguard_cert_expiry_timestamp_seconds",
             "Unix time at which the serving certificate in use expires (notAfter).",
         )
         served = self._tls.served

@@ -814,4 +814,4 @@ def test_service_monitor_and_alerts_when_enabled(find: Find) -> None:
     assert "{{ $labels.webhook }}" in alerts["DraguardAdmissionSlow"]["annotations"]["summary"]
     assert "DraguardDown" in alerts
     expiry = alerts["DraguardCertificateExpiresSoon"]["expr"]
-    assert "draguard_tls_certificate_expiration_timestamp_seconds" in expiry and "time()" in expiry
+    assert "draguard_cert_expiry_timestamp_seconds" in expiry and "time()" in expiry

@@ -223,7 +223,7 @@ def test_probes_and_metrics(served: Served) -> None:
     assert 'draguard_snapshot_objects{kind="ResourceSlice"} 3.0' in text
     assert "draguard_snapshot_age_seconds 0.0" in text
     assert "draguard_admission_duration_seconds_bucket{" in text
-    expiry = re.search(r"^draguard_tls_certificate_expiration_timestamp_seconds (\S+)$", text, re.M)
+    expiry = re.search(r"^draguard_cert_expiry_timestamp_seconds (\S+)$", text, re.M)
     assert expiry is not None and float(expiry.group(1)) > time.time()  # the generated pair's notAfter
 
 

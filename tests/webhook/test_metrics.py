@@ -43,7 +43,7 @@ def test_cel_cache_lookups_and_hit_ratio_count_compiles_and_results() -> None:
 
 def expiry(metrics: Metrics) -> float | None:
     text = metrics.render().decode()
-    found = re.search(r"^draguard_tls_certificate_expiration_timestamp_seconds (\S+)$", text, re.M)
+    found = re.search(r"^draguard_cert_expiry_timestamp_seconds (\S+)$", text, re.M)
     return float(found.group(1)) if found else None
 
 

@@ -89,7 +89,7 @@ def start_serve(state: str, cert: str, key: str, *flags: str) -> tuple[subproces
     its HTTPS port and how long it took to load the state and listen."""
     command = [
         sys.executable, "-m", "webhook.cli", "serve", "--state", state, "--host", "127.0.0.1", "--port", "0",
-        "--metrics-port", "0", "--tls-cert-file", cert, "--tls-key-file", key, *flags,
+        "--metrics-port", "0", "--health-port", "0", "--tls-cert-file", cert, "--tls-key-file", key, *flags,
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     started = time.perf_counter()

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -174,6 +174,23 @@ class Admission:
 def build_app(admission: Admission, ready: Callable[[], list[str]]) -> web.Application:
     """The HTTPS application; ``ready()`` lists what readiness still waits for (empty: ready)."""
     app = web.Application(client_max_size=review.MAX_BODY_BYTES)
+    for webhook in admission.rules:
+        app.router.add_post(f"/{webhook}", functools.partial(admission.handle, webhook))
+    _add_probes(app, ready)
+    return app
+
+
+def build_health_app(ready: Callable[[], list[str]]) -> web.Application:
+    """The probes again, on their own plain-HTTP port: for the kubelet, they answer before a
+    certificate is served, so a replica waiting for the elected one to write the first pair is
+    not restarted by its liveness probe for a handshake it cannot complete yet."""
+    app = web.Application()
+    _add_probes(app, ready)
+    return app
+
+
+def _add_probes(app: web.Application, ready: Callable[[], list[str]]) -> None:
+    """``/healthz``: the event loop answers; ``/readyz``: and nothing is waited for."""
 
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok")
@@ -184,11 +201,8 @@ def build_app(admission: Admission, ready: Callable[[], list[str]]) -> web.Appli
             return web.Response(status=503, text="not ready: " + "; ".join(waiting))
         return web.Response(text="ok")
 
-    for webhook in admission.rules:
-        app.router.add_post(f"/{webhook}", functools.partial(admission.handle, webhook))
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
-    return app
 
 
 def readiness(state: State, tls: CertReloader | None) -> Callable[[], list[str]]:
@@ -222,6 +236,15 @@ class Listen:
     host: str | None
     port: int
     metrics_port: int
+    health_port: int
+
+
+class Ports(NamedTuple):
+    """The ports bound (what port 0 became)."""
+
+    https: int
+    metrics: int
+    health: int
 
 
 async def _start(
@@ -244,21 +267,30 @@ async def run(
     tls: CertReloader,
     listen: Listen,
     stop: asyncio.Event,
-    started: Callable[[int, int], None],
+    started: Callable[[Ports], None],
     reload_interval: float = 1.0,
 ) -> None:
-    """Serve ``app`` (:func:`build_app`, and whatever else shares the port) over ``tls`` and the
-    metrics until ``stop`` is set; ``started(https_port, metrics_port)`` runs once both listen."""
-    runner, port = await _start(app, listen.host, listen.port, tls)
-    metrics_runner, metrics_port = await _start(
-        build_metrics_app(admission.metrics), listen.host, listen.metrics_port, None
+    """Serve ``app`` (:func:`build_app`, and whatever else shares the port) over ``tls``, the
+    metrics and the probes until ``stop`` is set; ``started(ports)`` runs once all three listen."""
+    plain = (
+        (build_metrics_app(admission.metrics), listen.metrics_port),
+        (build_health_app(readiness(admission.state, tls)), listen.health_port),
     )
-    reloads = asyncio.create_task(tls.watch(reload_interval))
+    runner, port = await _start(app, listen.host, listen.port, tls)
+    runners = [runner]
     try:
-        started(port, metrics_port)
-        await stop.wait()
+        bound = [port]
+        for plain_app, plain_port in plain:
+            runner, port = await _start(plain_app, listen.host, plain_port, None)
+            runners.append(runner)
+            bound.append(port)
+        reloads = asyncio.create_task(tls.watch(reload_interval))
+        try:
+            started(Ports(*bound))
+            await stop.wait()
+        finally:
+            reloads.cancel()
     finally:
-        reloads.cancel()
-        await runner.cleanup()
-        await metrics_runner.cleanup()
+        for runner in runners:
+            await runner.cleanup()
         admission.executor.shutdown(wait=False, cancel_futures=True)

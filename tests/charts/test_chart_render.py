@@ -146,12 +146,14 @@ def test_deployment_is_highly_available_and_hardened(
     assert security["capabilities"]["drop"] == ["ALL"]
     assert security["seccompProfile"]["type"] == "RuntimeDefault"
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    assert ports == {"https": 8443, "metrics": 8080}
+    assert ports == {"https": 8443, "metrics": 8080, "health": 8081}
+    # Plain HTTP on the health port: alive before the first certificate is served.
     for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
         get = container[probe]["httpGet"]
-        assert (get["path"], get["port"], get["scheme"]) == (path, "https", "HTTPS")
+        assert (get["path"], get["port"], get["scheme"]) == (path, "health", "HTTP")
     assert container["args"][:1] == ["serve"]
     assert "--port=8443" in container["args"] and "--metrics-port=8080" in container["args"]
+    assert "--health-port=8081" in container["args"]
     assert "--cert-dir=/etc/draguard/tls" in container["args"]
     mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
     volumes = {v["name"]: v for v in pod["volumes"]}

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from copy import deepcopy
@@ -31,7 +32,7 @@ import pytest
 import yaml
 from watch_standin import running
 
-from certs.material import generate_ca, issue_client
+from certs.material import generate_ca, issue_client, issue_serving
 from webhook.commands.serve import generate_pair
 from webhook.demo import documents, pod_review, split
 
@@ -44,6 +45,7 @@ class Served:
     process: subprocess.Popen[str]
     port: int
     metrics_port: int
+    health_port: int
     ca: str
     lines: list[str] = field(default_factory=list)
 
@@ -76,11 +78,20 @@ class Served:
             text: str = r.read().decode()
             return text
 
+    def probe(self, path: str) -> tuple[int, str]:
+        """A kubelet-style probe: plain HTTP on the health port."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}{path}", timeout=5) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as err:
+            return err.code, err.read().decode()
+
 
 def start(*args: str, timeout: float = 20.0) -> Served:
     """Start ``draguard serve`` and wait for its banner (ports, CA)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "webhook.cli", "serve", "--port", "0", "--metrics-port", "0", *args]
+    ports = ["--port", "0", "--metrics-port", "0", "--health-port", "0"]
+    command = [sys.executable, "-m", "webhook.cli", "serve", *ports, *args]
     process = subprocess.Popen(
         command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
     )
@@ -98,8 +109,9 @@ def start(*args: str, timeout: float = 20.0) -> Served:
     text = "".join(seen)
     port = int(re.search(r"serving https://[^:]+:(\d+)", text).group(1))  # type: ignore[union-attr]
     metrics_port = int(re.search(r"metrics at http://[^:]+:(\d+)", text).group(1))  # type: ignore[union-attr]
+    health_port = int(re.search(r"probes at http://[^:]+:(\d+)", text).group(1))  # type: ignore[union-attr]
     ca = re.search(r"verify the server with (\S+)", text)
-    return Served(process, port, metrics_port, ca.group(1) if ca else "", seen)
+    return Served(process, port, metrics_port, health_port, ca.group(1) if ca else "", seen)
 
 
 def stop(served: Served) -> int:
@@ -215,6 +227,8 @@ def test_bad_calls_are_400_and_413_and_the_server_keeps_serving(served: Served) 
 def test_probes_and_metrics(served: Served) -> None:
     assert served.request("GET", "/healthz") == (200, "ok")
     assert served.request("GET", "/readyz") == (200, "ok")
+    assert served.probe("/healthz") == (200, "ok")
+    assert served.probe("/readyz") == (200, "ok")
     served.review(pod_review(example_pod()))
     text = served.metrics()
     labels = r'decision="allowed",kind="Pod",operation="CREATE",webhook="validate"'
@@ -225,6 +239,30 @@ def test_probes_and_metrics(served: Served) -> None:
     assert "draguard_admission_duration_seconds_bucket{" in text
     expiry = re.search(r"^draguard_cert_expiry_timestamp_seconds (\S+)$", text, re.M)
     assert expiry is not None and float(expiry.group(1)) > time.time()  # the generated pair's notAfter
+
+
+def test_without_a_certificate_yet_the_probes_say_alive_and_not_ready(tmp_path: Path) -> None:
+    # A replica waiting for its first pair (with selfManaged certificates the elected replica writes
+    # it) must not be restarted by its liveness probe: the probes answer on their own plain-HTTP
+    # port, where no handshake needs the certificate. Here the pair is valid only from tomorrow.
+    tomorrow, month = dt.datetime.now(dt.UTC) + dt.timedelta(days=1), dt.timedelta(days=30)
+    ca = generate_ca(tomorrow, month)
+    pair = issue_serving(ca, ["127.0.0.1", "localhost"], tomorrow, month)
+    (tmp_path / "ca.crt").write_bytes(ca.cert_pem)
+    (tmp_path / "tls.crt").write_bytes(pair.cert_pem)
+    (tmp_path / "tls.key").write_bytes(pair.key_pem)
+    server = start(
+        "--state", str(EXAMPLES / "gpu-cluster"), "--host", "127.0.0.1",
+        "--tls-cert-file", str(tmp_path / "tls.crt"), "--tls-key-file", str(tmp_path / "tls.key"),
+    )  # fmt: skip
+    try:
+        assert server.probe("/healthz") == (200, "ok")
+        status, text = server.probe("/readyz")
+        assert status == 503 and "no TLS certificate loaded yet" in text
+        with pytest.raises(ssl.SSLError):
+            server.request("GET", "/healthz", ca=str(tmp_path / "ca.crt"))
+    finally:
+        assert stop(server) == 0
 
 
 def test_tls_min_version_comes_from_the_config(served: Served) -> None:

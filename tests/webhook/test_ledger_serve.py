@@ -188,6 +188,8 @@ class Replica:
                 "0",
                 "--metrics-port",
                 "0",
+                "--health-port",
+                "0",
                 "--exit-after",
                 "60",
                 "--log-level",

@@ -60,7 +60,7 @@ from webhook.kube import ConnectError, KubeReader, connect
 from webhook.ledger import ApiLedgerStore, ConfigMaps, reconcile_all, with_ledger
 from webhook.manifests import ManifestError, decode_documents
 from webhook.metrics import Metrics
-from webhook.server import DEFAULT_DEADLINE, Admission, Listen, build_app, readiness, run, split_rules
+from webhook.server import DEFAULT_DEADLINE, Admission, Listen, Ports, build_app, readiness, run, split_rules
 from webhook.state import ClusterState, FileState, State, relevance
 
 log = logging.getLogger(__name__)
@@ -105,6 +105,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--host", default=None, help="address to listen on (default: every interface)")
     p.add_argument("--port", type=int, default=8443, help="HTTPS port (default 8443; 0: any free port)")
     p.add_argument("--metrics-port", type=int, default=8080, help="metrics port, plain HTTP (default 8080)")
+    p.add_argument(
+        "--health-port", type=int, default=8081, help="/healthz and /readyz, plain HTTP (default 8081)"
+    )
     p.add_argument("--tls-cert-file", metavar="FILE", help="serving certificate (PEM, with its chain)")
     p.add_argument("--tls-key-file", metavar="FILE", help="private key of --tls-cert-file (PEM)")
     p.add_argument(
@@ -139,8 +142,9 @@ def _check_options(args: argparse.Namespace) -> None:
         raise UsageError("give either --tls-cert-file/--tls-key-file or --cert-dir, not both")
     if args.demo and args.tls_cert_file:
         raise UsageError("--demo generates its own certificate: leave out --tls-cert-file/--tls-key-file")
-    for flag, value, least in (("port", args.port, 0), ("metrics-port", args.metrics_port, 0)):
-        if not least <= value <= 65535:
+    ports = {"port": args.port, "metrics-port": args.metrics_port, "health-port": args.health_port}
+    for flag, value in ports.items():
+        if not 0 <= value <= 65535:
             raise UsageError(f"--{flag} must be between 0 and 65535, got {value}")
     if args.deadline <= 0:
         raise UsageError(f"--deadline must be more than 0 seconds, got {args.deadline:g}")
@@ -281,11 +285,12 @@ def _url(scheme: str, host: str | None, port: int) -> str:
     return f"{scheme}://{'[' + shown + ']' if ':' in shown else shown}:{port}"
 
 
-def _banner(args: argparse.Namespace, ca: str | None, review_path: str | None) -> Callable[[int, int], None]:
-    def started(port: int, metrics_port: int) -> None:
-        url = _url("https", args.host, port)
+def _banner(args: argparse.Namespace, ca: str | None, review_path: str | None) -> Callable[[Ports], None]:
+    def started(ports: Ports) -> None:
+        url = _url("https", args.host, ports.https)
         print(f"draguard serving {url} (/validate[/<rule>], /mutate[/<rule>], /v1/dryrun, /healthz, /readyz)")
-        print(f"metrics at {_url('http', args.host, metrics_port)}/metrics")
+        print(f"metrics at {_url('http', args.host, ports.metrics)}/metrics")
+        print(f"probes at {_url('http', args.host, ports.health)} (/healthz, /readyz)")
         if ca is not None:
             print(f"generated a private CA: clients verify the server with {ca}")
         if review_path is not None and ca is not None:
@@ -357,7 +362,7 @@ async def _serve(
     admission: Admission,
     tls: CertReloader,
     args: argparse.Namespace,
-    started: Callable[[int, int], None],
+    started: Callable[[Ports], None],
     ledger: ApiLedgerStore | None,
     dryrun: DryRunSettings,
     api: ApiClient | None,
@@ -370,7 +375,7 @@ async def _serve(
         loop.call_later(args.exit_after, stop.set)
     reconcile = asyncio.create_task(_reconcile_ledger(admission, ledger)) if ledger is not None else None
     freeze = asyncio.create_task(_freeze_when_synced(admission.state))
-    listen = Listen(args.host, args.port, args.metrics_port)
+    listen = Listen(args.host, args.port, args.metrics_port, args.health_port)
     # The dry-run endpoint shares the port: same certificate, same snapshot, its own authentication.
     app = build_app(admission, readiness(admission.state, tls))
     add_dryrun_routes(app, lambda: admission.state.snapshot, dryrun, api_client=api)
@@ -425,7 +430,6 @@ def _serve_checked(args: argparse.Namespace) -> int:
         try:
             asyncio.run(_serve(admission, tls, args, _banner(args, ca, review_path), ledger, dryrun, api))
         except OSError as err:
-            raise UsageError(
-                f"cannot listen on port {args.port} or {args.metrics_port}: {err.strerror}"
-            ) from None
+            ports = f"{args.port}, {args.metrics_port} or {args.health_port}"
+            raise UsageError(f"cannot listen on port {ports}: {err.strerror}") from None
     return 0

@@ -60,6 +60,9 @@ class DecisionLog:
     half of what recording a request costs, for the one line every request writes (measured on the
     webhook benchmark). The logging configuration still decides, through the level of the
     ``draguard.admission`` logger, whether a line is written.
+
+    Like a logging handler, it never fails its caller: a stream that cannot be written (a closed
+    pipe to a log shipper that died) loses the line, not the admission decision.
     """
 
     def __init__(self, stream: TextIO | None = None) -> None:
@@ -71,8 +74,11 @@ class DecisionLog:
             return
         line = json_line(time.time(), name, DECISIONS.name, "admission decision", fields)
         stream = self._stream or sys.stderr
-        stream.write(line + "\n")
-        stream.flush()
+        try:
+            stream.write(line + "\n")
+            stream.flush()
+        except (OSError, ValueError):  # ValueError: the stream was closed
+            pass
 
 
 def configure(level: str = "info") -> None:

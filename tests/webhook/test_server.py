@@ -453,6 +453,20 @@ async def test_decision_lines_follow_the_configured_level(aiohttp_client: Client
     assert json.loads(out.getvalue())["level"] == "warning"
 
 
+class BrokenPipe(io.StringIO):
+    """The stderr of a process whose log shipper died."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+async def test_an_unwritable_log_loses_the_line_not_the_decision(aiohttp_client: Client) -> None:
+    rules = [FakeRule("selectors", [Finding("deny", "no")])]
+    client = await client_for(aiohttp_client, make_admission(rules, decisions=DecisionLog(BrokenPipe())))
+    status, body = await post(client, admission_review(pod()))
+    assert status == 200 and body["response"]["allowed"] is False
+
+
 async def test_readyz_waits_for_the_state_and_healthz_does_not(aiohttp_client: Client) -> None:
     state = FakeState(synced=False)
     client = await client_for(aiohttp_client, make_admission(state=state))

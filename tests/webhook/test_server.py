@@ -203,6 +203,18 @@ async def test_webhook_call_errors_are_http_400_naming_the_field(
     assert status == 200  # and the server keeps serving
 
 
+async def test_an_object_nested_past_the_fast_parsers_limit_is_decided(aiohttp_client: Client) -> None:
+    # pydantic-core's JSON parser stops at 255 levels; Go's, and so the API server's, at 10,000.
+    deep: Any = "leaf"
+    for _ in range(400):
+        deep = {"nested": deep}
+    rule = FakeRule("selectors", [Finding("deny", "no")])
+    client = await client_for(aiohttp_client, make_admission([rule]))
+    status, body = await post(client, admission_review(pod(volumes=[{"name": "v", "csi": deep}])))
+    assert status == 200 and body["response"]["allowed"] is False
+    assert len(rule.seen) == 1
+
+
 async def test_bodies_over_3_mib_are_413(aiohttp_client: Client) -> None:
     client = await client_for(aiohttp_client, make_admission())
     big = admission_review(pod(padding="x" * review.MAX_BODY_BYTES))

@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestPayloadError
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic_core import to_json
 
@@ -102,6 +103,13 @@ class Admission:
                 body = await http.read()
             except web.HTTPRequestEntityTooLarge:
                 return self._reject(webhook, 413, f"body larger than {review.MAX_BODY_BYTES} bytes", started)
+            except RequestPayloadError as err:  # a body its Content-Encoding does not decode
+                encoding = http.headers.get("Content-Encoding", "")
+                reason = f"body cannot be read (Content-Encoding {encoding!r}): {err.__cause__ or err}"
+                rejected = self._reject(webhook, 400, reason, started)
+                # Where the body ends is unknown now: the connection cannot carry another request.
+                rejected.force_close()
+                return rejected
             try:
                 request = review.parse(body)
             except review.BadReview as err:

@@ -215,6 +215,15 @@ async def test_an_object_nested_past_the_fast_parsers_limit_is_decided(aiohttp_c
     assert len(rule.seen) == 1
 
 
+async def test_a_body_its_content_encoding_does_not_decode_is_a_400_naming_it(aiohttp_client: Client) -> None:
+    client = await client_for(aiohttp_client, make_admission())
+    response = await client.post("/validate", data=b"{}", headers={"Content-Encoding": "gzip"})
+    assert response.status == 400
+    assert "body cannot be read (Content-Encoding 'gzip')" in (await response.json())["error"]
+    status, _ = await post(client, admission_review())
+    assert status == 200
+
+
 async def test_bodies_over_3_mib_are_413(aiohttp_client: Client) -> None:
     client = await client_for(aiohttp_client, make_admission())
     big = admission_review(pod(padding="x" * review.MAX_BODY_BYTES))

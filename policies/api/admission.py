@@ -7,7 +7,7 @@ fail to parse the whole review.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from policies.api.base import ApiModel
 
@@ -44,7 +44,8 @@ class AdmissionRequest(ApiModel):
     request_sub_resource: str | None = None
     name: str | None = None
     namespace: str | None = None
-    operation: str
+    # The operations admission.k8s.io/v1 defines (Operation in k8s.io/api/admission/v1/types.go).
+    operation: Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
     user_info: UserInfo = UserInfo()
     object: Any = None
     old_object: Any = None

@@ -190,6 +190,10 @@ async def test_mutate_answers_a_base64_json_patch_and_validate_does_not_run_muta
             {**admission_review(), "request": {**admission_review()["request"], "kind": "Pod"}},
             "request.kind: Invalid value: 'Pod': must be an object",
         ),
+        (
+            {**admission_review(), "request": {**admission_review()["request"], "operation": "PATCH"}},
+            "request.operation: Invalid value: 'PATCH'",
+        ),
     ],
 )
 async def test_webhook_call_errors_are_http_400_naming_the_field(
@@ -418,15 +422,13 @@ async def test_metrics_count_requests_findings_and_snapshot(aiohttp_client: Clie
     admission = make_admission(rules)
     client = await client_for(aiohttp_client, admission)
     await post(client, admission_review())
-    odd = admission_review(
-        uid="u2", operation="PATCHY", kind={"group": "x", "version": "v1", "kind": "Widget"}
-    )
+    odd = admission_review(uid="u2", kind={"group": "x", "version": "v1", "kind": "Widget"})
     await post(client, odd)
     await post(client, b"junk")
     text = admission.metrics.render().decode()
     requests = "draguard_admission_requests_total"
     assert f'{requests}{{decision="denied",kind="Pod",operation="CREATE",webhook="validate"}} 1.0' in text
-    assert 'decision="denied",kind="other",operation="other"' in text
+    assert 'decision="denied",kind="other",operation="CREATE"' in text
     assert f'{requests}{{decision="invalid",kind="other",operation="other",webhook="validate"}} 1.0' in text
     assert 'draguard_rule_findings_total{action="deny",mode="enforce",rule="prescheduled"} 2.0' in text
     assert 'draguard_rule_findings_total{action="warn",mode="enforce",rule="selectors"} 2.0' in text

@@ -816,4 +816,8 @@ def test_service_monitor_and_alerts_when_enabled(find: Find) -> None:
     assert "{{ $labels.webhook }}" in alerts["DraguardAdmissionSlow"]["annotations"]["summary"]
     assert "DraguardDown" in alerts
     expiry = alerts["DraguardCertificateExpiresSoon"]["expr"]
-    assert "draguard_cert_expiry_timestamp_seconds" in expiry and "time()" in expiry
+    assert "draguard_cert_expiry_timestamp_seconds" in expiry and "time() < 7 * 24 * 3600" in expiry
+    objects = render({"metrics": {"prometheusRule": {"enabled": True, "certificateExpiryDays": 2}}})
+    rules = find(objects, "PrometheusRule", "draguard")["spec"]["groups"][0]["rules"]
+    expiry = next(r for r in rules if r["alert"] == "DraguardCertificateExpiresSoon")["expr"]
+    assert "time() < 2 * 24 * 3600" in expiry

@@ -677,6 +677,7 @@ def test_secret_mode_templates_the_ca_bundle(find: Find) -> None:
         ({"tls": {"selfManaged": {"overlap": "1d"}}}, "overlap"),
         ({"replicas": 3}, "replicas"),
         ({"webhooks": {"namespaceSelector": {"matchLabel": {"a": "b"}}}}, "matchLabel"),
+        ({"ports": {"https": 8443, "metrics": 8080, "health": 8080}}, "must differ"),
     ],
 )
 def test_wrong_values_fail_at_install(values: dict[str, Any], message: str) -> None:

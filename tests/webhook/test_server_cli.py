@@ -49,6 +49,7 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
         (("--state", EXAMPLES, "--deadline", "0"), "--deadline must be more than 0"),
         (("--state", EXAMPLES, "--port", "70000"), "--port must be between 0 and 65535"),
         (("--state", EXAMPLES, "--health-port", "-1"), "--health-port must be between 0 and 65535, got -1"),
+        (("--state", EXAMPLES, "--health-port", "8080"), "--health-port 8080: each is its own listener"),
         (("--state", "/nonexistent/dir"), "--state: /nonexistent/dir: no such file or directory"),
         (
             ("--state", EXAMPLES, "--tls-cert-file", "/no/cert", "--tls-key-file", "/no/key"),

@@ -146,6 +146,10 @@ def _check_options(args: argparse.Namespace) -> None:
     for flag, value in ports.items():
         if not 0 <= value <= 65535:
             raise UsageError(f"--{flag} must be between 0 and 65535, got {value}")
+    fixed = [value for value in ports.values() if value != 0]
+    if len(set(fixed)) < len(fixed):
+        shown = ", ".join(f"--{flag} {value}" for flag, value in ports.items())
+        raise UsageError(f"{shown}: each is its own listener, so they must differ (0: any free port)")
     if args.deadline <= 0:
         raise UsageError(f"--deadline must be more than 0 seconds, got {args.deadline:g}")
     if args.exit_after is not None and args.exit_after <= 0:

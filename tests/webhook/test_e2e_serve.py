@@ -87,14 +87,17 @@ class Served:
             return err.code, err.read().decode()
 
 
-def start(*args: str, timeout: float = 20.0) -> Served:
-    """Start ``draguard serve`` and wait for its banner (ports, CA)."""
+def start(*args: str, timeout: float = 20.0, log: Path | None = None) -> Served:
+    """Start ``draguard serve`` and wait for its banner (ports, CA); its JSON log goes to ``log``."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     ports = ["--port", "0", "--metrics-port", "0", "--health-port", "0"]
     command = [sys.executable, "-m", "webhook.cli", "serve", *ports, *args]
+    log_file = log.open("w") if log is not None else None
     process = subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=log_file or subprocess.DEVNULL, text=True
     )
+    if log_file is not None:
+        log_file.close()  # the child writes through its own copy
     assert process.stdout is not None
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in process.stdout or ()], daemon=True).start()
@@ -298,7 +301,7 @@ def test_new_certificate_files_are_served_without_a_restart(tmp_path: Path) -> N
 
 
 def test_demo_prints_a_curl_command_that_works_and_exits(tmp_path: Path) -> None:
-    server = start("--demo", "--exit-after", "2.5")
+    server = start("--demo", "--exit-after", "2.5", log=tmp_path / "serve.log")
     curl = next(line for line in server.lines if line.strip().startswith("curl "))
     review_file = re.search(r"--data @(\S+)", curl).group(1)  # type: ignore[union-attr]
     sent = json.loads(Path(review_file).read_text())
@@ -313,6 +316,9 @@ def test_demo_prints_a_curl_command_that_works_and_exits(tmp_path: Path) -> None
     assert sent["request"]["object"]["kind"] == "Pod"
     assert server.process.wait(timeout=10) == 0
     assert not Path(review_file).exists()  # the temporary directory is cleaned up
+    ca = re.search(r"--cacert (\S+)", curl).group(1)  # type: ignore[union-attr]
+    logged = [json.loads(line) for line in (tmp_path / "serve.log").read_text().splitlines()]
+    assert any(ca in line["message"] for line in logged)  # the CA path is in the log, not only on stdout
 
 
 def test_state_from_a_cluster_through_a_kubeconfig(tmp_path: Path) -> None:

@@ -420,6 +420,8 @@ def _serve_checked(args: argparse.Namespace) -> int:
         )
         rotated = stack.enter_context(_rotation(config, api))
         tls, ca = certificates(args, config, cert_dir, rotated, dryrun.client_ca_file)
+        if ca is not None:
+            log.info("generated a private CA and serving certificate; clients verify the server with %s", ca)
         tls.reload()
         state, review_path = _load_state(args, api, cert_dir, config.policy)
         if isinstance(state, ClusterState):

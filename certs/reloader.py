@@ -101,6 +101,8 @@ class CertReloader:
         self._waiting: tuple[str, dt.datetime] | None = None
         # The last refusal logged, so that a refused pair is reported once, not on every poll.
         self._logged: str | None = None
+        # Why the files as they are now can never be served (None: they can, or may yet be).
+        self.refusal: str | None = None
         self._outer = _base_context(minimum_version, client_ca_file)
         self._outer.sni_callback = self._select
 
@@ -185,6 +187,7 @@ class CertReloader:
         if not self._unchanged(pair):
             return False  # rewritten while OpenSSL read it: the next poll loads the final version
         self._served, self._last_digest, self._waiting, self._logged = served, digest, None, None
+        self.refusal = None
         log.info(
             "serving TLS certificate from %s (sha256 %s, expires %s)",
             self.cert_file,
@@ -216,6 +219,7 @@ class CertReloader:
 
     def _refuse(self, why: str, digest: str, final: bool = True) -> None:
         """Log why ``digest`` is not served (once); ``final``: do not look at these files again."""
+        self.refusal = why if final else None
         if final:
             self._last_digest = digest
         if digest == self._logged:

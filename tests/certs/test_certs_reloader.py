@@ -166,6 +166,7 @@ async def test_a_bad_pair_is_refused_with_a_clear_log_line_and_the_old_one_keeps
     assert len(refusals) == 1
     assert why in refusals[0]
     assert "still serving the previous certificate" in refusals[0]
+    assert reloader.refusal is not None and why in reloader.refusal  # never servable as they are
     assert (await presented(port, client_context(ca))).serial_number == before.serial_number
 
 
@@ -193,6 +194,7 @@ async def test_a_pair_not_valid_yet_is_retried_and_served_once_valid(
             assert not reloader.reload()  # still early: refused again, but said only once
         (refusal,) = [r.getMessage() for r in caplog.records if "refusing new TLS" in r.getMessage()]
         assert "not valid before" in refusal and "retry" in refusal
+        assert reloader.refusal is None  # servable later: not a refusal for good
         assert (await presented(port, client_context(ca))).serial_number == serial(current)
 
         clock[0] = skewed.certificate.not_valid_before_utc

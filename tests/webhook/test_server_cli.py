@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime as dt
 import gc
 import ipaddress
 import logging
@@ -17,6 +18,7 @@ from types import SimpleNamespace
 import pytest
 from cryptography import x509
 
+from certs.material import generate_ca, issue_serving
 from webhook.cli import main
 from webhook.commands.serve import _freeze_when_synced, certificates, generate_pair, load_config
 
@@ -64,6 +66,21 @@ def test_unusable_options_exit_2_naming_the_problem(
     assert code == 2
     assert message in err
     assert "Traceback" not in err
+
+
+def test_a_pair_named_on_the_command_line_that_can_never_be_served_exits_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    now = dt.datetime.now(dt.UTC)
+    ca = generate_ca(now, dt.timedelta(days=1))
+    one, other = (issue_serving(ca, ["127.0.0.1"], now, dt.timedelta(days=1)) for _ in range(2))
+    (tmp_path / "tls.crt").write_bytes(one.cert_pem)
+    (tmp_path / "tls.key").write_bytes(other.key_pem)
+    files = ("--tls-cert-file", str(tmp_path / "tls.crt"), "--tls-key-file", str(tmp_path / "tls.key"))
+    ports = ("--port", "0", "--metrics-port", "0", "--health-port", "0", "--exit-after", "5")
+    code, err = run(capsys, "--state", EXAMPLES, *ports, *files)
+    assert code == 2
+    assert "--tls-cert-file/--tls-key-file:" in err and "private key does not match the certificate" in err
 
 
 @pytest.mark.parametrize(

@@ -422,7 +422,10 @@ def _serve_checked(args: argparse.Namespace) -> int:
         tls, ca = certificates(args, config, cert_dir, rotated, dryrun.client_ca_file)
         if ca is not None:
             log.info("generated a private CA and serving certificate; clients verify the server with %s", ca)
-        tls.reload()
+        if not tls.reload() and args.tls_cert_file and tls.refusal is not None:
+            # Files named on the command line are meant to be served now; a mounted directory
+            # may still be being written (or, with selfManaged, not yet), and is waited for.
+            raise UsageError(f"--tls-cert-file/--tls-key-file: {tls.refusal}")
         state, review_path = _load_state(args, api, cert_dir, config.policy)
         if isinstance(state, ClusterState):
             state.start()

@@ -20,7 +20,7 @@ from cryptography import x509
 
 from certs.material import generate_ca, issue_serving
 from webhook.cli import main
-from webhook.commands.serve import _freeze_when_synced, certificates, generate_pair, load_config
+from webhook.commands.serve import UsageError, _freeze_when_synced, certificates, generate_pair, load_config
 
 EXAMPLES = str(Path(__file__).resolve().parents[2] / "examples" / "gpu-cluster")
 
@@ -106,6 +106,16 @@ def test_config_problems_name_the_field(
     assert code == 2
     assert message in err
     assert str(config) in err
+
+
+def test_every_section_of_a_config_file_is_checked_in_one_run(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text("rules:\n  selectors: {mode: loud}\ntls: {minVersion: '1.1'}\nlogLevel: chatty\n")
+    with pytest.raises(UsageError) as err:
+        load_config(str(config))
+    lines = str(err.value).splitlines()
+    assert len(lines) == 3
+    assert "rules.selectors.mode" in lines[0] and "tls.minVersion" in lines[1] and "logLevel" in lines[2]
 
 
 def test_config_splits_rules_from_server_sections(tmp_path: Path) -> None:

@@ -38,7 +38,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from kubernetes.client import ApiClient
@@ -156,6 +156,9 @@ def _check_options(args: argparse.Namespace) -> None:
         raise UsageError(f"--exit-after must be more than 0 seconds, got {args.exit_after:g}")
 
 
+T = TypeVar("T")
+
+
 def load_config(path: str | None) -> ServeConfig:
     """Read and check the config file; every problem names its field."""
     if path is None:
@@ -171,16 +174,31 @@ def load_config(path: str | None) -> ServeConfig:
     if not isinstance(raw, dict):
         raise UsageError(f"--config {path}: must be a mapping of settings, got {type(raw).__name__}")
     rest = {k: v for k, v in raw.items() if k not in ("certificates", "tls", "logLevel")}
+    # Every section is checked, so one run names every problem of the file.
+    problems: list[str] = []
+
+    def checked(check: Callable[[str, Any], T], value: Any) -> T | None:
+        try:
+            return check(path, value)
+        except UsageError as err:
+            problems.append(str(err))
+            return None
+
+    policy = checked(_policy, rest)
+    certificates = checked(_certificates, raw.get("certificates"))
+    tls_min_version = checked(_tls_version, raw.get("tls"))
+    log_level = checked(_log_level, raw.get("logLevel", "info"))
+    if problems:
+        raise UsageError("\n".join(problems))
+    assert policy is not None and tls_min_version is not None and log_level is not None
+    return ServeConfig(policy, certificates, tls_min_version, log_level)
+
+
+def _policy(path: str, raw: dict[str, Any]) -> Config:
     try:
-        policy = Config.model_validate(rest)
+        return Config.model_validate(raw)
     except ValidationError as err:
         raise UsageError("\n".join(f"--config {path}: {p}" for p in validation_problems(err))) from None
-    return ServeConfig(
-        policy,
-        certificates=_certificates(path, raw.get("certificates")),
-        tls_min_version=_tls_version(path, raw.get("tls")),
-        log_level=_log_level(path, raw.get("logLevel", "info")),
-    )
 
 
 def _certificates(path: str, raw: Any) -> CertSettings | None:

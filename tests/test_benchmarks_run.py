@@ -48,3 +48,22 @@ def test_dryrun_benchmark_runs_and_answers_as_draguard_allocate() -> None:
         "results: identical to draguard allocate",
     ):
         assert name in done.stdout, done.stdout
+
+
+def test_webhook_benchmark_runs_against_the_bare_handler() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "webhook.py"), "--quick", "--nodes", "200"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    for name in (
+        "bare aiohttp handler",
+        "ratio per round:",
+        "p99 per round, draguard:",
+        "throughput ratio",
+        "p99 at 200 req/s",
+        "RSS",
+    ):
+        assert name in done.stdout, done.stdout

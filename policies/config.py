@@ -161,6 +161,10 @@ class QuotaConfig(RuleConfig):
     # Fail: when the shared ledger cannot be reached, admitting would let replicas overcommit the
     # quota unseen; a denied reservation is retried by the scheduler.
     failure_policy: FailurePolicy = "Fail"
+    # How often the webhook heals the shared ledger from the snapshot: a charge whose release it
+    # never saw (a claim deleted while no replica answered) holds quota until then. Charges younger
+    # than the ledger's grace period (60 s, webhook/ledger.py) are left alone whatever the interval.
+    reconcile_seconds: float = Field(default=120.0, gt=0)
 
 
 class RulesConfig(ConfigModel):

@@ -12,6 +12,7 @@ import logging
 import os
 import ssl
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -19,7 +20,10 @@ import pytest
 from cryptography import x509
 
 from certs.material import generate_ca, issue_serving
+from policies.config import Config
+from policies.quota import LedgerUnavailable
 from webhook.cli import main
+from webhook.commands import serve
 from webhook.commands.serve import UsageError, _freeze_when_synced, certificates, generate_pair, load_config
 
 EXAMPLES = str(Path(__file__).resolve().parents[2] / "examples" / "gpu-cluster")
@@ -190,3 +194,41 @@ async def test_the_snapshot_is_kept_out_of_garbage_collection_once_synced() -> N
     finally:
         freezing.cancel()
         gc.unfreeze()
+
+
+async def test_the_quota_ledger_is_reconciled_at_the_configured_interval_on_fresh_state_only(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    judged: list[object] = []
+
+    def reconcile(store: object, snapshot: object) -> list[str]:
+        judged.append(snapshot)
+        if len(judged) == 1:
+            raise LedgerUnavailable("the API server did not answer")
+        return ["team-a"]
+
+    monkeypatch.setattr(serve, "reconcile_all", reconcile)
+    fresh = [False]
+    snapshot = object()
+    admission = SimpleNamespace(
+        config=Config.model_validate({"rules": {"quota": {"reconcileSeconds": 0.05}}}),
+        state=SimpleNamespace(synced=True, snapshot=snapshot),
+        context=lambda: SimpleNamespace(snapshot_fresh=fresh[0]),
+        executor=ThreadPoolExecutor(max_workers=1),
+    )
+    reconciling = asyncio.create_task(serve._reconcile_ledger(admission, object()))  # type: ignore[arg-type]
+    try:
+        with caplog.at_level(logging.INFO, logger="webhook.commands.serve"):
+            await asyncio.sleep(0.3)
+            assert judged == []  # a stale snapshot would drop charges still in use
+            fresh[0] = True
+            async with asyncio.timeout(5):
+                while len(judged) < 3:
+                    await asyncio.sleep(0.01)
+    finally:
+        reconciling.cancel()
+        admission.executor.shutdown()
+    assert judged == [snapshot] * len(judged)
+    messages = [r.getMessage() for r in caplog.records]
+    assert "quota ledger reconcile failed: the API server did not answer" in messages  # and it went on
+    assert "quota ledger corrected from the snapshot in: team-a" in messages

@@ -67,8 +67,6 @@ log = logging.getLogger(__name__)
 
 TLS_VERSIONS = {"1.2": ssl.TLSVersion.TLSv1_2, "1.3": ssl.TLSVersion.TLSv1_3}
 LOCAL_VALIDITY = dt.timedelta(days=365)
-# Longer than the ledger's grace period, so a charge is in the snapshot before reconcile judges it.
-RECONCILE_INTERVAL = 120.0
 
 
 class UsageError(Exception):
@@ -350,7 +348,7 @@ async def _reconcile_ledger(admission: Admission, store: ApiLedgerStore) -> None
     """
     loop = asyncio.get_running_loop()
     while True:
-        await asyncio.sleep(RECONCILE_INTERVAL)
+        await asyncio.sleep(admission.config.rules.quota.reconcile_seconds)
         if not admission.state.synced or not admission.context().snapshot_fresh:
             continue
         try:

@@ -10,13 +10,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``benchmarks/<script> --quick ARGS`` as a subprocess, its output captured."""
+    command = [sys.executable, str(ROOT / "benchmarks" / script), "--quick", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300)
+
+
 def test_allocator_benchmark_runs_every_scenario() -> None:
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "allocator.py"), "--quick"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run("allocator.py")
     assert done.returncode in (0, 1), done.stderr
     for name in (
         "claim for 8, quantity selector",
@@ -30,12 +31,7 @@ def test_allocator_benchmark_runs_every_scenario() -> None:
 
 
 def test_dryrun_benchmark_runs_and_answers_as_draguard_allocate() -> None:
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "dryrun.py"), "--quick"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run("dryrun.py")
     # Exit code 3 means the endpoint's answers differ from draguard allocate's: a real failure.
     assert done.returncode in (0, 1), done.stdout + done.stderr
     for name in (
@@ -51,12 +47,7 @@ def test_dryrun_benchmark_runs_and_answers_as_draguard_allocate() -> None:
 
 
 def test_webhook_benchmark_runs_against_the_bare_handler() -> None:
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "webhook.py"), "--quick", "--nodes", "200"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run("webhook.py", "--nodes", "200")
     assert done.returncode == 0, done.stdout + done.stderr
     for name in (
         "bare aiohttp handler",

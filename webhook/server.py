@@ -271,6 +271,7 @@ async def _start(
 
 async def run(
     app: web.Application,
+    ready: Callable[[], list[str]],
     admission: Admission,
     tls: CertReloader,
     listen: Listen,
@@ -279,10 +280,11 @@ async def run(
     reload_interval: float = 1.0,
 ) -> None:
     """Serve ``app`` (:func:`build_app`, and whatever else shares the port) over ``tls``, the
-    metrics and the probes until ``stop`` is set; ``started(ports)`` runs once all three listen."""
+    metrics, and the probes answering ``ready()`` as ``app`` does, until ``stop`` is set;
+    ``started(ports)`` runs once all three listen."""
     plain = (
         (build_metrics_app(admission.metrics), listen.metrics_port),
-        (build_health_app(readiness(admission.state, tls)), listen.health_port),
+        (build_health_app(ready), listen.health_port),
     )
     runner, port = await _start(app, listen.host, listen.port, tls)
     runners = [runner]

@@ -397,10 +397,11 @@ async def _serve(
     freeze = asyncio.create_task(_freeze_when_synced(admission.state))
     listen = Listen(args.host, args.port, args.metrics_port, args.health_port)
     # The dry-run endpoint shares the port: same certificate, same snapshot, its own authentication.
-    app = build_app(admission, readiness(admission.state, tls))
+    ready = readiness(admission.state, tls)
+    app = build_app(admission, ready)
     add_dryrun_routes(app, lambda: admission.state.snapshot, dryrun, api_client=api)
     try:
-        await run(app, admission, tls, listen, stop, started)
+        await run(app, ready, admission, tls, listen, stop, started)
     finally:
         freeze.cancel()
         if reconcile is not None:

@@ -71,6 +71,7 @@ from policies.quota import Ledger, claim_object_usage, first_exceeded, pod_charg
 from policies.rules.quota import folded_quotas, snapshot_ledger
 from policies.snapshot import Snapshot
 from policies.validation import render, validate
+from webhook import bodies
 from webhook.auth import (
     Authenticator,
     AuthError,
@@ -367,9 +368,9 @@ def _check_counts(body: DryRunBody, settings: DryRunSettings) -> None:
 def parse_question(body: bytes, settings: DryRunSettings, now: datetime) -> Question:
     """The request as a Question; raises Problem(400) naming the field for anything malformed."""
     try:
-        raw = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise bad_request([f"body: Invalid value: not JSON: {err}"]) from None
+        raw = bodies.parse(body)
+    except bodies.BadBody as err:
+        raise bad_request([f"body: Invalid value: {err.problem.removeprefix('is ')}"]) from None
     if not isinstance(raw, dict):
         raise bad_request(
             ["body: Invalid value: must be a JSON object with pod, claims, claimTemplates, nodes or limit"]
@@ -785,19 +786,11 @@ def _json(
 
 async def read_capped(request: web.Request, limit: int) -> bytes:
     """The body, refusing (413) one over ``limit`` bytes without reading all of it."""
-    too_large = Problem(
-        413, f"request body is larger than the dry-run limit of {limit} bytes (--dryrun-max-body)"
-    )
-    if request.content_length is not None and request.content_length > limit:
-        raise too_large
-    chunks: list[bytes] = []
-    size = 0
-    while chunk := await request.content.read(65536):
-        size += len(chunk)
-        if size > limit:
-            raise too_large
-        chunks.append(chunk)
-    return b"".join(chunks)
+    try:
+        return await bodies.read(request, limit)
+    except bodies.BadBody as err:
+        flag = " (--dryrun-max-body)" if err.status == 413 else ""
+        raise Problem(err.status, f"request {err}{flag}") from None
 
 
 class DryRunEndpoint:

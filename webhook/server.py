@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from aiohttp import web
-from aiohttp.web_protocol import RequestPayloadError
+from aiohttp.typedefs import Handler
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic_core import to_json
 
@@ -41,7 +41,7 @@ from policies.config import Config
 from policies.rules import engine
 from policies.rules.engine import Context, Decision, Request, Rule
 from policies.rules.request import UndecodableObject
-from webhook import logs, review
+from webhook import bodies, logs, review
 from webhook.metrics import Metrics
 from webhook.state import State
 
@@ -100,18 +100,9 @@ class Admission:
         self.metrics.in_flight += 1
         try:
             try:
-                body = await http.read()
-            except web.HTTPRequestEntityTooLarge:
-                return self._reject(webhook, 413, f"body larger than {review.MAX_BODY_BYTES} bytes", started)
-            except RequestPayloadError as err:  # a body its Content-Encoding does not decode
-                encoding = http.headers.get("Content-Encoding", "")
-                reason = f"body cannot be read (Content-Encoding {encoding!r}): {err.__cause__ or err}"
-                rejected = self._reject(webhook, 400, reason, started)
-                # Where the body ends is unknown now: the connection cannot carry another request.
-                rejected.force_close()
-                return rejected
-            try:
-                request = review.parse(body)
+                request = review.parse(await bodies.read(http, review.MAX_BODY_BYTES))
+            except bodies.BadBody as err:
+                return self._reject(webhook, err.status, str(err), started)
             except review.BadReview as err:
                 return self._reject(webhook, 400, str(err), started)
             return await self._answer(webhook, request, started)
@@ -179,9 +170,35 @@ class Admission:
         return _json({"error": reason}, status)
 
 
+@web.middleware
+async def close_unless_read(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Answer, and ask the client to close the connection when the body was not read to its end.
+
+    After the answer aiohttp reads what is left of the body, to find where the next request
+    starts, and closes the connection when it cannot: a body that does not decode, or one past the
+    size limit still arriving. An answer that said keep-alive is then followed by a close the client
+    does not expect, and its next request on that connection is lost (issue 16's dropped
+    connections: a dry run refused before its gzip body was read, then a small review on the same
+    connection). ``Connection: close`` in the answer makes the client open a new one instead.
+    """
+    try:
+        response = await handler(request)
+    except web.HTTPException as refused:  # the router's 404 and 405, before any body is read
+        if not request.content.is_eof():
+            refused.force_close()
+        raise
+    if not request.content.is_eof():
+        response.force_close()
+    return response
+
+
+def _application(**options: Any) -> web.Application:
+    return web.Application(middlewares=[close_unless_read], **options)
+
+
 def build_app(admission: Admission, ready: Callable[[], list[str]]) -> web.Application:
     """The HTTPS application; ``ready()`` lists what readiness still waits for (empty: ready)."""
-    app = web.Application(client_max_size=review.MAX_BODY_BYTES)
+    app = _application(client_max_size=review.MAX_BODY_BYTES)
     for webhook in admission.rules:
         app.router.add_post(f"/{webhook}", functools.partial(admission.handle, webhook))
     _add_probes(app, ready)
@@ -192,7 +209,7 @@ def build_health_app(ready: Callable[[], list[str]]) -> web.Application:
     """The probes again, on their own plain-HTTP port: for the kubelet, they answer before a
     certificate is served, so a replica waiting for the elected one to write the first pair is
     not restarted by its liveness probe for a handshake it cannot complete yet."""
-    app = web.Application()
+    app = _application()
     _add_probes(app, ready)
     return app
 
@@ -228,7 +245,7 @@ def readiness(state: State, tls: CertReloader | None) -> Callable[[], list[str]]
 
 
 def build_metrics_app(metrics: Metrics) -> web.Application:
-    app = web.Application()
+    app = _application()
 
     async def scrape(_: web.Request) -> web.Response:
         return web.Response(body=metrics.render(), headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -237,6 +237,34 @@ async def test_bodies_over_3_mib_are_413(aiohttp_client: Client) -> None:
     assert status == 200
 
 
+async def test_lone_surrogates_reach_the_rules_as_u_fffd_as_the_api_server_stores_them(
+    aiohttp_client: Client,
+) -> None:
+    # The issue-16 cases: in a quantity the model refused it with an encoding error (400, "could not
+    # process"); in the user name the decision was made and lost to the log line.
+    rule = FakeRule("selectors", [Finding("deny", "no")])
+    out = io.StringIO()
+    client = await client_for(aiohttp_client, make_admission([rule], decisions=DecisionLog(out)))
+    broken = pod(containers=[{"name": "c", "image": "x", "resources": {"requests": {"cpu": "SURROGATE"}}}])
+    raw = json.dumps(admission_review(broken)).replace("SURROGATE", "1\\ud800").encode()
+    status, body = await post(client, raw)
+    assert status == 200 and body["response"]["status"]["code"] == 422
+    assert "object.spec.containers[0].resources.requests.cpu" in body["response"]["status"]["message"]
+    raw = json.dumps(admission_review(userInfo={"username": "SURROGATE"})).replace("SURROGATE", "\\udfff")
+    with level(logging.INFO):
+        status, body = await post(client, raw.encode())
+    assert status == 200 and body["response"]["allowed"] is False
+    (seen, _) = rule.seen[0]
+    assert seen.user.username == "\ufffd"
+    assert json.loads(out.getvalue().splitlines()[-1])["user"] == "\ufffd"
+
+
+async def test_a_body_nested_too_deeply_is_a_400_naming_it(aiohttp_client: Client) -> None:
+    client = await client_for(aiohttp_client, make_admission())
+    status, answer = await post(client, b"[" * 5000 + b"]" * 5000)
+    assert status == 400 and answer["error"].startswith("body is nested too deeply")
+
+
 @pytest.mark.parametrize(
     ("obj", "fields"),
     [
@@ -508,3 +536,43 @@ def test_default_deadline_is_below_every_timeout_the_chart_configures() -> None:
     timeouts.append(hooks["prescheduled"]["mutating"]["timeoutSeconds"])
     assert len(timeouts) >= 7
     assert min(timeouts) > server.DEFAULT_DEADLINE
+
+
+async def raw_exchange(port: int, request: bytes) -> bytes:
+    """Send ``request`` on a new plain connection; the head of the answer."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(request)
+    await writer.drain()
+    head = await reader.readuntil(b"\r\n\r\n")
+    writer.close()
+    return head
+
+
+VALIDATE = b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: "
+
+
+@pytest.mark.parametrize(
+    "request_head",
+    [
+        b"POST /nosuch HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n",  # 404, body unread
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n",
+        VALIDATE + b"9999999\r\n\r\n",  # 413
+    ],
+)
+async def test_an_answer_that_leaves_the_body_unread_closes_the_connection(
+    aiohttp_server: Callable[..., Awaitable[Any]], request_head: bytes
+) -> None:
+    # aiohttp reads the rest of the body after the answer and closes the connection when it
+    # cannot: a keep-alive answer would have the client's next request on it lost.
+    admission = make_admission()
+    server = await aiohttp_server(build_app(admission, readiness(admission.state, None)))
+    head = await raw_exchange(server.port, request_head + b"{")
+    assert b"Connection: close" in head, head
+    complete = json.dumps(admission_review()).encode()
+    head = await raw_exchange(server.port, b"%s%d\r\n\r\n%s" % (VALIDATE, len(complete), complete))
+    assert head.startswith(b"HTTP/1.1 200") and b"Connection: close" not in head
+
+
+def test_the_probe_and_metrics_ports_close_after_unread_bodies_too() -> None:
+    for app in (server.build_health_app(lambda: []), server.build_metrics_app(make_admission().metrics)):
+        assert server.close_unless_read in app.middlewares

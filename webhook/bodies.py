@@ -12,18 +12,17 @@ the answer (HTTP 4xx):
   documentation; ``unquote`` in ``encoding/json/decode.go``): the API server stores such a string
   that way, so the models see what it would, and a broken quantity is an invalid quantity naming
   its field, a broken user name a name that can be logged;
-* JSON: what is not JSON is a 400 naming line and column; so is JSON nested deeper than Python's
-  parser goes (the fast parser stops at 255 levels, the standard library near the interpreter's
-  recursion limit; the API server's decoder allows 10,000);
+* JSON: what is not JSON (NaN and Infinity included) is a 400 naming line and column; so is JSON
+  nested deeper than :data:`MAX_DEPTH` levels (the API server's decoder allows 10,000);
 * shape: :func:`parse_object` wants a JSON object (400).
 """
 
 from __future__ import annotations
 
 import codecs
+import itertools
 import json
 import re
-import sys
 from typing import Any
 
 from aiohttp import web
@@ -31,6 +30,7 @@ from aiohttp.web_protocol import RequestPayloadError
 from pydantic_core import from_json
 
 CHUNK = 64 * 1024
+MAX_DEPTH = 512
 
 
 class BadBody(ValueError):
@@ -74,10 +74,19 @@ def parse(body: bytes) -> Any:
         pass
     text = _LONE_SURROGATE.sub(_replace_lone, body.decode("utf-8", _PER_BYTE))
     try:
+        return from_json(text, allow_inf_nan=False)
+    except ValueError as err:
+        if "recursion limit" not in str(err):
+            raise BadBody(400, f"is not JSON: {err}") from None
+    # Deeper than 255 levels: the standard library reads it, within the interpreter's recursion
+    # limit, which is shared by every thread; the depth is checked before it is asked.
+    too_deep = BadBody(400, f"is nested deeper than {MAX_DEPTH} levels, the most draguard reads")
+    if _deeper_than(text, MAX_DEPTH):
+        raise too_deep
+    try:
         return json.loads(text, parse_constant=_not_json)
-    except RecursionError:
-        limit = sys.getrecursionlimit()
-        raise BadBody(400, f"is nested too deeply: draguard reads JSON up to about {limit} levels") from None
+    except RecursionError:  # a recursion limit lowered below MAX_DEPTH plus the caller's frames
+        raise too_deep from None
     except ValueError as err:
         raise BadBody(400, f"is not JSON: {err}") from None
 
@@ -109,6 +118,19 @@ _LONE_SURROGATE = re.compile(
 def _replace_lone(match: re.Match[str]) -> str:
     token = match.group()
     return token if token == "\\\\" or len(token) == 12 else "\\ufffd"
+
+
+# A JSON string, escapes included (brackets inside one do not nest), and anything but a bracket.
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def _deeper_than(text: str, limit: int) -> bool:
+    """Whether arrays and objects nest deeper than ``limit`` in ``text`` (which need not be JSON);
+    stops at the first level past it, so that a million brackets cost no more than a few."""
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    return any(depth > limit for depth in itertools.accumulate(map(_STEP.__getitem__, brackets)))
 
 
 def _not_json(constant: str) -> Any:

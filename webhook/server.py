@@ -23,12 +23,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
@@ -46,10 +47,20 @@ from webhook.metrics import Metrics
 from webhook.state import State
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # The chart's webhook configurations wait 5 s (timeoutSeconds); answering within 4 s leaves the
 # API server time to receive the answer before it gives up and applies the failurePolicy itself.
 DEFAULT_DEADLINE = 4.0
+# Costly checks run on this many threads, and at most this many more wait for one; past that a
+# request is answered at once per its rules' failure policies (see Backlog).
+COSTLY_WORKERS = 4
+COSTLY_WAITING = 4
+# Bodies larger than this are decoded on a thread of their own, one at a time, with one more
+# waiting; past that they are answered 429. A Pod of 3 MiB (17,000 containers) takes pydantic over
+# a second to decode: on the event loop every other request would wait that long.
+LARGE_BODY = 256 * 1024
+LARGE_WAITING = 1
 
 
 def _webhook(rule: Rule) -> str:
@@ -75,6 +86,40 @@ def split_rules(rules: Sequence[Rule]) -> dict[str, tuple[Rule, ...]]:
     return paths
 
 
+class Backlog:
+    """Work handed to a thread pool, counted until a thread is done with it, with a limit.
+
+    A deadline stops the caller waiting, not the thread: a check past its deadline still holds a
+    worker and its share of the GIL (a claim with 64 selectors of 10 KiB each compiles for 17 s).
+    Counting until the thread is done, and refusing new work past ``limit`` (the caller answers at
+    once instead), keeps such work from piling up and starving the event loop of the GIL.
+    """
+
+    def __init__(self, executor: ThreadPoolExecutor, limit: int) -> None:
+        self.executor = executor
+        self.limit = limit
+        self._count = 0
+        self._lock = threading.Lock()
+
+    def full(self) -> bool:
+        return self._count >= self.limit
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        with self._lock:
+            self._count += 1
+        future = self.executor.submit(fn, *args)
+        future.add_done_callback(self._done)  # when the thread is done, or the work cancelled unstarted
+        return asyncio.wrap_future(future)
+
+    def _done(self, _: object) -> None:
+        with self._lock:
+            self._count -= 1
+
+
+def _threads(workers: int, name: str) -> Callable[[], ThreadPoolExecutor]:
+    return lambda: ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
+
+
 @dataclass
 class Admission:
     """Everything a decision needs besides the request; one per server."""
@@ -85,10 +130,14 @@ class Admission:
     metrics: Metrics
     deadline: float = DEFAULT_DEADLINE
     decisions: logs.DecisionLog = field(default_factory=logs.DecisionLog)
-    executor: ThreadPoolExecutor = field(
-        default_factory=lambda: ThreadPoolExecutor(max_workers=4, thread_name_prefix="draguard-decide")
-    )
+    executor: ThreadPoolExecutor = field(default_factory=_threads(COSTLY_WORKERS, "draguard-decide"))
+    decoder: ThreadPoolExecutor = field(default_factory=_threads(1, "draguard-decode"))
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    costly_limit: int = COSTLY_WORKERS + COSTLY_WAITING
+
+    def __post_init__(self) -> None:
+        self.costly = Backlog(self.executor, self.costly_limit)
+        self.large = Backlog(self.decoder, 1 + LARGE_WAITING)
 
     def context(self) -> Context:
         """The snapshot a request keeps from start to end, and whether it is fresh enough to trust."""
@@ -100,12 +149,15 @@ class Admission:
         self.metrics.in_flight += 1
         try:
             try:
-                request = review.parse(await bodies.read(http, review.MAX_BODY_BYTES))
+                raw = await bodies.read(http, review.MAX_BODY_BYTES)
+                if len(raw) > LARGE_BODY and self.large.full():
+                    return self._busy(webhook, started)
+                request, decoded = await self._decode(raw)
             except bodies.BadBody as err:
                 return self._reject(webhook, err.status, str(err), started)
             except review.BadReview as err:
                 return self._reject(webhook, 400, str(err), started)
-            return await self._answer(webhook, request, started)
+            return await self._answer(webhook, request, decoded, started)
         except Exception as err:  # a bug of ours: log it, keep serving, and still never answer 500
             log.exception("failed to process an admission review")
             reason = f"draguard could not process the review: {type(err).__name__}"
@@ -113,15 +165,21 @@ class Admission:
         finally:
             self.metrics.in_flight -= 1
 
-    async def _answer(self, webhook: str, request: AdmissionRequest, started: float) -> web.Response:
-        kind = request.kind.kind
-        try:
-            rule_request = review.to_request(request)
-        except UndecodableObject as err:
-            payload = review.undecodable(request.uid, kind, err)
-            self._record(webhook, request, Decision(False, f"cannot decode: {err}"), started)
+    async def _decode(self, raw: bytes) -> tuple[AdmissionRequest, Request | UndecodableObject]:
+        """The review and its object decoded: inline, or for a large body on the decoder thread,
+        where the event loop keeps answering other requests while pydantic works."""
+        if len(raw) <= LARGE_BODY:
+            return _decoded(raw)
+        return await self.large.submit(_decoded, raw)
+
+    async def _answer(
+        self, webhook: str, request: AdmissionRequest, decoded: Request | UndecodableObject, started: float
+    ) -> web.Response:
+        if isinstance(decoded, UndecodableObject):
+            payload = review.undecodable(request.uid, request.kind.kind, decoded)
+            self._record(webhook, request, Decision(False, f"cannot decode: {decoded}"), started)
             return _json(payload)
-        decision = await self._decide(webhook, rule_request)
+        decision = await self._decide(webhook, decoded)
         self._record(webhook, request, decision, started)
         return _json(review.answer(request.uid, decision))
 
@@ -130,12 +188,21 @@ class Admission:
         chosen = engine.applicable(request, self.rules[webhook], ctx)
         if not any(rule.costly(request, ctx) for rule, _ in chosen):
             return engine.decide_applicable(request, chosen, ctx)
-        loop = asyncio.get_running_loop()
-        work = loop.run_in_executor(self.executor, engine.decide_applicable, request, chosen, ctx)
+        if self.costly.full():
+            busy = f"draguard is busy: {self.costly.limit} costly checks are running or waiting"
+            return engine.decide_unavailable(chosen, busy)
+        # Past the deadline (or when the server stops) the thread is told to stop, not only left
+        # behind: a check nobody waits for would hold a worker and the CPU (see Backlog).
+        stop = threading.Event()
+        work = self.costly.submit(
+            engine.decide_applicable, request, chosen, replace(ctx, cancelled=stop.is_set)
+        )
         try:
             return await asyncio.wait_for(work, self.deadline)
         except TimeoutError:
             return engine.decide_unavailable(chosen, f"no answer within the {self.deadline:g}s deadline")
+        finally:
+            stop.set()
 
     def _record(self, webhook: str, request: AdmissionRequest, decision: Decision, started: float) -> None:
         seconds = time.perf_counter() - started
@@ -168,6 +235,23 @@ class Admission:
         self.metrics.observe(webhook, "", "", "invalid", seconds)
         logs.rejected(reason, {"webhook": webhook, "status": status, "latency_ms": round(seconds * 1000, 3)})
         return _json({"error": reason}, status)
+
+    def _busy(self, webhook: str, started: float) -> web.Response:
+        """429 for a large body while others are being decoded: the API server applies the webhook's
+        failurePolicy, as it would after a timeout, but at once."""
+        reason = f"draguard is busy: {self.large.limit} bodies over {LARGE_BODY} bytes are being decoded"
+        busy = self._reject(webhook, 429, reason, started)
+        busy.headers["Retry-After"] = "1"
+        return busy
+
+
+def _decoded(raw: bytes) -> tuple[AdmissionRequest, Request | UndecodableObject]:
+    """The review of ``raw`` and the rules' view of it, or why its object cannot be decoded."""
+    request = review.parse(raw)
+    try:
+        return request, review.to_request(request)
+    except UndecodableObject as err:
+        return request, err
 
 
 @web.middleware
@@ -286,6 +370,32 @@ async def _start(
     return runner, bound
 
 
+class SideLoop:
+    """An event loop on a thread of its own, for the plain-HTTP listeners (probes and metrics).
+
+    On the main loop a probe waits for every callback queued before it: with sixteen requests in
+    flight, each decoding a large body or checking a long selector inline, ``/healthz`` answered in
+    up to 4.7 s while the chart's probes give up after 2 s (issue 16), and the kubelet would have
+    restarted a replica for being busy. Here it waits only for the GIL, which a CPU-bound thread
+    hands over every switch interval (5 ms) between bytecodes; the longest single C call that holds
+    it (pydantic decoding a 3 MiB object) is what remains (measured in benchmarks/README.md).
+    """
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="draguard-probes", daemon=True)
+        self._thread.start()
+
+    async def call(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run ``work`` on the side loop and wait for it from the calling loop."""
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self.loop))
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join()
+        self.loop.close()
+
+
 async def run(
     app: web.Application,
     ready: Callable[[], list[str]],
@@ -296,20 +406,22 @@ async def run(
     started: Callable[[Ports], None],
     reload_interval: float = 1.0,
 ) -> None:
-    """Serve ``app`` (:func:`build_app`, and whatever else shares the port) over ``tls``, the
-    metrics, and the probes answering ``ready()`` as ``app`` does, until ``stop`` is set;
-    ``started(ports)`` runs once all three listen."""
+    """Serve ``app`` (:func:`build_app`, and whatever else shares the port) over ``tls``, and on a
+    :class:`SideLoop` the metrics and the probes answering ``ready()`` as ``app`` does, until
+    ``stop`` is set; ``started(ports)`` runs once all three listen."""
     plain = (
         (build_metrics_app(admission.metrics), listen.metrics_port),
         (build_health_app(ready), listen.health_port),
     )
-    runner, port = await _start(app, listen.host, listen.port, tls)
-    runners = [runner]
+    side = SideLoop()
+    runner: web.AppRunner | None = None
+    side_runners: list[web.AppRunner] = []
     try:
+        runner, port = await _start(app, listen.host, listen.port, tls)
         bound = [port]
         for plain_app, plain_port in plain:
-            runner, port = await _start(plain_app, listen.host, plain_port, None)
-            runners.append(runner)
+            side_runner, port = await side.call(_start(plain_app, listen.host, plain_port, None))
+            side_runners.append(side_runner)
             bound.append(port)
         reloads = asyncio.create_task(tls.watch(reload_interval))
         try:
@@ -318,6 +430,10 @@ async def run(
         finally:
             reloads.cancel()
     finally:
-        for runner in runners:
+        if runner is not None:
             await runner.cleanup()
-        admission.executor.shutdown(wait=False, cancel_futures=True)
+        for side_runner in side_runners:
+            await side.call(side_runner.cleanup())
+        side.close()
+        for executor in (admission.executor, admission.decoder):
+            executor.shutdown(wait=False, cancel_futures=True)

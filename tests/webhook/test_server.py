@@ -262,7 +262,9 @@ async def test_lone_surrogates_reach_the_rules_as_u_fffd_as_the_api_server_store
 async def test_a_body_nested_too_deeply_is_a_400_naming_it(aiohttp_client: Client) -> None:
     client = await client_for(aiohttp_client, make_admission())
     status, answer = await post(client, b"[" * 5000 + b"]" * 5000)
-    assert status == 400 and answer["error"].startswith("body is nested too deeply")
+    assert (
+        status == 400 and answer["error"] == "body is nested deeper than 512 levels, the most draguard reads"
+    )
 
 
 @pytest.mark.parametrize(
@@ -576,3 +578,59 @@ async def test_an_answer_that_leaves_the_body_unread_closes_the_connection(
 def test_the_probe_and_metrics_ports_close_after_unread_bodies_too() -> None:
     for app in (server.build_health_app(lambda: []), server.build_metrics_app(make_admission().metrics)):
         assert server.close_unless_read in app.middlewares
+
+
+async def test_a_costly_check_past_its_deadline_is_told_to_stop(aiohttp_client: Client) -> None:
+    rule = FakeRule("selectors", sleep=0.4)
+    client = await client_for(aiohttp_client, make_admission([rule], deadline=0.1))
+    status, body = await post(client, admission_review())
+    assert status == 200 and "no answer within the 0.1s deadline" in body["response"]["warnings"][0]
+    (_, ctx) = rule.seen[0]
+    assert ctx.cancelled()  # the thread sees it between steps and gives up (see the selectors rule)
+
+
+async def test_costly_checks_past_the_backlog_are_answered_at_once_per_failure_policy(
+    aiohttp_client: Client,
+) -> None:
+    rule = FakeRule("selectors", sleep=0.5)
+    client = await client_for(aiohttp_client, make_admission([rule], costly_limit=1))
+    started = time.perf_counter()
+    first = asyncio.ensure_future(post(client, admission_review(uid="first")))
+    await asyncio.sleep(0.1)
+    status, body = await post(client, admission_review(uid="second"))
+    assert time.perf_counter() - started < 0.4  # not queued behind the first
+    assert status == 200 and body["response"]["allowed"] is True  # selectors' failurePolicy: Ignore
+    assert "draguard is busy: 1 costly checks are running or waiting" in body["response"]["warnings"][0]
+    status, body = await first
+    assert status == 200 and "warnings" not in body["response"]
+    assert len(rule.seen) == 1
+
+
+def large_review(uid: str) -> bytes:
+    padded = pod()
+    padded["metadata"]["annotations"] = {"pad": "x" * server.LARGE_BODY}
+    return json.dumps(admission_review(padded, uid=uid)).encode()
+
+
+async def test_large_bodies_are_decoded_off_the_loop_and_shed_with_429_past_the_backlog(
+    aiohttp_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decoded_on: list[str] = []
+    to_request = review.to_request
+
+    def slow(request: Any) -> Any:
+        decoded_on.append(threading.current_thread().name)
+        time.sleep(0.3)
+        return to_request(request)
+
+    monkeypatch.setattr(review, "to_request", slow)
+    client = await client_for(aiohttp_client, make_admission())
+    large = [asyncio.ensure_future(post(client, large_review(f"large-{i}"))) for i in range(2)]
+    await asyncio.sleep(0.1)
+    status, body = await post(client, large_review("third"))
+    assert status == 429 and body["error"].startswith("draguard is busy: 2 bodies over 262144 bytes")
+    answers = await asyncio.gather(*large)
+    assert [status for status, _ in answers] == [200, 200]
+    status, _ = await post(client, admission_review())  # small: decoded on the loop
+    assert status == 200
+    assert decoded_on[:2] == ["draguard-decode_0"] * 2 and decoded_on[2] == threading.current_thread().name

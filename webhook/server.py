@@ -48,6 +48,8 @@ from webhook.state import State
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+# The rules' view of a review's object, or why the object cannot be decoded.
+Decoded = Request | UndecodableObject
 
 # The chart's webhook configurations wait 5 s (timeoutSeconds); answering within 4 s leaves the
 # API server time to receive the answer before it gives up and applies the failurePolicy itself.
@@ -151,8 +153,13 @@ class Admission:
             try:
                 raw = await bodies.read(http, review.MAX_BODY_BYTES)
                 if len(raw) > LARGE_BODY and self.large.full():
-                    return self._busy(webhook, started)
-                request, decoded = await self._decode(raw)
+                    busy = f"{self.large.limit} bodies over {LARGE_BODY} bytes are being decoded"
+                    return self._busy(webhook, busy, started)
+                try:
+                    request, decoded = await self._decode(raw, started)
+                except TimeoutError:
+                    late = f"the review was not decoded within the {self.deadline:g}s deadline"
+                    return self._busy(webhook, late, started)
             except bodies.BadBody as err:
                 return self._reject(webhook, err.status, str(err), started)
             except review.BadReview as err:
@@ -165,25 +172,33 @@ class Admission:
         finally:
             self.metrics.in_flight -= 1
 
-    async def _decode(self, raw: bytes) -> tuple[AdmissionRequest, Request | UndecodableObject]:
+    def _left(self, started: float) -> float:
+        """What is left of the request's deadline: it counts from the request's arrival, as the
+        API server's timeout does, whatever the request waited for before."""
+        return max(0.0, self.deadline - (time.perf_counter() - started))
+
+    async def _decode(
+        self, raw: bytes, started: float
+    ) -> tuple[AdmissionRequest, Request | UndecodableObject]:
         """The review and its object decoded: inline, or for a large body on the decoder thread,
-        where the event loop keeps answering other requests while pydantic works."""
+        where the event loop keeps answering other requests while pydantic works (TimeoutError
+        when that takes past the deadline)."""
         if len(raw) <= LARGE_BODY:
             return _decoded(raw)
-        return await self.large.submit(_decoded, raw)
+        return await asyncio.wait_for(self.large.submit(_decoded, raw), self._left(started))
 
     async def _answer(
-        self, webhook: str, request: AdmissionRequest, decoded: Request | UndecodableObject, started: float
+        self, webhook: str, request: AdmissionRequest, decoded: Decoded, started: float
     ) -> web.Response:
         if isinstance(decoded, UndecodableObject):
             payload = review.undecodable(request.uid, request.kind.kind, decoded)
             self._record(webhook, request, Decision(False, f"cannot decode: {decoded}"), started)
             return _json(payload)
-        decision = await self._decide(webhook, decoded)
+        decision = await self._decide(webhook, decoded, started)
         self._record(webhook, request, decision, started)
         return _json(review.answer(request.uid, decision))
 
-    async def _decide(self, webhook: str, request: Request) -> Decision:
+    async def _decide(self, webhook: str, request: Request, started: float) -> Decision:
         ctx = self.context()
         chosen = engine.applicable(request, self.rules[webhook], ctx)
         if not any(rule.costly(request, ctx) for rule, _ in chosen):
@@ -198,7 +213,7 @@ class Admission:
             engine.decide_applicable, request, chosen, replace(ctx, cancelled=stop.is_set)
         )
         try:
-            return await asyncio.wait_for(work, self.deadline)
+            return await asyncio.wait_for(work, self._left(started))
         except TimeoutError:
             return engine.decide_unavailable(chosen, f"no answer within the {self.deadline:g}s deadline")
         finally:
@@ -236,16 +251,15 @@ class Admission:
         logs.rejected(reason, {"webhook": webhook, "status": status, "latency_ms": round(seconds * 1000, 3)})
         return _json({"error": reason}, status)
 
-    def _busy(self, webhook: str, started: float) -> web.Response:
-        """429 for a large body while others are being decoded: the API server applies the webhook's
+    def _busy(self, webhook: str, why: str, started: float) -> web.Response:
+        """429 for a large body that cannot be decoded in time: the API server applies the webhook's
         failurePolicy, as it would after a timeout, but at once."""
-        reason = f"draguard is busy: {self.large.limit} bodies over {LARGE_BODY} bytes are being decoded"
-        busy = self._reject(webhook, 429, reason, started)
+        busy = self._reject(webhook, 429, f"draguard is busy: {why}", started)
         busy.headers["Retry-After"] = "1"
         return busy
 
 
-def _decoded(raw: bytes) -> tuple[AdmissionRequest, Request | UndecodableObject]:
+def _decoded(raw: bytes) -> tuple[AdmissionRequest, Decoded]:
     """The review of ``raw`` and the rules' view of it, or why its object cannot be decoded."""
     request = review.parse(raw)
     try:

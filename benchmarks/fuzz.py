@@ -778,33 +778,41 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))] if ordered else float("nan")
 
 
-def log_summary(path: str) -> dict[str, Any]:
-    """Lines of the server's log, tracebacks among them, and the most common messages."""
+def log_summary(path: str) -> tuple[dict[str, Any], dict[int, float]]:
+    """Lines of the server's log, tracebacks among them, and the most common messages; and the
+    server's own latency of each decision by request index (from the handler's start: the rest of
+    what the client measured is queueing before the handler, the network and the client itself)."""
     lines = Path(path).read_text(errors="replace").splitlines()
     messages: Counter[str] = Counter()
     tracebacks: Counter[str] = Counter()
+    server: dict[int, float] = {}
     for line in lines:
         try:
             record = json.loads(line)
         except ValueError:
             messages["(not JSON) " + line[:80]] += 1
             continue
+        uid = str(record.get("uid", ""))
+        if uid.startswith("fuzz-") and uid[5:].isdigit():
+            server[int(uid[5:])] = record["latency_ms"] / 1000
         message = re.sub(r"\d+", "N", str(record.get("message", "")))[:100]
         messages[f"{record.get('logger')}: {message}"] += 1
         if "error" in record and "Traceback" in str(record["error"]):
             tracebacks[
                 f"{record.get('logger')}: {message} / {str(record['error']).splitlines()[-1][:100]}"
             ] += 1
-    return {
+    summary = {
         "lines": len(lines),
         "tracebacks": sum(tracebacks.values()),
         "traceback_kinds": dict(tracebacks.most_common(10)),
         "top_messages": dict(messages.most_common(12)),
     }
+    return summary, server
 
 
 def report(tally: Tally, probes: list[tuple[float, float, int]], rss: list[tuple[float, float]],
-           seconds: float, logs: dict[str, Any], loadavg: tuple[float, float]) -> dict[str, Any]:  # fmt: skip
+           seconds: float, logs: dict[str, Any], server: dict[int, float],
+           loadavg: tuple[float, float]) -> dict[str, Any]:  # fmt: skip
     answered = [a for a in tally.answers if a.status is not None]
     probe_seconds = [p[1] for p in probes]
     rss_values = [r[1] for r in rss if r[1] == r[1]]
@@ -846,9 +854,13 @@ def report(tally: Tally, probes: list[tuple[float, float, int]], rss: list[tuple
                 "what": a.what,
                 "path": a.path,
                 "status": a.status,
+                "server_seconds": round(server[a.index], 2) if a.index in server else None,
             }
             for a in slowest
         ],
+        "outside_the_handler_ms": _percentiles(
+            [a.seconds - server[a.index] for a in answered if a.index in server]
+        ),
         "probe": {
             "samples": len(probes),
             "failed": sum(1 for p in probes if p[2] != 200),
@@ -918,8 +930,11 @@ def print_report(r: dict[str, Any]) -> None:
     print("slowest answers:")
     for s in r["slowest"]:
         print(
-            f"  {s['seconds']:7.2f} s  #{s['index']} {s['family']} {s['path']} -> {s['status']}: {s['what']}"
+            f"  {s['seconds']:7.2f} s (server {s['server_seconds']} s)  #{s['index']} {s['family']} ", end=""
         )
+        print(f"{s['path']} -> {s['status']}: {s['what']}")
+    gap = r["outside_the_handler_ms"]
+    print(f"time outside the server's handler (decisions), p50 {gap['p50']} ms, p99 {gap['p99']} ms")
     for d in r["dropped"][:20]:
         print(f"  dropped #{d['index']} {d['family']} {d['path']} ({d['what']}): {d['error']}")
         print(f"    re-sent on a connection of its own: {d['resent']}")
@@ -979,15 +994,18 @@ def run(seed: int, requests: int, concurrency: int, extra: list[str]) -> dict[st
                 process.kill()
                 process.wait()
                 stopped = False
+        summary, server = log_summary(log_path)
         logs = {
-            **log_summary(log_path),
+            **summary,
             "server_exited_during_the_run": exited,
             "stopped_on_sigterm": stopped,
         }
         if exited is not None:
             print(f"the server exited with {exited} during the run; the end of its log:", file=sys.stderr)
             print("\n".join(Path(log_path).read_text(errors="replace").splitlines()[-15:]), file=sys.stderr)
-    return report(tally, probes, rss, seconds, logs, (round(loadavg, 1), round(os.getloadavg()[0], 1)))
+    return report(
+        tally, probes, rss, seconds, logs, server, (round(loadavg, 1), round(os.getloadavg()[0], 1))
+    )
 
 
 def main() -> int:

@@ -1024,7 +1024,7 @@ def main() -> int:
         c = case(args.seed, args.show)
         print(c.family, c.what, c.method, c.path, c.headers, c.port, len(c.body), c.body[:2000])
         return 0
-    requests, concurrency = (600, 8) if args.quick else (args.requests, args.concurrency)
+    requests, concurrency = (400, 8) if args.quick else (args.requests, args.concurrency)
     result = run(args.seed, requests, concurrency, args.server_args)
     print_report(result)
     if args.json:

@@ -194,3 +194,19 @@ def _merge(new: Iterable[NodeSelectorRequirement], into: list[NodeSelectorRequir
             for old in into
         ):
             into.append(req)
+
+
+def lazy_selector_matches(selector: NodeSelector, node_name: str, labels: Mapping[str, str]) -> bool:
+    """nodeaffinity's ``LazyErrorNodeSelector``: a term that does not parse is skipped, not fatal.
+
+    The scheduler's NodeAffinity plugin matches a pod's required node affinity this way ("ignore
+    parsing errors for backwards compatibility"), unlike a claim's or slice's node selector.
+    """
+    for term in selector.node_selector_terms:
+        try:
+            _check_term(term)
+        except NodeSelectorError:
+            continue
+        if _term_matches(term, node_name, labels):
+            return True
+    return False

@@ -1,0 +1,62 @@
+"""TaintToleration: a node's NoSchedule and NoExecute taints must be tolerated by the pod.
+
+Upstream ``pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go`` and the toleration
+matching of ``k8s.io/component-helpers/scheduling/corev1/helpers.go``
+(``FindMatchingUntoleratedTaint``, ``Toleration.ToleratesTaint``). Scoring: the fewer
+``PreferNoSchedule`` taints the pod does not tolerate, the better (normalized in reverse).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from policies.api.core import Taint, Toleration
+from policies.scheduler.cluster import NodeInfo
+from policies.scheduler.framework import Cycle, Prepared, Status, unschedulable
+
+NAME = "TaintToleration"
+REASON = "node(s) had untolerated taint(s)"
+NO_SCHEDULE = "NoSchedule"
+NO_EXECUTE = "NoExecute"
+PREFER_NO_SCHEDULE = "PreferNoSchedule"
+FILTERED_EFFECTS = frozenset({NO_SCHEDULE, NO_EXECUTE})
+
+
+def tolerates(toleration: Toleration, taint: Taint) -> bool:
+    """upstream Toleration.ToleratesTaint: an empty effect or key matches any; ``Exists`` any value."""
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.key and toleration.key != taint.key:
+        return False
+    if toleration.operator in (None, "", "Equal"):
+        return (toleration.value or "") == (taint.value or "")
+    return toleration.operator == "Exists"
+
+
+def tolerated(tolerations: Iterable[Toleration], taint: Taint) -> bool:
+    return any(tolerates(t, taint) for t in tolerations)
+
+
+def first_untolerated(taints: Iterable[Taint], tolerations: Sequence[Toleration]) -> Taint | None:
+    """The first NoSchedule or NoExecute taint no toleration tolerates (FindMatchingUntoleratedTaint)."""
+    for taint in taints:
+        if taint.effect in FILTERED_EFFECTS and not tolerated(tolerations, taint):
+            return taint
+    return None
+
+
+def pre_filter(cycle: Cycle) -> Prepared:
+    tolerations = tuple(cycle.pod.spec.tolerations or ())
+
+    def check(node: NodeInfo) -> Status | None:
+        if first_untolerated(node.taints, tolerations) is None:
+            return None
+        return unschedulable(REASON, unresolvable=True)
+
+    return Prepared(check)
+
+
+def score(cycle: Cycle, node: NodeInfo) -> int:
+    """How many PreferNoSchedule taints the pod does not tolerate (lower is better)."""
+    tolerations = [t for t in cycle.pod.spec.tolerations or () if t.effect in (None, "", PREFER_NO_SCHEDULE)]
+    return sum(1 for t in node.taints if t.effect == PREFER_NO_SCHEDULE and not tolerated(tolerations, t))

@@ -46,7 +46,7 @@ FIRST_AVAILABLE_MAX = 8  # upstream FirstAvailableDeviceRequestMaxSize
 
 
 def _error(message: str) -> Status:
-    return Status(Code.ERROR, (message,))
+    return Status(Code.ERROR, (message,), error=message)
 
 
 def _class_problem(claim: ResourceClaim, request: DeviceRequest, cycle: Cycle) -> Status | None:
@@ -192,20 +192,16 @@ class DynamicResources:
         """The allocator's answer for ``claims`` on the node: results appended to ``into``, or why not."""
         self.begin_node()
         outcome = self.allocator.allocate(node.node, claims, quick_reject=True)
-        explanation = outcome.explanation
+        unresolvable = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        error = str(outcome.error) if outcome.error is not None else None
         if isinstance(outcome.error, SearchAbortedError):
-            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (TIMED_OUT,), detail=str(outcome.error))
+            return Status(unresolvable, (TIMED_OUT,), error=error, explanation=outcome.explanation)
         if isinstance(outcome.error, FailedOnNodeError):
-            return unschedulable(str(outcome.error), unresolvable=True)
-        if outcome.error is not None:
-            return _error(str(outcome.error))
+            return Status(unresolvable, (str(outcome.error),), error=error, explanation=outcome.explanation)
+        if error is not None:
+            return _error(error)
         if outcome.results is None:
-            return Status(
-                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                (CANNOT_ALLOCATE,),
-                detail=explanation.message() if explanation is not None else None,
-                explanation=explanation.to_json() if explanation is not None else None,
-            )
+            return Status(unresolvable, (CANNOT_ALLOCATE,), explanation=outcome.explanation)
         into += outcome.results
         return None
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from policies.allocator import Explanation
 from policies.api.core import Pod
 
 if TYPE_CHECKING:
@@ -33,18 +34,22 @@ class Code(IntEnum):
 @dataclass(frozen=True)
 class Status:
     """A refusal: upstream's reason strings (what ``kubectl describe pod`` shows), the plugin that
-    gave them, and draguard's own words where it knows more (``detail``, ``explanation``: the DRA
-    plugin's allocator explanation), which never enter the scheduler's message."""
+    gave them, and what draguard knows beyond them, which never enters the scheduler's message:
+    the allocator's error text (``error``) and its explanation of why the devices do not fit."""
 
     code: Code
     reasons: tuple[str, ...]
     plugin: str = ""
-    detail: str | None = None
-    explanation: dict[str, Any] | None = None
+    error: str | None = None
+    explanation: Explanation | None = None
 
     def message(self) -> str:
         """upstream Status.Message(): the reasons joined with ", "."""
         return ", ".join(self.reasons)
+
+    def detail(self) -> str | None:
+        """draguard's words for the refusal, when it has more to say than the reasons."""
+        return self.explanation.message() if self.explanation is not None else self.error
 
     @property
     def is_error(self) -> bool:

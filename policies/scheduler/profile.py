@@ -141,19 +141,15 @@ def run(cycle: Cycle, plugins: Sequence[FilterPlugin], nodes: Sequence[NodeInfo]
     for plugin in plugins:
         outcome = plugin.pre_filter(cycle)
         if isinstance(outcome, Status):
-            status = replace(outcome, plugin=plugin.NAME)
-            if status.is_error:
-                attempt.error = ("", status)
-            attempt.prefilter = status
-            return attempt
+            return _refused_before_filters(attempt, nodes, replace(outcome, plugin=plugin.NAME))
         if outcome is not None:
             prepared.append((plugin.NAME, outcome))
     restricted, by = _restriction(prepared)
     if restricted is not None and not restricted:
-        attempt.prefilter = Status(
-            Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node(s) didn't satisfy plugin(s) [{by}] simultaneously",)
+        conflict = f"node(s) didn't satisfy plugin(s) [{by}] simultaneously"
+        return _refused_before_filters(
+            attempt, nodes, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (conflict,))
         )
-        return attempt
     outside = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node(s) didn't satisfy plugin(s) [{by}]",))
     for node in nodes:
         if pace.over():
@@ -167,6 +163,15 @@ def run(cycle: Cycle, plugins: Sequence[FilterPlugin], nodes: Sequence[NodeInfo]
             attempt.error = (node.name, verdict.status)
         if node.allocatable is None:
             attempt.unchecked_resources.append(node.name)
+    return attempt
+
+
+def _refused_before_filters(attempt: Attempt, nodes: Sequence[NodeInfo], status: Status) -> Attempt:
+    """A PreFilter refusal: every node gets it (upstream sets it as every node's status)."""
+    attempt.prefilter = status
+    attempt.verdicts = [Verdict(n.name, status) for n in nodes]
+    if status.is_error:
+        attempt.error = ("", status)
     return attempt
 
 
@@ -201,7 +206,7 @@ def preemption_message(pod: Pod, attempt: Attempt, pods_by_node: Mapping[str, Se
     priority = pod.spec.priority or 0
     statuses: list[Status] = []
     for v in attempt.verdicts:
-        status: Status | None = attempt.prefilter or v.status
+        status = v.status
         if status is None:
             continue
         if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -211,8 +216,6 @@ def preemption_message(pod: Pod, attempt: Attempt, pods_by_node: Mapping[str, Se
         else:
             reason = NO_VICTIMS
         statuses.append(Status(status.code, (reason,)))
-    if attempt.prefilter is not None and not attempt.verdicts:
-        statuses = [Status(attempt.prefilter.code, (NOT_HELPFUL,))] * attempt.asked
     return f"preemption: 0/{attempt.asked} nodes are available: {histogram(statuses)}"
 
 

@@ -28,11 +28,11 @@ from typing import Any, TextIO
 import yaml
 from pydantic import ValidationError
 
-from policies.allocator import Features
 from policies.api.base import TypedObject
 from policies.api.kinds import KINDS, DecodeError, decode, validation_problems
 from policies.audit import RESULTS, Finding, Report, audit, policy_reports, undecodable
 from policies.config import Config
+from policies.dryrun import FeatureGates
 from policies.rules.registry import RULES
 from webhook.kube import ConnectError, KubeError, KubeReader, NotServed, connect
 from webhook.manifests import ManifestError, read_documents
@@ -61,7 +61,8 @@ def register(sub: Any) -> None:
         "--features",
         default=None,
         metavar="LIST",
-        help="'all', 'none' or a comma list of allocator features; default: the Kubernetes 1.36 defaults",
+        help="Kubernetes feature gates as Name=true|false on top of the 1.36 defaults, or 'all', 'none' or "
+        "a comma list of allocator switches",
     )
     p.add_argument("-o", "--output", choices=("table", "json", "policyreport"), default="table")
     p.set_defaults(func=run)
@@ -177,7 +178,7 @@ def to_json(report: Report) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     now = datetime.now(UTC)
     try:
-        features = Features() if args.features is None else Features.parse(args.features)
+        features = FeatureGates() if args.features is None else FeatureGates.parse(args.features)
         config = load_config(args.config) if args.config else Config()
         raws = from_files(args.files) if args.files else from_cluster(args.kubeconfig)
     except (InputError, ValueError) as err:

@@ -75,7 +75,7 @@ def test_exit_1_when_no_node_fits(capsys: pytest.CaptureFixture[str]) -> None:
     ("args", "message"),
     [
         (["--node", "node-9"], "--node node-9: no such Node in the input (nodes: node-1, node-2, node-3)"),
-        (["--features", "gpuMagic"], "unknown feature(s) gpuMagic"),
+        (["--features", "gpuMagic"], "unknown allocator feature(s) gpuMagic"),
         (["--features", "DRAMagic=true"], "DRAMagic=true: unknown feature gate 'DRAMagic'"),
         (["--pod", "team-a/nope"], "--pod team-a/nope: no such pending pod in the input (pending: none)"),
     ],

@@ -391,9 +391,10 @@ def to_answer(outcome: Outcome, limit: int | None) -> PodAnswer:
 
 def _aborted(verdict: Verdict, attempt: Attempt) -> Verdict:
     """A node's verdict as the answer shows it: a node that passed an aborted attempt is refused
-    with the attempt's error."""
+    with the error that aborted it."""
     if verdict.status is None and attempt.error is not None:
-        return Verdict(verdict.node, attempt.error[1])
+        node, status = attempt.error
+        return Verdict(verdict.node, replace(status, error=f"the scheduling attempt was aborted by node {node}: {status.error}"))
     return verdict
 
 

@@ -97,6 +97,7 @@ class DynamicResources:
     results: dict[str, tuple[AllocationResult | None, ...]] = field(default_factory=dict)
     unavailable: set[int] = field(default_factory=set)
     extended_index: int | None = None
+    prepared: bool = False
     NAME: str = NAME
 
     def pre_filter(self, cycle: Cycle) -> Prepared | Status | None:
@@ -121,6 +122,7 @@ class DynamicResources:
             for request in claim.spec.devices.requests or ():
                 if problem := _class_problem(claim, request, cycle):
                     return problem
+        self.prepared = True
         return Prepared(lambda node: self._filter(cycle, resources, node))
 
     def _is_implicit(self, claim: ResourceClaim) -> bool:
@@ -217,8 +219,9 @@ class DynamicResources:
             return False
 
     def post_filter(self, pod: Pod) -> tuple[str, ResourceClaim | None]:
-        """upstream PostFilter: its message, and the claim it deallocates (None: none)."""
-        if not self.claims:
+        """upstream PostFilter: its message, and the claim it deallocates (None: none). A PreFilter
+        that skipped or refused the pod leaves upstream's cycle state without claims."""
+        if not self.prepared:
             return "no new claims to deallocate", None
         for index in sorted(self.unavailable):
             claim = self.claims[index]

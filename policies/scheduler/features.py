@@ -102,8 +102,8 @@ def _switch_gates(words: list[str]) -> dict[str, bool]:
     unknown = [w for w in words if w.lower() not in by_lower]
     if unknown:
         raise ValueError(
-            f"unknown feature(s) {', '.join(unknown)}: use 'all', 'none', allocator switches "
-            f"({', '.join(_SWITCHES)}) or Kubernetes feature gates as Name=true|false "
+            f"unknown allocator feature(s) {', '.join(unknown)}: use 'all', 'none' or a comma-separated "
+            f"list of {', '.join(_SWITCHES)}; or Kubernetes feature gates as Name=true|false "
             f"({', '.join(DEFAULTS)})"
         )
     on = {g for w in words for g in _SWITCHES[by_lower[w.lower()]][1]}

@@ -12,7 +12,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from policies.dryrun import FeatureGates, Prepared
 from policies.api.base import TypedObject
 from policies.api.core import Pod
 from policies.api.defaults import apply_defaults
@@ -37,6 +36,7 @@ from policies.audit import (
     unmatched_selectors,
 )
 from policies.config import Config
+from policies.dryrun import FeatureGates, Prepared
 from policies.rules.registry import RULES
 from policies.snapshot import Snapshot
 from webhook.manifests import load
@@ -408,7 +408,8 @@ def test_taints_from_device_taint_rules_count() -> None:
 def test_progress_is_reported_up_to_the_total() -> None:
     seen: list[tuple[int, int]] = []
     audit(
-        objects(), RULES, Config(), NOW, FeatureGates(), progress=lambda done, total: seen.append((done, total))
+        objects(), RULES, Config(), NOW, FeatureGates(),
+        progress=lambda done, total: seen.append((done, total)),
     )
     total = seen[-1][1]
     assert seen == [(i, total) for i in range(1, total + 1)]

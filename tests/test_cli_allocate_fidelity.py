@@ -619,7 +619,9 @@ def test_without_pod_unallocated_claims_in_file_order(
     assert [r["devices"]["results"][0]["device"] for r in entry["results"]] == ["gpu-0", "gpu-1"]
 
 
-def test_unknown_class_refuses_the_pod_before_any_node(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_class_refuses_the_pod_before_any_node(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # The scheduler's DynamicResources PreFilter (validateDeviceClass) checks every class before the
     # allocator runs: "request gpu: device class no-such-class does not exist" for every node, the
     # allocator's own "could not retrieve device class" is never reached. PostFilter then finds no
@@ -802,7 +804,7 @@ def test_claim_limit_counts_the_smallest_alternative(
         {"name": "alt", "firstAvailable": [sub("a", "gpu", 20), sub("b", "gpu", 13)]},
     )
     entry = only(run(tmp_path, capsys, too_many))
-    assert "claim default/c: number of requested devices 33 exceeds the claim limit of 32" in entry.get("error")
+    assert "claim default/c: number of requested devices 33 exceeds the claim limit of 32" in entry["error"]
 
 
 def test_objects_sharing_a_name_are_all_allocator_input(
@@ -1091,7 +1093,8 @@ def test_error_text_names_a_namespace_less_claim_as_given(
     del bare["metadata"]["namespace"]
     docs = [node("node-1"), device_class("gpu", GPU), bare]
     entry = only(run(tmp_path, capsys, docs, "--features", "DRAAdminAccess=false"))
-    assert entry.get("error").startswith("claim c, request gpu: admin access is requested, but the feature is disabled")
+    disabled = "claim c, request gpu: admin access is requested, but the feature is disabled"
+    assert entry["error"].startswith(disabled)
 
 
 def test_every_allocated_claim_in_the_input_holds_its_devices(

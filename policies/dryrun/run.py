@@ -394,7 +394,8 @@ def _aborted(verdict: Verdict, attempt: Attempt) -> Verdict:
     with the error that aborted it."""
     if verdict.status is None and attempt.error is not None:
         node, status = attempt.error
-        return Verdict(verdict.node, replace(status, error=f"the scheduling attempt was aborted by node {node}: {status.error}"))
+        aborted = f"the scheduling attempt was aborted by node {node}: {status.error}"
+        return Verdict(verdict.node, replace(status, error=aborted))
     return verdict
 
 

@@ -339,7 +339,13 @@ POD: dict[str, Any] = {
                 "name": "main",
                 "image": "registry.example.com/train:1",
                 "ports": [
-                    {"name": "http", "containerPort": 80, "hostPort": 8080, "protocol": "TCP", "hostIP": "10.0.0.1"}
+                    {
+                        "name": "http",
+                        "containerPort": 80,
+                        "hostPort": 8080,
+                        "protocol": "TCP",
+                        "hostIP": "10.0.0.1",
+                    }
                 ],
                 "resources": {
                     "limits": {"memory": "8Gi"},
@@ -388,7 +394,9 @@ NODE: dict[str, Any] = {
     "metadata": {"name": "node-1", "labels": {"kubernetes.io/hostname": "node-1"}},
     "spec": {
         "unschedulable": True,
-        "taints": [{"key": "gpu", "value": "true", "effect": "NoSchedule", "timeAdded": "2025-01-01T00:00:00Z"}],
+        "taints": [
+            {"key": "gpu", "value": "true", "effect": "NoSchedule", "timeAdded": "2025-01-01T00:00:00Z"}
+        ],
     },
     "status": {"allocatable": {"cpu": "16", "memory": "64Gi"}, "capacity": {"cpu": 16, "memory": "64Gi"}},
 }

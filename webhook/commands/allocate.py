@@ -27,8 +27,17 @@ import yaml
 from policies.allocator import SearchBudget
 from policies.api.defaults import apply_defaults
 from policies.api.kinds import DEFAULT_NAMESPACE
-from policies.dryrun import DryRun, DryRunAnswer, FeatureGates, NodeAnswer, PodAnswer, Prepared, Question
-from policies.dryrun import synthetic_pod, with_uid
+from policies.dryrun import (
+    DryRun,
+    DryRunAnswer,
+    FeatureGates,
+    NodeAnswer,
+    PodAnswer,
+    Prepared,
+    Question,
+    synthetic_pod,
+    with_uid,
+)
 from policies.dryrun.answer import Timing
 from policies.scheduler.claims import is_allocated
 from policies.scheduler.cluster import is_pending
@@ -67,7 +76,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--sequence",
         action="store_true",
-        help="place the pods one after another, each on its best node, as consecutive scheduling cycles would",
+        help="place the pods one after another, each on its best node, as consecutive scheduling cycles "
+        "would",
     )
     p.add_argument(
         "--features",
@@ -111,7 +121,9 @@ def _snapshot(files: list[str]) -> Snapshot:
 
 def _nodes(snapshot: Snapshot, wanted: list[str]) -> list[str] | None:
     if not snapshot.nodes:
-        raise InputError("the input has no Node objects: add Node manifests (name, labels, status.allocatable)")
+        raise InputError(
+            "the input has no Node objects: add Node manifests (name, labels, status.allocatable)"
+        )
     unknown = [n for n in wanted if n not in snapshot.nodes]
     if unknown:
         known = ", ".join(snapshot.nodes)
@@ -125,14 +137,16 @@ def _questions(snapshot: Snapshot, wanted: list[str]) -> list[Question]:
     unknown = [w for w in wanted if w not in pending]
     if unknown:
         raise InputError(
-            f"--pod {', '.join(unknown)}: no such pending pod in the input (pending: {', '.join(pending) or 'none'})"
+            f"--pod {', '.join(unknown)}: no such pending pod in the input "
+            f"(pending: {', '.join(pending) or 'none'})"
         )
     if pending:
         return [Question(with_uid(pending[k])) for k in (wanted or pending)]
     claims = tuple(c for c in snapshot.all_claims if not is_allocated(c))
     if not claims:
         raise InputError(
-            "nothing to ask: the input has no pending Pod (one without spec.nodeName) and no unallocated ResourceClaim"
+            "nothing to ask: the input has no pending Pod (one without spec.nodeName) and no "
+            "unallocated ResourceClaim"
         )
     namespace = claims[0].namespace or DEFAULT_NAMESPACE
     return [Question(synthetic_pod(namespace), claims)]

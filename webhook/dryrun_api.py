@@ -500,7 +500,7 @@ def add_dryrun_routes(
 # --- OpenAPI ----------------------------------------------------------------------------------------
 
 
-class ErrorBody(BaseModel):
+class Error(BaseModel):
     """Every refusal's body."""
 
     error: str
@@ -511,7 +511,7 @@ def _schemas(settings: DryRunSettings) -> dict[str, Any]:
     """The JSON Schemas of the request, the answer and an error, from their pydantic models, with
     this server's limits."""
     _, top = models_json_schema(
-        [(DryRunRequest, "validation"), (DryRunResponse, "serialization"), (ErrorBody, "serialization")],
+        [(DryRunRequest, "validation"), (DryRunResponse, "serialization"), (Error, "serialization")],
         ref_template="#/components/schemas/{model}",
     )
     schemas: dict[str, Any] = top["$defs"]
@@ -526,7 +526,7 @@ def _schemas(settings: DryRunSettings) -> dict[str, Any]:
 
 
 def _error_responses() -> dict[str, Any]:
-    error = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+    error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
     retry = {"Retry-After": {"schema": {"type": "integer"}, "description": "seconds to wait"}}
     described = {
         "400": "malformed JSON or a wrong shape; each problem names the field",

@@ -46,6 +46,8 @@ class NodeInfo:
     """A node and its bound pods, with the totals the filters and the scoring read."""
 
     node: Node
+    name: str
+    labels: Mapping[str, str]
     pods: tuple[Pod, ...] = ()
     requested: Resource = field(default_factory=Resource)
     non_zero_requested: Resource = field(default_factory=Resource)
@@ -53,7 +55,7 @@ class NodeInfo:
 
     @classmethod
     def of(cls, node: Node, pods: Iterable[Pod] = ()) -> NodeInfo:
-        info = cls(node)
+        info = cls(node, node.name, node.labels)
         for pod in pods:
             info = info.with_pod(pod)
         return info
@@ -67,14 +69,6 @@ class NodeInfo:
             non_zero_requested=self.non_zero_requested.plus(resources.non_zero_requests(pod)),
             used_ports=self.used_ports | host_ports(pod),
         )
-
-    @property
-    def name(self) -> str:
-        return self.node.name
-
-    @property
-    def labels(self) -> Mapping[str, str]:
-        return self.node.labels
 
     @property
     def taints(self) -> tuple[Taint, ...]:

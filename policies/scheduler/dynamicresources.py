@@ -46,7 +46,7 @@ FIRST_AVAILABLE_MAX = 8  # upstream FirstAvailableDeviceRequestMaxSize
 
 
 def _error(message: str) -> Status:
-    return Status(Code.ERROR, (message,), error=message)
+    return Status(Code.ERROR, (message,), NAME, error=message)
 
 
 def _class_problem(claim: ResourceClaim, request: DeviceRequest, cycle: Cycle) -> Status | None:
@@ -58,7 +58,7 @@ def _class_problem(claim: ResourceClaim, request: DeviceRequest, cycle: Cycle) -
             return _error(f"request {request_name}: unsupported request type")
         if class_name not in classes:
             return unschedulable(
-                f"request {request_name}: device class {class_name} does not exist", unresolvable=True
+                NAME, f"request {request_name}: device class {class_name} does not exist", unresolvable=True
             )
         return None
 
@@ -67,6 +67,7 @@ def _class_problem(claim: ResourceClaim, request: DeviceRequest, cycle: Cycle) -
     if request.first_available:
         if not cycle.gates.enabled("DRAPrioritizedList"):
             return unschedulable(
+                NAME,
                 f"resource claim {claim.key}, request {request.name}: has subrequests, "
                 "but the DRAPrioritizedList feature is disabled",
                 unresolvable=True,
@@ -76,7 +77,7 @@ def _class_problem(claim: ResourceClaim, request: DeviceRequest, cycle: Cycle) -
                 return problem
         return None
     return unschedulable(
-        f"resource claim {claim.key}, request {request.name}: unknown request type", unresolvable=True
+        NAME, f"resource claim {claim.key}, request {request.name}: unknown request type", unresolvable=True
     )
 
 
@@ -115,7 +116,7 @@ class DynamicResources:
         for claim in self.claims:
             if is_allocated(claim):
                 if not can_be_reserved(claim) and not is_reserved_for(claim, pod):
-                    return unschedulable(IN_USE, unresolvable=True)
+                    return unschedulable(NAME, IN_USE, unresolvable=True)
                 continue
             if self._is_implicit(claim):
                 continue
@@ -147,7 +148,7 @@ class DynamicResources:
             return None
         current = self.claims[self.extended_index]
         if current.spec.devices.requests:
-            return unschedulable(CANNOT_SCHEDULE_EXTENDED, unresolvable=True)
+            return unschedulable(NAME, CANNOT_SCHEDULE_EXTENDED, unresolvable=True)
         allocatable = node.allocatable.scalars if node.allocatable is not None else {}
         resolver = cycle.cluster.resolver
         through_dra = []
@@ -155,7 +156,7 @@ class DynamicResources:
             if resolver.backs(name) and not allocatable.get(name):
                 through_dra.append(name)
             elif name not in allocatable:
-                return unschedulable(CANNOT_FIT_RESOURCE, unresolvable=True)
+                return unschedulable(NAME, CANNOT_FIT_RESOURCE, unresolvable=True)
         if not through_dra or is_allocated(current):
             return None
         return extended.implicit_claim(cycle.pod, extended.claim_requests(cycle.pod, through_dra, resolver))
@@ -183,7 +184,7 @@ class DynamicResources:
                 return refused
         if unavailable:
             self.unavailable.update(unavailable)
-            return unschedulable(NOT_AVAILABLE, unresolvable=True)
+            return unschedulable(NAME, NOT_AVAILABLE, unresolvable=True)
         new = iter(fresh)
         self.results[node.name] = tuple(next(new) if isinstance(c, ResourceClaim) else c for c in plan)
         return None
@@ -196,14 +197,15 @@ class DynamicResources:
         outcome = self.allocator.allocate(node.node, claims, quick_reject=True)
         unresolvable = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         error = str(outcome.error) if outcome.error is not None else None
+        explanation = outcome.explanation
         if isinstance(outcome.error, SearchAbortedError):
-            return Status(unresolvable, (TIMED_OUT,), error=error, explanation=outcome.explanation)
+            return Status(unresolvable, (TIMED_OUT,), NAME, error=error, explanation=explanation)
         if isinstance(outcome.error, FailedOnNodeError):
-            return Status(unresolvable, (str(outcome.error),), error=error, explanation=outcome.explanation)
+            return Status(unresolvable, (str(outcome.error),), NAME, error=error, explanation=explanation)
         if error is not None:
             return _error(error)
         if outcome.results is None:
-            return Status(unresolvable, (CANNOT_ALLOCATE,), explanation=outcome.explanation)
+            return Status(unresolvable, (CANNOT_ALLOCATE,), NAME, explanation=explanation)
         into += outcome.results
         return None
 
@@ -236,6 +238,10 @@ class DynamicResources:
         ):
             return "deletion of ResourceClaim completed", self.claims[self.extended_index]
         return "still not schedulable", None
+
+    def has_alternatives(self) -> bool:
+        """Whether a claim has a request with alternatives (firstAvailable): only those score."""
+        return any(r.first_available for c in self.claims for r in c.spec.devices.requests or ())
 
     def score(self, node: str) -> int:
         """upstream computeScore: prefer nodes where earlier alternatives of firstAvailable were chosen."""

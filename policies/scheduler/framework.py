@@ -56,9 +56,10 @@ class Status:
         return self.code == Code.ERROR
 
 
-def unschedulable(*reasons: str, unresolvable: bool = False) -> Status:
+def unschedulable(plugin: str, *reasons: str, unresolvable: bool = False) -> Status:
+    """A refusal by ``plugin``; filters build the ones with fixed reasons once, not per node."""
     code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
-    return Status(code, reasons)
+    return Status(code, reasons, plugin)
 
 
 NodeFilter = Callable[["NodeInfo"], Status | None]

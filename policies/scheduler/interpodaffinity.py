@@ -29,6 +29,9 @@ REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
 REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
 
 TopologyPair = tuple[str, str]
+AFFINITY_REFUSED = unschedulable(NAME, REASON_AFFINITY, unresolvable=True)
+ANTI_AFFINITY_REFUSED = unschedulable(NAME, REASON_ANTI_AFFINITY)
+EXISTING_REFUSED = unschedulable(NAME, REASON_EXISTING_ANTI_AFFINITY)
 
 
 @dataclass(frozen=True)
@@ -138,15 +141,15 @@ def pre_filter(cycle: Cycle) -> Prepared | None:
 
     def check(node: NodeInfo) -> Status | None:
         if not satisfies_affinity(node):
-            return unschedulable(REASON_AFFINITY, unresolvable=True)
+            return AFFINITY_REFUSED
         if any(
             with_anti.get((t.topology_key, node.labels.get(t.topology_key, "")), 0) > 0
             for t in anti
             if t.topology_key in node.labels
         ):
-            return unschedulable(REASON_ANTI_AFFINITY)
+            return ANTI_AFFINITY_REFUSED
         if any(existing.get(pair, 0) > 0 for pair in node.labels.items()):
-            return unschedulable(REASON_EXISTING_ANTI_AFFINITY)
+            return EXISTING_REFUSED
         return None
 
     return Prepared(check)

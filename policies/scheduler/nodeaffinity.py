@@ -10,8 +10,10 @@ weights of the preferred terms the node matches (normalized).
 
 from __future__ import annotations
 
-from policies.allocator.nodes import lazy_selector_matches
-from policies.api.base import NodeSelector
+from dataclasses import dataclass
+
+from policies.allocator.nodes import lazy_selector_matches, term_matches, term_parses
+from policies.api.base import NodeSelector, NodeSelectorTerm
 from policies.api.core import Pod
 from policies.scheduler.cluster import NodeInfo
 from policies.scheduler.framework import Cycle, Prepared, Status, unschedulable
@@ -20,6 +22,7 @@ NAME = "NodeAffinity"
 REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 REASON_CONFLICT = "pod affinity terms conflict"
 NAME_FIELD = "metadata.name"
+REFUSED = unschedulable(NAME, REASON_POD, unresolvable=True)
 
 
 def _required(pod: Pod) -> NodeSelector | None:
@@ -28,13 +31,25 @@ def _required(pod: Pod) -> NodeSelector | None:
     return node_affinity.required_during_scheduling_ignored_during_execution if node_affinity else None
 
 
-def required_matches(pod: Pod, node: NodeInfo) -> bool:
-    """upstream RequiredNodeAffinity.Match (parse errors ignored)."""
-    labels = node.labels
-    if any(labels.get(k) != v for k, v in (pod.spec.node_selector or {}).items()):
-        return False
-    required = _required(pod)
-    return required is None or lazy_selector_matches(required, node.name, labels)
+@dataclass(frozen=True)
+class RequiredAffinity:
+    """upstream RequiredNodeAffinity: every nodeSelector label, then one of the required terms. A
+    term that does not parse is dropped once per pod ("ignore parsing errors")."""
+
+    labels: tuple[tuple[str, str], ...]
+    terms: tuple[NodeSelectorTerm, ...] | None
+
+    @classmethod
+    def of(cls, pod: Pod) -> RequiredAffinity:
+        required = _required(pod)
+        terms = None if required is None else tuple(t for t in required.node_selector_terms if term_parses(t))
+        return cls(tuple((pod.spec.node_selector or {}).items()), terms)
+
+    def matches(self, node: NodeInfo) -> bool:
+        labels = node.labels
+        if any(labels.get(k) != v for k, v in self.labels):
+            return False
+        return self.terms is None or any(term_matches(t, node.name, labels) for t in self.terms)
 
 
 def _named_nodes(pod: Pod) -> frozenset[str] | Status | None:
@@ -54,7 +69,7 @@ def _named_nodes(pod: Pod) -> frozenset[str] | Status | None:
             return None
         names |= term_names
     if not names:
-        return unschedulable(REASON_CONFLICT, unresolvable=True)
+        return unschedulable(NAME, REASON_CONFLICT, unresolvable=True)
     return frozenset(names)
 
 
@@ -66,10 +81,19 @@ def pre_filter(cycle: Cycle) -> Prepared | Status | None:
     if isinstance(named, Status):
         return named
 
+    required = RequiredAffinity.of(pod)
+
     def check(node: NodeInfo) -> Status | None:
-        return None if required_matches(pod, node) else unschedulable(REASON_POD, unresolvable=True)
+        return None if required.matches(node) else REFUSED
 
     return Prepared(check, named)
+
+
+def prefers(pod: Pod) -> bool:
+    """Whether the pod has preferred node affinity terms (upstream PreScore skips it otherwise)."""
+    affinity = pod.spec.affinity
+    node_affinity = affinity.node_affinity if affinity is not None else None
+    return bool(node_affinity and node_affinity.preferred_during_scheduling_ignored_during_execution)
 
 
 def score(cycle: Cycle, node: NodeInfo) -> int:

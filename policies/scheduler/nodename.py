@@ -12,6 +12,7 @@ from policies.scheduler.framework import Cycle, Prepared, Status, unschedulable
 
 NAME = "NodeName"
 REASON = "node(s) didn't match the requested node name"
+REFUSED = unschedulable(NAME, REASON, unresolvable=True)
 
 
 def pre_filter(cycle: Cycle) -> Prepared | None:
@@ -20,6 +21,6 @@ def pre_filter(cycle: Cycle) -> Prepared | None:
         return None
 
     def check(node: NodeInfo) -> Status | None:
-        return None if node.name == wanted else unschedulable(REASON, unresolvable=True)
+        return None if node.name == wanted else REFUSED
 
     return Prepared(check, frozenset({wanted}))

@@ -14,6 +14,7 @@ from policies.scheduler.ports import ALL_IPS, HostPort, host_ports
 
 NAME = "NodePorts"
 REASON = "node(s) didn't have free ports for the requested pod ports"
+REFUSED = unschedulable(NAME, REASON)
 
 
 def conflicts(wanted: HostPort, used: frozenset[HostPort]) -> bool:
@@ -29,8 +30,6 @@ def pre_filter(cycle: Cycle) -> Prepared | None:
         return None
 
     def check(node: NodeInfo) -> Status | None:
-        if any(conflicts(w, node.used_ports) for w in wanted):
-            return unschedulable(REASON)
-        return None
+        return REFUSED if any(conflicts(w, node.used_ports) for w in wanted) else None
 
     return Prepared(check)

@@ -63,7 +63,7 @@ def pre_filter(cycle: Cycle) -> Prepared:
 
     def check(node: NodeInfo) -> Status | None:
         reasons = insufficient(want, node, backed)
-        return unschedulable(*reasons) if reasons else None
+        return unschedulable(NAME, *reasons) if reasons else None
 
     return Prepared(check)
 

@@ -14,6 +14,7 @@ from policies.scheduler.tainttoleration import NO_SCHEDULE, tolerated
 NAME = "NodeUnschedulable"
 REASON = "node(s) were unschedulable"
 UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect=NO_SCHEDULE)
+REFUSED = unschedulable(NAME, REASON, unresolvable=True)
 
 
 def pre_filter(cycle: Cycle) -> Prepared | None:
@@ -22,6 +23,6 @@ def pre_filter(cycle: Cycle) -> Prepared | None:
 
     def check(node: NodeInfo) -> Status | None:
         cordoned = node.node.spec is not None and node.node.spec.unschedulable
-        return unschedulable(REASON, unresolvable=True) if cordoned else None
+        return REFUSED if cordoned else None
 
     return Prepared(check)

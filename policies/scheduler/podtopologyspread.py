@@ -20,12 +20,14 @@ from policies.api.core import Pod, TopologySpreadConstraint
 from policies.scheduler.cluster import NodeInfo
 from policies.scheduler.framework import Cycle, Prepared, Status, unschedulable
 from policies.scheduler.labels import Selector, label_keys, selector
-from policies.scheduler.nodeaffinity import required_matches
+from policies.scheduler.nodeaffinity import RequiredAffinity
 from policies.scheduler.tainttoleration import first_untolerated
 
 NAME = "PodTopologySpread"
 REASON = "node(s) didn't match pod topology spread constraints"
 REASON_MISSING_LABEL = REASON + " (missing required label)"
+REFUSED = unschedulable(NAME, REASON)
+MISSING_LABEL = unschedulable(NAME, REASON_MISSING_LABEL, unresolvable=True)
 
 
 @dataclass(frozen=True)
@@ -52,9 +54,9 @@ class Constraint:
             (raw.node_taints_policy or "Ignore") == "Honor",
         )
 
-    def includes(self, pod: Pod, node: NodeInfo) -> bool:
+    def includes(self, pod: Pod, required: RequiredAffinity, node: NodeInfo) -> bool:
         """upstream matchNodeInclusionPolicies."""
-        if self.honor_affinity and not required_matches(pod, node):
+        if self.honor_affinity and not required.matches(node):
             return False
         return not (
             self.honor_taints and first_untolerated(node.taints, pod.spec.tolerations or ()) is not None
@@ -85,11 +87,12 @@ def pre_filter(cycle: Cycle) -> Prepared | None:
     if not chosen:
         return None
     counts: list[dict[str, int]] = [{} for _ in chosen]
+    required = RequiredAffinity.of(pod)
     for node in cycle.cluster.nodes:
         if any(c.topology_key not in node.labels for c in chosen):
             continue
         for i, c in enumerate(chosen):
-            if c.includes(pod, node):
+            if c.includes(pod, required, node):
                 value = node.labels[c.topology_key]
                 counts[i][value] = counts[i].get(value, 0) + _count(node, c.selector, pod.namespace)
     minimum = [
@@ -102,10 +105,10 @@ def pre_filter(cycle: Cycle) -> Prepared | None:
         for i, c in enumerate(chosen):
             value = node.labels.get(c.topology_key)
             if value is None:
-                return unschedulable(REASON_MISSING_LABEL, unresolvable=True)
+                return MISSING_LABEL
             itself = 1 if c.selector.matches(own_labels) else 0
             if counts[i].get(value, 0) + itself - minimum[i] > c.max_skew:
-                return unschedulable(REASON)
+                return REFUSED
         return None
 
     return Prepared(check)

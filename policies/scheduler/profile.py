@@ -15,8 +15,9 @@ searches only nodes that every other filter let through.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Protocol
 
 from policies.api.core import Pod
@@ -94,8 +95,9 @@ class Attempt:
     error: tuple[str, Status] | None = None
     unchecked_resources: list[str] = field(default_factory=list)
 
-    @property
+    @cached_property
     def fitting(self) -> list[Verdict]:
+        """The nodes that fit (none when the attempt was aborted); read once it is complete."""
         return [v for v in self.verdicts if v.fits] if self.error is None else []
 
     @property
@@ -176,10 +178,10 @@ def _refused_before_filters(attempt: Attempt, nodes: Sequence[NodeInfo], status:
 
 
 def _filter(node: NodeInfo, prepared: Sequence[tuple[str, Prepared]]) -> Verdict:
-    for plugin, p in prepared:
+    for _, p in prepared:
         status = p.filter(node)
         if status is not None:
-            return Verdict(node.name, replace(status, plugin=plugin))
+            return Verdict(node.name, status)
     return Verdict(node.name)
 
 
@@ -235,22 +237,38 @@ def normalize(scores: Mapping[str, int], reverse: bool = False) -> dict[str, int
 
 def scores(cycle: Cycle, dra: DynamicResources, fitting: Sequence[NodeInfo]) -> dict[str, dict[str, int]]:
     """Per fitting node, each scoring plugin's weighted score (upstream RunScorePlugins: normalized,
-    times the plugin's weight in the default profile)."""
+    times the plugin's weight in the default profile). A plugin with nothing to tell the nodes
+    apart (no preferred node affinity, no alternatives in the claims, no PreferNoSchedule taint)
+    gives every node the same score without asking each."""
+    names = [n.name for n in fitting]
     with_defaults, as_requested = noderesources.scoring_requests(cycle)
+    tainted = any(t.effect == tainttoleration.PREFER_NO_SCHEDULE for n in fitting for t in n.taints)
+    raw_taints = (
+        {n.name: tainttoleration.score(cycle, n) for n in fitting} if tainted else dict.fromkeys(names, 0)
+    )
     per_plugin: dict[str, tuple[int, dict[str, int]]] = {
-        tainttoleration.NAME: (
-            3,
-            normalize({n.name: tainttoleration.score(cycle, n) for n in fitting}, reverse=True),
+        tainttoleration.NAME: (3, normalize(raw_taints, reverse=True)),
+        nodeaffinity.NAME: (
+            2,
+            normalize(_raw(nodeaffinity.prefers(cycle.pod), nodeaffinity.score, cycle, fitting)),
         ),
-        nodeaffinity.NAME: (2, normalize({n.name: nodeaffinity.score(cycle, n) for n in fitting})),
         noderesources.NAME: (1, {n.name: noderesources.least_allocated(with_defaults, n) for n in fitting}),
-        dra.NAME: (2, normalize({n.name: dra.score(n.name) for n in fitting})),
+        dra.NAME: (
+            2,
+            normalize(
+                {n: dra.score(n) for n in names} if dra.has_alternatives() else dict.fromkeys(names, 0)
+            ),
+        ),
     }
     if as_requested.milli_cpu or as_requested.memory:
         per_plugin[noderesources.BALANCED] = (
             1,
             {n.name: noderesources.balanced_allocation(as_requested, n) for n in fitting},
         )
-    return {
-        n.name: {plugin: weight * s[n.name] for plugin, (weight, s) in per_plugin.items()} for n in fitting
-    }
+    return {n: {plugin: weight * s[n] for plugin, (weight, s) in per_plugin.items()} for n in names}
+
+
+def _raw(
+    applies: bool, score: Callable[[Cycle, NodeInfo], int], cycle: Cycle, nodes: Sequence[NodeInfo]
+) -> dict[str, int]:
+    return {n.name: score(cycle, n) if applies else 0 for n in nodes}

@@ -20,6 +20,7 @@ NO_SCHEDULE = "NoSchedule"
 NO_EXECUTE = "NoExecute"
 PREFER_NO_SCHEDULE = "PreferNoSchedule"
 FILTERED_EFFECTS = frozenset({NO_SCHEDULE, NO_EXECUTE})
+REFUSED = unschedulable(NAME, REASON, unresolvable=True)
 
 
 def tolerates(toleration: Toleration, taint: Taint) -> bool:
@@ -49,9 +50,7 @@ def pre_filter(cycle: Cycle) -> Prepared:
     tolerations = tuple(cycle.pod.spec.tolerations or ())
 
     def check(node: NodeInfo) -> Status | None:
-        if first_untolerated(node.taints, tolerations) is None:
-            return None
-        return unschedulable(REASON, unresolvable=True)
+        return None if first_untolerated(node.taints, tolerations) is None else REFUSED
 
     return Prepared(check)
 

@@ -246,7 +246,7 @@ def test_worked_example_cpu_1_plus_4_and_two_gpu_containers_1gi_plus_2x500mi() -
     outcome = dry.outcome(Question(synthetic_pod("ns"), claims), ["node-1"])
     assert [v.node for v in outcome.fitting] == ["node-1"]
     index = device_index(snapshot.slices)
-    cores, gpu = (claim_footprint(r, index) for r in outcome.dra.results["node-1"])
+    cores, gpu = (claim_footprint(r, index) for r in outcome.dra.results("node-1"))
     assert cores.mapped == q(cpu="4")
     assert gpu == ClaimFootprint({}, q(memory="1Gi"), q(memory="500Mi"))
 

@@ -38,7 +38,7 @@ class NodeAnswer(AnswerModel):
     node: str
     fits: bool
     plugin: str | None = Field(default=None, description="the filter plugin that refused the node")
-    reasons: list[str] = Field(default_factory=list, description="the plugin's reasons, upstream's words")
+    reasons: list[str] = Field(default=[], description="the plugin's reasons, upstream's words")
     detail: str | None = Field(default=None, description="draguard's explanation of the refusal")
     error: str | None = Field(
         default=None, description="the allocator's error: fatal (aborts the attempt), or its search giving up"
@@ -47,7 +47,7 @@ class NodeAnswer(AnswerModel):
         default=None, description="how the node's devices fared against each request (DynamicResources)"
     )
     results: list[dict[str, Any] | None] = Field(
-        default_factory=list,
+        default=[],
         description="one per claim of the pod, in the answer's claims order: the resource.k8s.io/v1 "
         "AllocationResult as the API server would store it (null: nothing to allocate)",
     )
@@ -78,16 +78,16 @@ class PodAnswer(AnswerModel):
     )
     message: str = Field(description="the scheduler's message when it fits nowhere; else where it fits")
     preferred: list[str] = Field(
-        default_factory=list,
+        default=[],
         description="the fitting nodes with the best score (the scheduler picks one of them at random)",
     )
     placed_on: str | None = Field(default=None, description="with --sequence: the node the pod was placed on")
     earlier_attempts: list[str] = Field(
-        default_factory=list, description="messages of attempts after which the scheduler deallocated a claim"
+        default=[], description="messages of attempts after which the scheduler deallocated a claim"
     )
     error: str | None = Field(default=None, description="why the pod cannot be asked about at all")
-    not_checked: list[str] = Field(default_factory=list, description="what the answer does not account for")
-    nodes: list[NodeAnswer] = Field(default_factory=list)
+    not_checked: list[str] = Field(default=[], description="what the answer does not account for")
+    nodes: list[NodeAnswer] = Field(default=[])
     checked: int = Field(default=0, ge=0, description="nodes asked")
     total: int = Field(default=0, ge=0, description="nodes the question was about")
     fitting: int = Field(default=0, ge=0)
@@ -98,9 +98,7 @@ class DryRunAnswer(AnswerModel):
     """``draguard allocate``'s document: every pending pod, in input order."""
 
     pods: list[PodAnswer]
-    features: list[str] = Field(
-        default_factory=list, description="feature gates changed from 1.36's defaults"
-    )
+    features: list[str] = Field(default=[], description="feature gates changed from 1.36's defaults")
 
 
 class DryRunResponse(PodAnswer):

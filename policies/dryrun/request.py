@@ -274,7 +274,7 @@ def answer_request(
     _known_nodes(question, snapshot)
     dry = DryRun(prepared, snapshot=extended, budget=budget, pace=pace)
     try:
-        outcome = dry.outcome(Question(question.pod), question.nodes)
+        outcome = dry.outcome(Question(question.pod), question.nodes, listed=question.limit)
     except ClaimNotFoundError as err:
         raise UnanswerableError(str(err), [str(err)]) from None
     return to_answer(outcome, question.limit)

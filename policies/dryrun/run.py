@@ -154,13 +154,18 @@ class DryRun:
         self.budget = budget or SearchBudget()
         self.pace: Pace = pace or Unpaced()
 
-    def outcome(self, question: Question, nodes: Sequence[str] | None = None) -> Outcome:
+    def outcome(
+        self, question: Question, nodes: Sequence[str] | None = None, *, listed: int | None = None
+    ) -> Outcome:
         """The pod's attempt, repeated after each claim the scheduler deallocates; raises
-        ClaimNotFoundError when a claim or template of the pod does not exist."""
+        ClaimNotFoundError when a claim or template of the pod does not exist. ``listed``: how many
+        nodes the answer will list (None: all), so that devices are assembled only for those."""
         prepared, snapshot = self.prepared, self.snapshot
         earlier: list[str] = []
+        asked = len(prepared.cluster.nodes) if nodes is None else len(nodes)
+        lazy = listed is not None and listed < asked
         while True:
-            outcome = self._attempt(question, prepared, snapshot, nodes)
+            outcome = self._attempt(question, prepared, snapshot, nodes, lazy)
             if outcome.attempt.fitting or outcome.attempt.error is not None or not outcome.attempt.complete:
                 break
             post, claim = outcome.dra.post_filter(question.pod)
@@ -175,14 +180,19 @@ class DryRun:
         return outcome
 
     def _attempt(
-        self, question: Question, prepared: Prepared, snapshot: Snapshot, nodes: Sequence[str] | None
+        self,
+        question: Question,
+        prepared: Prepared,
+        snapshot: Snapshot,
+        nodes: Sequence[str] | None,
+        lazy: bool,
     ) -> Outcome:
-        budget = self.budget
         dra = DynamicResources(
             snapshot,
-            prepared.allocator.fork(budget=budget),
+            prepared.allocator.fork(budget=self.budget),
             claims_override=question.claims,
             begin_node=self.pace.begin_node,
+            lazy_results=lazy,
         )
         cycle = Cycle(question.pod, prepared.cluster, prepared.gates)
         asked = prepared.cluster.nodes if nodes is None else [prepared.cluster.by_name[n] for n in nodes]
@@ -213,7 +223,7 @@ class DryRun:
         """The pod's answer with at most ``limit`` nodes listed: the fitting ones best first, then
         the others by name (all nodes, in node order, without a limit)."""
         try:
-            return to_answer(self.outcome(question, nodes), limit)
+            return to_answer(self.outcome(question, nodes, listed=limit), limit)
         except ClaimNotFoundError as err:
             return unanswerable(question, err)
 
@@ -332,7 +342,7 @@ def _refused(verdict: Verdict, claims: int) -> NodeAnswer:
 
 
 def _fitting(outcome: Outcome, verdict: Verdict, rank: int, costs: Costs) -> NodeAnswer:
-    results = outcome.dra.results.get(verdict.node, ())
+    results = outcome.dra.results(verdict.node)
     price = costs.price(results)
     priced = (
         {"footprint_error": price} if isinstance(price, str) else {"footprint": price[0], "quota": price[1]}
@@ -433,7 +443,7 @@ def place(outcome: Outcome, node: str) -> Snapshot:
     statuses = []
     claims = []
     refs = {f"{pod.name}-{r.name}": r.name for r in pod.spec.resource_claims or ()}
-    for i, (claim, result) in enumerate(zip(dra.claims, dra.results[node], strict=True)):
+    for i, (claim, result) in enumerate(zip(dra.claims, dra.results(node), strict=True)):
         if result is None:
             continue
         name = f"{pod.name}-extended-resources" if i == dra.extended_index else claim.name

@@ -204,7 +204,7 @@ def _smallest_footprint(
     nodes = []
     for verdict in sorted(outcome.fitting, key=lambda v: v.node):
         try:
-            uses = costs.uses(outcome.dra.results[verdict.node])
+            uses = costs.uses(outcome.dra.results(verdict.node))
         except FootprintError:
             continue  # the scheduler cannot place the pod there either
         candidates.append(pod_charge(pod, uses))

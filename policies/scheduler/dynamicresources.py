@@ -45,6 +45,15 @@ CANNOT_FIT_RESOURCE = "cannot fit resource"
 FIRST_AVAILABLE_MAX = 8  # upstream FirstAvailableDeviceRequestMaxSize
 
 
+Planned = AllocationResult | ResourceClaim | None
+"""Per claim on a node: its allocation, the claim to allocate, or None (nothing to allocate)."""
+
+
+def _filled(plan: list[Planned], fresh: list[AllocationResult]) -> tuple[AllocationResult | None, ...]:
+    new = iter(fresh)
+    return tuple(next(new) if isinstance(c, ResourceClaim) else c for c in plan)
+
+
 def _error(message: str) -> Status:
     return Status(Code.ERROR, (message,), NAME, error=message)
 
@@ -88,14 +97,19 @@ class DynamicResources:
     ``allocator``: a fork of the snapshot's allocator, for this attempt only. ``claims``: the
     claims to ask about instead of the pod's (a question about claims without a pod).
     ``begin_node``: called before each node's search, so a per-node search deadline restarts.
+    ``lazy_results``: Filter only learns whether the devices fit, and :meth:`results` assembles
+    a node's AllocationResults when asked (an answer that lists a few nodes of many); the scoring
+    needs them all when a claim has alternatives, so they are built then anyway.
     """
 
     snapshot: Snapshot
     allocator: Allocator
     claims_override: Sequence[ResourceClaim] | None = None
     begin_node: Callable[[], None] = lambda: None
+    lazy_results: bool = False
     claims: list[ResourceClaim] = field(default_factory=list)
-    results: dict[str, tuple[AllocationResult | None, ...]] = field(default_factory=dict)
+    _results: dict[str, tuple[AllocationResult | None, ...]] = field(default_factory=dict)
+    _plans: dict[str, tuple[NodeInfo, list[Planned]]] = field(default_factory=dict)
     unavailable: set[int] = field(default_factory=set)
     extended_index: int | None = None
     prepared: bool = False
@@ -124,6 +138,7 @@ class DynamicResources:
                 if problem := _class_problem(claim, request, cycle):
                     return problem
         self.prepared = True
+        self.lazy_results = self.lazy_results and not self.has_alternatives()
         return Prepared(lambda node: self._filter(cycle, resources, node))
 
     def _is_implicit(self, claim: ResourceClaim) -> bool:
@@ -167,7 +182,7 @@ class DynamicResources:
             return node_claim
         # Per claim: its allocation, the claim to allocate, or None (the implicit claim, when the
         # node's device plugins cover the extended resources).
-        plan: list[AllocationResult | ResourceClaim | None] = []
+        plan: list[Planned] = []
         for i, claim in enumerate(self.claims):
             if i == self.extended_index:
                 plan.append(node_claim)
@@ -179,22 +194,35 @@ class DynamicResources:
         ]
         fresh: list[AllocationResult] = []
         if to_allocate:
-            refused = self._allocate(node, to_allocate, fresh)
+            refused = self._allocate(node, to_allocate, fresh, not self.lazy_results)
             if refused is not None:
                 return refused
         if unavailable:
             self.unavailable.update(unavailable)
             return unschedulable(NAME, NOT_AVAILABLE, unresolvable=True)
-        new = iter(fresh)
-        self.results[node.name] = tuple(next(new) if isinstance(c, ResourceClaim) else c for c in plan)
+        if self.lazy_results and to_allocate:
+            self._plans[node.name] = (node, plan)
+        else:
+            self._results[node.name] = _filled(plan, fresh)
         return None
 
+    def results(self, node: str) -> tuple[AllocationResult | None, ...]:
+        """The node's results, one per claim (the node fitted)."""
+        found = self._results.get(node)
+        if found is None:
+            info, plan = self._plans[node]
+            fresh: list[AllocationResult] = []
+            self._allocate(info, [c for c in plan if isinstance(c, ResourceClaim)], fresh, True)
+            found = self._results[node] = _filled(plan, fresh)
+        return found
+
     def _allocate(
-        self, node: NodeInfo, claims: list[ResourceClaim], into: list[AllocationResult]
+        self, node: NodeInfo, claims: list[ResourceClaim], into: list[AllocationResult], build: bool
     ) -> Status | None:
-        """The allocator's answer for ``claims`` on the node: results appended to ``into``, or why not."""
+        """The allocator's answer for ``claims`` on the node: results appended to ``into`` (when
+        ``build``), or why not."""
         self.begin_node()
-        outcome = self.allocator.allocate(node.node, claims, quick_reject=True)
+        outcome = self.allocator.allocate(node.node, claims, quick_reject=True, build_results=build)
         unresolvable = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         error = str(outcome.error) if outcome.error is not None else None
         explanation = outcome.explanation
@@ -246,7 +274,7 @@ class DynamicResources:
     def score(self, node: str) -> int:
         """upstream computeScore: prefer nodes where earlier alternatives of firstAvailable were chosen."""
         total = 0
-        for claim, result in zip(self.claims, self.results.get(node, ()), strict=False):
+        for claim, result in zip(self.claims, self.results(node), strict=True):
             devices = result.devices if result is not None else None
             chosen = {r.request for r in (devices.results or ())} if devices is not None else set()
             for request in claim.spec.devices.requests or ():

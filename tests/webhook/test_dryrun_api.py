@@ -163,8 +163,8 @@ def cluster_objects() -> list[dict[str, Any]]:
 
 
 def node_object(name: str) -> dict[str, Any]:
-    allocatable = {"cpu": "8", "memory": "32Gi", "pods": "110"}
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "status": {"allocatable": allocatable}}
+    status = {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "status": status}
 
 
 # Load on node-b: 6 of its 8 CPUs, so the default scoring (least allocated, balanced) ranks it last.

@@ -184,7 +184,8 @@ def pod() -> dict[str, Any]:
     spec = manifest["spec"]
     spec["containers"][0]["ports"] = [{"containerPort": 8080, "hostPort": 8080}]
     zones = {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z0", "z1"]}]}
-    spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [zones]}}}
+    required = {"nodeSelectorTerms": [zones]}
+    spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
     spread = {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
     spec["topologySpreadConstraints"] = [{**spread, "labelSelector": {"matchLabels": {"app": "trainer"}}}]
     return manifest

@@ -329,7 +329,7 @@ def _refused(verdict: Verdict, claims: int) -> NodeAnswer:
     status = verdict.status
     assert status is not None
     explanation = status.explanation
-    return NodeAnswer.model_construct(
+    return NodeAnswer(
         node=verdict.node,
         fits=False,
         plugin=status.plugin,
@@ -347,7 +347,7 @@ def _fitting(outcome: Outcome, verdict: Verdict, rank: int, costs: Costs) -> Nod
     priced = (
         {"footprint_error": price} if isinstance(price, str) else {"footprint": price[0], "quota": price[1]}
     )
-    return NodeAnswer.model_construct(
+    return NodeAnswer(
         node=verdict.node,
         fits=True,
         results=_results_json(results),

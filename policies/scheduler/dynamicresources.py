@@ -209,6 +209,8 @@ class DynamicResources:
     def results(self, node: str) -> tuple[AllocationResult | None, ...]:
         """The node's results, one per claim (the node fitted)."""
         found = self._results.get(node)
+        if found is None and node not in self._plans:
+            return (None,) * len(self.claims)  # the pod has nothing for this plugin
         if found is None:
             info, plan = self._plans[node]
             fresh: list[AllocationResult] = []

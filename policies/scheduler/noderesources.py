@@ -26,35 +26,42 @@ TOO_MANY_PODS = "Too many pods"
 MAX_NODE_SCORE = 100
 
 
-def insufficient(
-    want: Resource, node: NodeInfo, backed_by_dra: Callable[[str], bool]
-) -> tuple[str, ...] | None:
-    """upstream fitsRequest's reasons, in its order; None when the node's allocatable is unknown."""
+def insufficient(want: Resource, node: NodeInfo, backed_by_dra: Callable[[str], bool]) -> Status | None:
+    """upstream fitsRequest: one reason per shortfall, in its order; unresolvable (preemption cannot
+    help) when the pod asks for more than the node has at all. None when the node fits, or when
+    its allocatable is unknown."""
     allocatable = node.allocatable
     if allocatable is None:
         return None
     reasons = []
+    unresolvable = False
     if len(node.pods) + 1 > allocatable.allowed_pods:
         reasons.append(TOO_MANY_PODS)
-    if want.is_zero():
-        return tuple(reasons)
     used = node.requested
-    for name, wanted, have, taken in (
-        ("cpu", want.milli_cpu, allocatable.milli_cpu, used.milli_cpu),
-        ("memory", want.memory, allocatable.memory, used.memory),
-        ("ephemeral-storage", want.ephemeral_storage, allocatable.ephemeral_storage, used.ephemeral_storage),
-    ):
+    wants = (
+        []
+        if want.is_zero()
+        else [
+            ("cpu", want.milli_cpu, allocatable.milli_cpu, used.milli_cpu),
+            ("memory", want.memory, allocatable.memory, used.memory),
+            (
+                "ephemeral-storage",
+                want.ephemeral_storage,
+                allocatable.ephemeral_storage,
+                used.ephemeral_storage,
+            ),
+            *(
+                (name, wanted, allocatable.scalars.get(name, 0), used.scalars.get(name, 0))
+                for name, wanted in want.scalars.items()
+                if not (allocatable.scalars.get(name, 0) == 0 and backed_by_dra(name))
+            ),
+        ]
+    )
+    for name, wanted, have, taken in wants:
         if wanted > 0 and wanted > have - taken:
             reasons.append(f"Insufficient {name}")
-    for name, wanted in want.scalars.items():
-        if wanted == 0:
-            continue
-        have = allocatable.scalars.get(name, 0)
-        if have == 0 and backed_by_dra(name):
-            continue
-        if wanted > have - used.scalars.get(name, 0):
-            reasons.append(f"Insufficient {name}")
-    return tuple(reasons)
+            unresolvable = unresolvable or wanted > have
+    return unschedulable(NAME, *reasons, unresolvable=unresolvable) if reasons else None
 
 
 def pre_filter(cycle: Cycle) -> Prepared:
@@ -62,8 +69,7 @@ def pre_filter(cycle: Cycle) -> Prepared:
     backed = cycle.cluster.resolver.backs if cycle.gates.enabled("DRAExtendedResource") else (lambda _: False)
 
     def check(node: NodeInfo) -> Status | None:
-        reasons = insufficient(want, node, backed)
-        return unschedulable(NAME, *reasons) if reasons else None
+        return insufficient(want, node, backed)
 
     return Prepared(check)
 

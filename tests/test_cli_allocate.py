@@ -116,3 +116,72 @@ def test_pod_claims_come_from_its_template(capsys: pytest.CaptureFixture[str]) -
     result = pod["nodes"][2]["results"][0]
     assert result["devices"]["results"][0]["request"] == "gpu"
     assert result["devices"]["config"][0]["source"] == "FromClass"
+
+
+def one_gpu_cluster() -> list[dict[str, object]]:
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "node-1"},
+        "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "10"}},
+    }
+    gpu_class = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "gpu"},
+        "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]},
+    }
+    pool = {"name": "node-1", "generation": 1, "resourceSliceCount": 1}
+    slice_ = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": "node-1-gpus"},
+        "spec": {
+            "driver": "gpu.example.com",
+            "nodeName": "node-1",
+            "pool": pool,
+            "devices": [{"name": "gpu-0"}],
+        },
+    }
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "one", "namespace": "default"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu"}}]}}},
+    }
+    pods = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {
+                "resourceClaims": [{"name": "g", "resourceClaimTemplateName": "one"}],
+                "containers": [
+                    {"name": "c", "resources": {"requests": {"cpu": "1"}, "claims": [{"name": "g"}]}}
+                ],
+            },
+        }
+        for name in ("first", "second")
+    ]
+    return [node, gpu_class, slice_, template, *pods]
+
+
+def test_every_pending_pod_is_answered_and_in_sequence_each_sees_what_the_previous_took(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "two-pods.yaml"
+    path.write_text("\n---\n".join(json.dumps(o) for o in one_gpu_cluster()))
+    code, out, _ = run(capsys, "-f", str(path), "-o", "json")
+    assert code == 0 and [(p["pod"], p["fits"]) for p in json.loads(out)["pods"]] == [
+        ("default/first", True),
+        ("default/second", True),  # asked alone, each fits
+    ]
+    code, out, _ = run(capsys, "-f", str(path), "-o", "json", "--sequence")
+    first, second = json.loads(out)["pods"]
+    assert code == 1 and first["placedOn"] == "node-1"
+    assert second["message"] == (
+        "0/1 nodes are available: 1 cannot allocate all claims. still not schedulable, preemption: 0/1 nodes "
+        "are available: 1 Preemption is not helpful for scheduling."
+    )
+    code, out, _ = run(capsys, "-f", str(path), "--pod", "default/second", "-o", "json")
+    assert [p["pod"] for p in json.loads(out)["pods"]] == ["default/second"]

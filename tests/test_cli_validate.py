@@ -210,7 +210,7 @@ def test_unknown_fields_stop_validation_like_strict_decoding(
 
 ADMIN = CLAIM.format(count=1).replace("count: 1", "adminAccess: true")
 FORBIDDEN = (
-    "spec.devices.requests[0].exactly.adminAccess: Forbidden: admin access to devices requires the "
+    "spec.devices.requests[0].adminAccess: Forbidden: admin access to devices requires the "
     "`resource.kubernetes.io/admin-access: true` label on the containing namespace"
 )
 
@@ -248,7 +248,7 @@ def test_admin_access_in_an_unknown_namespace(tmp_path: Path, capsys: pytest.Cap
     code, out, _ = run(capsys, "-f", claim)
     assert code == 1
     assert out[0].endswith(
-        "spec.devices.requests[0].exactly.adminAccess: Internal error: could not retrieve namespace to "
+        "spec.devices.requests[0].adminAccess: Internal error: could not retrieve namespace to "
         "verify "
         'admin access: labels of namespace "team-a" are not known'
     )

@@ -77,6 +77,7 @@ class PodSpec(ApiModel):
     overhead: dict[str, Quantity] | None = None
     scheduler_name: str | None = None
     service_account_name: str | None = None
+    restart_policy: str | None = None
 
 
 class PodResourceClaimStatus(ApiModel):

@@ -315,6 +315,7 @@ POD: dict[str, Any] = {
         "overhead": {"memory": "10Mi"},
         "schedulerName": "default-scheduler",
         "serviceAccountName": "trainer",
+        "restartPolicy": "Always",
     },
     "status": {
         "phase": "Running",

@@ -143,7 +143,7 @@ TEMPLATE_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
         "admin access outside an admin namespace, under upstream's claim path",
         template(exact(adminAccess=True)),
         [
-            "spec.devices.requests[0].exactly.adminAccess: Forbidden: admin access to devices requires the "
+            "spec.devices.requests[0].adminAccess: Forbidden: admin access to devices requires the "
             "`resource.kubernetes.io/admin-access: true` label on the containing namespace"
         ],
     ),

@@ -32,6 +32,7 @@ from policies.api.base import NodeSelector, TypedObject
 from policies.api.core import Pod
 from policies.api.defaults import apply_defaults
 from policies.api.resource import (
+    DeviceClass,
     DeviceTaint,
     ResourceClaim,
     ResourceClaimTemplate,
@@ -503,6 +504,26 @@ def audit(
             progress(done, len(steps))
     return Report(tuple(findings), len(defaulted))
 
+
+def selector_warnings(
+    objects: Sequence[TypedObject], rules: Sequence[Rule], now: datetime
+) -> list[list[str]]:
+    """For each object: what the selectors rule warns about it, created now among ``objects``
+    (``draguard validate`` given slices, so that it and audit agree): a selector matching no
+    device, an attribute no device publishes (with the closest name), a class that does not exist.
+    Nothing unless ``objects`` hold ResourceSlices and DeviceClasses: a picture of the cluster to
+    compare with, not a claim checked on its own."""
+    warnings: list[list[str]] = [[] for _ in objects]
+    kinds = {type(o) for o in objects}
+    if ResourceSlice not in kinds or DeviceClass not in kinds:
+        return warnings
+    defaulted = [apply_defaults(o, now) for o in objects]
+    selectors = [r for r in rules if r.name == "selectors"]
+    ctx = Context(Snapshot.build(defaulted), Config(), now)
+    for i, obj in enumerate(defaulted):
+        if isinstance(obj, (DeviceClass, ResourceClaim, ResourceClaimTemplate)):
+            warnings[i] = [f.message for f in policy_findings(obj, selectors, ctx) if f.result == "warn"]
+    return warnings
 
 
 # --- PolicyReports -------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from policies.api import conversion, schema, workloads
 from policies.api.base import TypedObject
 from policies.api.core import Pod
 from policies.api.kinds import DecodeError, decode, decode_as
-from policies.validation.fielderrors import go_quote, render
+from policies.validation.fielderrors import Path, go_quote, invalid, render
 from policies.validation.strict import is_strict, strict_errors
 
 UnknownFields = Literal["error", "warn", "ignore"]
@@ -56,6 +56,9 @@ class ReadOptions:
     unknown_fields: UnknownFields = "error"
     skip_kinds: frozenset[str] = frozenset()
     strict_kinds: bool = False
+
+
+DEFAULTS = ReadOptions()
 
 
 @dataclass
@@ -104,11 +107,11 @@ def _identity(raw: Any) -> tuple[str, str, str, str]:
     return text(raw.get("apiVersion")), text(raw.get("kind")), text(name), text(namespace)
 
 
-def read(raw: Any, options: ReadOptions = ReadOptions()) -> Reading:
+def read(raw: Any, options: ReadOptions = DEFAULTS) -> Reading:
     """What ``raw`` (one document's JSON) is, decoded as far as the API server would decode it."""
     reading = Reading(*_identity(raw))
     if not isinstance(raw, Mapping):
-        reading.errors.append("<root>: Invalid value: must be an object (a Kubernetes manifest)")
+        reading.errors.append(str(invalid(Path.from_text("<root>"), raw, "must be an object")))
         return reading
     if not reading.kind:
         reading.errors.append("kind: Required value: every Kubernetes object names its kind")

@@ -13,7 +13,6 @@ A document whose strict decoding fails is never validated: the server stops ther
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 from policies.api import schema
@@ -154,14 +153,8 @@ def _members(
 
 
 def _hint(owner: str | None, key: str) -> str:
-    """What to write instead of an unknown field: what replaced it, or the field it is close to."""
-    if owner is None:
-        return ""
-    replaced = REPLACED_FIELDS.get((owner, key))
-    if replaced is not None:
-        return replaced
-    close = difflib.get_close_matches(key, list(schema.fields(owner)), n=1, cutoff=0.75)
-    return f'did you mean "{close[0]}"?' if close else ""
+    """What replaced a field older manifests use; otherwise nothing, the server's words alone."""
+    return REPLACED_FIELDS.get((owner, key), "") if owner is not None else ""
 
 
 def is_strict(err: FieldError) -> bool:

@@ -60,6 +60,10 @@ class ReadOptions:
 
 DEFAULTS = ReadOptions()
 
+# Why a document is skipped (``--strict-kinds`` makes these errors).
+NOT_CHECKED = "a Kubernetes kind draguard does not check"
+CUSTOM_RESOURCE = "a custom resource"
+
 
 @dataclass
 class Reading:
@@ -149,7 +153,7 @@ def read(raw: Any, options: ReadOptions = DEFAULTS) -> Reading:
 
 def _skip(reading: Reading, options: ReadOptions) -> None:
     builtin = schema.builtin_group(schema.group_of(reading.api_version))
-    why = "a Kubernetes kind draguard does not check" if builtin else "a custom resource"
+    why = NOT_CHECKED if builtin else CUSTOM_RESOURCE
     if options.strict_kinds:
         reading.errors.append(f"kind: Unsupported value: {go_quote(reading.kind)}: {why} (--strict-kinds)")
     else:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from policies.api.conversion import CONVERTIBLE
-from policies.reading import UNKNOWN_FIELD_MODES, ReadOptions
+from policies.reading import CUSTOM_RESOURCE, NOT_CHECKED, UNKNOWN_FIELD_MODES, ReadOptions
 from webhook.manifests import Entry, read_entries, skipped_kinds
 
 OLDER_VERSIONS = sorted(CONVERTIBLE)
@@ -104,8 +104,8 @@ def print_notes(entries: Sequence[Entry], out: TextIO) -> None:
             continue
         count = sum(1 for e in entries if e.reading is not None and e.reading.kind == kind)
         documents = "document" if count == 1 else "documents"
+        refuse = ", --strict-kinds to make it an error" if why in (NOT_CHECKED, CUSTOM_RESOURCE) else ""
         print(
-            f"note: skipped {count} {kind} {documents}: {why} (--skip-kinds {kind} to silence this, "
-            "--strict-kinds to make it an error)",
+            f"note: skipped {count} {kind} {documents}: {why} (--skip-kinds {kind} to silence this{refuse})",
             file=out,
         )

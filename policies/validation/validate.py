@@ -26,7 +26,7 @@ from policies.api.defaults import apply_defaults
 from policies.api.kinds import DEFAULT_NAMESPACE
 from policies.validation import gosyntax
 from policies.validation.claims import validate_claim_spec, validate_claim_status
-from policies.validation.core import validate_pod_claims
+from policies.validation.core import validate_pod_claims, validate_pod_containers
 from policies.validation.fielderrors import ErrorList, Path, forbidden, internal, invalid
 from policies.validation.meta import (
     validate_object_meta,
@@ -216,7 +216,8 @@ def _taint_rule(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> E
 
 def _pod(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> ErrorList:
     assert isinstance(obj, core.Pod)
-    return _meta(obj, old, True, recheck_on_update=False) + validate_pod_claims(obj)
+    errs = _meta(obj, old, True, recheck_on_update=False)
+    return errs + validate_pod_containers(obj) + validate_pod_claims(obj)
 
 
 def _namespace(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> ErrorList:

@@ -345,7 +345,7 @@ POD_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
         pod(
             [],
             {"name": "c", "image": "i"},
-            initContainers=[{"name": "i", "resources": {"claims": [{"name": "x"}]}}],
+            initContainers=[{"name": "i", "image": "i", "resources": {"claims": [{"name": "x"}]}}],
         ),
         [
             'spec.initContainers[0].resources.claims[0]: Not found: "x": must be one of the names in '

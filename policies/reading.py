@@ -176,8 +176,8 @@ def _decoded_strictly(raw: Mapping[str, Any], type_name: str, reading: Reading, 
 def _refusal(api_version: str, kind: str, options: ReadOptions) -> str | None:
     """Why a default 1.36 server (given ``options.api_versions``) refuses this apiVersion and kind."""
     group = schema.group_of(api_version)
-    if api_version == f"{conversion.GROUP}/v1alpha2":
-        replaced = _V1ALPHA2_REPLACEMENTS.get(kind, "the resource.k8s.io/v1 kinds")
+    if api_version == f"{conversion.GROUP}/v1alpha2" and kind in _V1ALPHA2_REPLACEMENTS:
+        replaced = _V1ALPHA2_REPLACEMENTS[kind]
         return (
             f"apiVersion: Unsupported value: {go_quote(api_version)}: classic DRA was removed in "
             f"Kubernetes 1.31; {kind} is replaced by {replaced}"
@@ -207,14 +207,15 @@ def _not_served(api_version: str, kind: str, group: str) -> str:
 
 def _off_by_default(api_version: str, kind: str) -> str:
     flag = f"--api-versions {api_version}"
-    if kind == "DeviceTaintRule" and api_version == conversion.V1BETA2:
+    target = conversion.target_version(api_version, kind) or api_version
+    if kind == "DeviceTaintRule":
+        converted = f" (read as {target}: see `draguard convert -f FILE`)" if target != api_version else ""
         return (
             f"apiVersion: Unsupported value: {go_quote(api_version)}: a default 1.36 API server does not "
-            "serve DeviceTaintRule (the DRADeviceTaintRules feature gate is off by default and "
-            f"{api_version} is not served by default); if your cluster turns them on "
-            f"(--runtime-config={api_version}/devicetaintrules=true), pass {flag}"
+            f"serve DeviceTaintRule (it is {conversion.V1BETA2} in 1.36, behind the DRADeviceTaintRules "
+            "feature gate, which is off by default); if your cluster serves it "
+            f"(--runtime-config={api_version}/devicetaintrules=true), pass {flag}{converted}"
         )
-    target = conversion.target_version(api_version, kind)
     return (
         f"apiVersion: Unsupported value: {go_quote(api_version)}: not served by default by Kubernetes "
         f"1.36 since {conversion.V1} went GA; write it as {target} (`draguard convert -f FILE` prints "

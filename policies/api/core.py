@@ -30,11 +30,16 @@ class ResourceRequirements(ApiModel):
     claims: list[ContainerResourceClaim] | None = None
 
 
+class SecurityContext(ApiModel):
+    privileged: bool | None = None
+
+
 class Container(ApiModel):
     name: str = ""
     image: str | None = None
     resources: ResourceRequirements | None = None
     restart_policy: str | None = None
+    security_context: SecurityContext | None = None
 
 
 class PodResourceClaim(ApiModel):

@@ -333,9 +333,7 @@ def _validate_claim_statuses(pod: Pod, pod_claims: set[str]) -> ErrorList:
 _RESTART_POLICIES = ("Always", "OnFailure", "Never")
 
 
-def _validate_container_names(
-    containers: list[Container], seen: set[str], path: Path, errs: ErrorList
-) -> None:
+def _validate_containers(containers: list[Container], seen: set[str], path: Path, errs: ErrorList) -> None:
     for i, container in enumerate(containers):
         name_path = path.index(i).child("name")
         if not container.name:
@@ -358,9 +356,19 @@ def validate_pod_containers(pod: Pod) -> ErrorList:
     if not pod.spec.containers:
         errs.append(required(spec.child("containers")))
     seen: set[str] = set()
-    _validate_container_names(pod.spec.containers, seen, spec.child("containers"), errs)
-    _validate_container_names(pod.spec.init_containers or [], seen, spec.child("initContainers"), errs)
+    _validate_containers(pod.spec.containers, seen, spec.child("containers"), errs)
+    _validate_containers(pod.spec.init_containers or [], seen, spec.child("initContainers"), errs)
     policy = pod.spec.restart_policy
     if policy and policy not in _RESTART_POLICIES:
         errs.append(not_supported(spec.child("restartPolicy"), policy, _RESTART_POLICIES))
     return errs
+
+
+def refuse_privileged(pod: Pod) -> ErrorList:
+    """What an API server running without ``--allow-privileged`` (kube-apiserver's default; kubeadm
+    and most distributions set it) says about privileged containers (``ValidateSecurityContext``)."""
+    return [
+        forbidden(path.child("securityContext", "privileged"), "disallowed by cluster policy")
+        for path, container in _containers(pod)
+        if container.security_context is not None and container.security_context.privileged
+    ]

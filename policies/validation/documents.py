@@ -17,9 +17,10 @@ from policies.api import core, resource
 from policies.api.base import TypedObject
 from policies.api.kinds import DEFAULT_NAMESPACE
 from policies.reading import Reading
+from policies.validation.core import refuse_privileged
 from policies.validation.fielderrors import go_quote, render
 from policies.validation.validate import validate
-from policies.validation.workloads import validate_workload
+from policies.validation.workloads import under, validate_workload
 
 # Kinds whose create resets the status (PrepareForCreate in their registry strategy).
 _STATUS_RESET_ON_CREATE = (
@@ -76,14 +77,23 @@ def as_created(obj: TypedObject) -> TypedObject:
     return obj
 
 
-def judge(reading: Reading, old: TypedObject | None = None, namespace_labels: Labels = None) -> list[str]:
-    """The API server's validation errors for a read document (none when it was not read)."""
+def judge(
+    reading: Reading,
+    old: TypedObject | None = None,
+    namespace_labels: Labels = None,
+    *,
+    allow_privileged: bool = False,
+) -> list[str]:
+    """The API server's validation errors for a read document (none when it was not read), as a
+    server with its default flags says them (``allow_privileged``: its ``--allow-privileged``)."""
     obj = reading.obj
     if obj is None or reading.errors:
         return []
+    privileged = refuse_privileged(obj) if isinstance(obj, core.Pod) and not allow_privileged else []
     if reading.template is not None and reading.workload is not None:
         assert isinstance(obj, core.Pod)
-        return render(validate_workload(reading.kind, reading.workload, reading.template, obj))
+        errors = validate_workload(reading.kind, reading.workload, reading.template, obj)
+        return render(errors + [under(reading.template, e) for e in privileged])
     try:
         errors = validate(
             as_created(obj) if old is None else obj,
@@ -93,4 +103,4 @@ def judge(reading: Reading, old: TypedObject | None = None, namespace_labels: La
         )
     except Exception as err:  # a bug in draguard: say so on this object, keep checking the others
         return [f"<root>: Internal error: draguard could not validate this object: {err!r}"]
-    return render(errors)
+    return render(errors + privileged)

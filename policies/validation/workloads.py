@@ -64,7 +64,7 @@ def validate_workload(kind: str, raw: Mapping[str, Any], template: tuple[str, ..
             errs.append(invalid(Path("spec", "replicas"), replicas, "must be greater than or equal to 0"))
         errs += _selector(kind, spec.get("selector"), labels, at)
     unnamed = pod.model_copy(update={"metadata": pod.metadata.model_copy(update={"name": None})})
-    errs += [_under(template, e) for e in validate_pod_template(unnamed)]
+    errs += [under(template, e) for e in validate_pod_template(unnamed)]
     policy = pod.spec.restart_policy or "Always"  # the pod default (SetDefaults_PodSpec)
     if kind in _CONTROLLERS and policy != "Always":
         errs.append(not_supported(at.child("spec", "restartPolicy"), policy, ["Always"]))
@@ -73,7 +73,8 @@ def validate_workload(kind: str, raw: Mapping[str, Any], template: tuple[str, ..
     return errs
 
 
-def _under(template: tuple[str, ...], err: FieldError) -> FieldError:
+def under(template: tuple[str, ...], err: FieldError) -> FieldError:
+    """A pod's error (``spec.containers[0].name``) at its place in a workload's template."""
     return dataclasses.replace(err, field=".".join(template) + "." + err.field)
 
 

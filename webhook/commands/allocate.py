@@ -103,7 +103,8 @@ def _read(args: argparse.Namespace) -> list[Entry]:
             continue
         found = entry.reading.errors
         if not found and entry.reading.kind not in _INVENTORY:
-            found = judge(entry.reading, namespace_labels=ANY_NAMESPACE)
+            privileged = args.allow_privileged
+            found = judge(entry.reading, namespace_labels=ANY_NAMESPACE, allow_privileged=privileged)
         problems += [f"{entry.label}: {line}" for line in found]
     if problems:
         raise InputError("invalid input (draguard validate says why):\n" + "\n".join(problems))

@@ -2,8 +2,9 @@
 
 ``-f/--filename`` (repeatable, several paths each, ``-`` for stdin), ``-R/--recursive``,
 ``--api-versions`` (the API server's ``--runtime-config`` for the older DRA versions),
-``--unknown-fields``, ``--skip-kinds`` and ``--strict-kinds``; then one note per kind skipped, on
-stderr, as kubectl-style tools print them.
+``--unknown-fields``, ``--skip-kinds``, ``--strict-kinds`` and ``--allow-privileged`` (the API
+server's flag of that name); then one note per kind skipped, on stderr, as kubectl-style tools
+print them.
 """
 
 from __future__ import annotations
@@ -68,6 +69,12 @@ def add_reading_flags(parser: argparse.ArgumentParser) -> None:
         "--strict-kinds",
         action="store_true",
         help="make documents of kinds draguard does not check errors instead of notes",
+    )
+    parser.add_argument(
+        "--allow-privileged",
+        action="store_true",
+        help="accept privileged containers, as an API server started with --allow-privileged=true "
+        "(kubeadm's setting; kube-apiserver's own default refuses them)",
     )
 
 

@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: no objects found in {', '.join(args.files)}", file=sys.stderr)
         return 2
     print_notes(entries, sys.stderr)
-    results = check(entries, old_entries, labels)
+    results = check(entries, old_entries, labels, allow_privileged=args.allow_privileged)
     (print_json if args.output == "json" else print_text)(results, sys.stdout)
     failed = any(r.errors for r in results) or (args.strict and any(r.warnings for r in results))
     return 1 if failed else 0
@@ -154,6 +154,8 @@ def check(
     entries: Sequence[Entry],
     old_entries: Sequence[Entry],
     given_labels: Mapping[str, dict[str, str]],
+    *,
+    allow_privileged: bool = False,
 ) -> list[Result]:
     """A result per document checked and per file that could not be read; objects in --old files
     only serve as the stored versions, unchecked."""
@@ -179,7 +181,9 @@ def check(
         if reading.obj is not None:
             key = identity(reading)
             namespace = key[2] if key is not None else reading.namespace
-            result.errors += judge(reading, olds.get(key) if key else None, namespaces.get(namespace))
+            old = olds.get(key) if key else None
+            labels = namespaces.get(namespace)
+            result.errors += judge(reading, old, labels, allow_privileged=allow_privileged)
             prefix = f"{reading.kind} {result.name}: "
             result.warnings += [w.removeprefix(prefix) for w in next(warned)]
         results.append(result)

@@ -33,8 +33,12 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "convert",
         help="print older resource.k8s.io objects (v1beta1, v1beta2) converted to resource.k8s.io/v1",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Print the manifests again with their resource.k8s.io v1beta1 and v1beta2 objects (and "
+        "v1alpha3 DeviceTaintRules) converted field by field as a Kubernetes 1.36 API server converts "
+        "them, like kubectl convert: a v1beta1 request's deviceClassName, selectors, count and the like "
+        "move under exactly:, a device's basic: fields up into the device. Other documents are printed "
+        "as they are. Exit 0 when everything was printed, 1 when a document could not be converted or a "
+        "file read, 2 when nothing could be read.",
     )
     add_file_flags(p)
     p.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml", help="output format")

@@ -31,7 +31,11 @@ CHECKED: dict[str, tuple[str, ...]] = {
     "batch/v1": ("Job", "CronJob"),
     "resource.k8s.io/v1": ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice"),
     "resource.k8s.io/v1beta2": (
-        "DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice", "DeviceTaintRule",
+        "DeviceClass",
+        "ResourceClaim",
+        "ResourceClaimTemplate",
+        "ResourceSlice",
+        "DeviceTaintRule",
     ),
     "resource.k8s.io/v1beta1": ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice"),
     "resource.k8s.io/v1alpha3": ("DeviceTaintRule",),
@@ -80,8 +84,13 @@ def type_of(prop: Mapping[str, Any], schemas: Mapping[str, Any]) -> str:
     return found
 
 
-def build(docs: Mapping[str, Mapping[str, Any]], served: Mapping[str, Mapping[str, bool]]) -> dict[str, Any]:
-    """The table from OpenAPI v3 documents (by group/version) and discovery (gv -> kind -> namespaced)."""
+def build(
+    docs: Mapping[str, Mapping[str, Any]],
+    served: Mapping[str, Mapping[str, bool]],
+    checked: Mapping[str, tuple[str, ...]] = CHECKED,
+) -> dict[str, Any]:
+    """The table from OpenAPI v3 documents (by group/version) and discovery (gv -> kind -> namespaced),
+    for the ``checked`` kinds."""
     types: dict[str, dict[str, str]] = {}
     kinds: dict[str, dict[str, str]] = {}
 
@@ -96,11 +105,12 @@ def build(docs: Mapping[str, Mapping[str, Any]], served: Mapping[str, Mapping[st
             for ref in _refs(prop):
                 visit(ref, schemas)
 
-    for gv, names in CHECKED.items():
+    for gv, names in checked.items():
         schemas = docs[gv]["components"]["schemas"]
         for kind in names:
             (name,) = [
-                n for n, s in schemas.items()
+                n
+                for n, s in schemas.items()
                 if {"group": gv.rpartition("/")[0], "version": gv.rpartition("/")[2], "kind": kind}
                 in s.get("x-kubernetes-group-version-kind", [])
             ]

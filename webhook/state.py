@@ -26,6 +26,7 @@ from policies.api.base import TypedObject
 from policies.api.core import Pod
 from policies.api.defaults import apply_defaults
 from policies.config import Config
+from policies.reading import DEFAULTS, ReadOptions
 from policies.rules.drain import is_driver_pod
 from policies.scheduler.cluster import is_bound
 from policies.snapshot import Snapshot
@@ -107,9 +108,16 @@ class FileState:
         return cls(indexed(Snapshot.build(obj for obj in defaulted if keep(obj))))
 
     @classmethod
-    def load(cls, paths: Sequence[str], now: datetime, keep: Keep = DEFAULT_RELEVANCE) -> FileState:
-        """The objects of manifest files or directories; raises ManifestError."""
-        return cls.from_objects((loaded.obj for loaded in load(paths)), now, keep)
+    def load(
+        cls,
+        paths: Sequence[str],
+        now: datetime,
+        keep: Keep = DEFAULT_RELEVANCE,
+        options: ReadOptions = DEFAULTS,
+    ) -> FileState:
+        """The objects of manifest files or directories, read as the offline commands read them
+        (``options``: the reading flags); raises ManifestError."""
+        return cls.from_objects((loaded.obj for loaded in load(paths, options)), now, keep)
 
     @property
     def snapshot(self) -> Snapshot:

@@ -41,12 +41,17 @@ class ContainerPort(ApiModel):
     host_ip: str | None = Field(default=None, alias="hostIP")
 
 
+class SecurityContext(ApiModel):
+    privileged: bool | None = None
+
+
 class Container(ApiModel):
     name: str = ""
     image: str | None = None
     ports: list[ContainerPort] | None = None
     resources: ResourceRequirements | None = None
     restart_policy: str | None = None
+    security_context: SecurityContext | None = None
 
 
 class PodResourceClaim(ApiModel):
@@ -129,6 +134,7 @@ class PodSpec(ApiModel):
     overhead: dict[str, Quantity] | None = None
     scheduler_name: str | None = None
     service_account_name: str | None = None
+    restart_policy: str | None = None
 
 
 class PodResourceClaimStatus(ApiModel):

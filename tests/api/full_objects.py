@@ -347,6 +347,7 @@ POD: dict[str, Any] = {
                         "hostIP": "10.0.0.1",
                     }
                 ],
+                "securityContext": {"privileged": False},
                 "resources": {
                     "limits": {"memory": "8Gi"},
                     "requests": {"cpu": "500m", "memory": "8Gi"},
@@ -362,6 +363,7 @@ POD: dict[str, Any] = {
         "overhead": {"memory": "10Mi"},
         "schedulerName": "default-scheduler",
         "serviceAccountName": "trainer",
+        "restartPolicy": "Always",
     },
     "status": {
         "phase": "Running",

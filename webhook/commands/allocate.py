@@ -2,11 +2,15 @@
 
 The files hold the cluster (Nodes, DeviceClasses, ResourceSlices, ResourceClaims, templates,
 DeviceTaintRules, Namespaces, ResourceQuotas, running Pods) and the questions: every Pod without
-``spec.nodeName`` is answered as kube-scheduler 1.36's default profile would (``--pod NS/NAME``
-picks some). Pods with ``spec.nodeName`` are load on their node; claims with ``status.allocation``
-are the allocated state. With no pending pod, the unallocated claims are asked about, as one pod
-using them all. ``--sequence`` places the pods one after another, each seeing what the previous
-ones took. Objects are defaulted as the API server would store them.
+``spec.nodeName`` (and one pod of each workload's template, such as a Deployment's or a Job's) is
+answered as kube-scheduler 1.36's default profile would (``--pod NS/NAME`` picks some). Pods with
+``spec.nodeName`` are load on their node; claims with ``status.allocation`` are the allocated
+state. With no pending pod, the unallocated claims are asked about, as one pod using them all.
+``--sequence`` places the pods one after another, each seeing what the previous ones took.
+Objects are defaulted as the API server would store them.
+
+The input is read and validated as ``draguard validate`` reads and validates it first: anything
+it refuses is printed as it prints it, and the exit code is 2.
 
 Exit codes: 0 every pod fits somewhere, 1 some pod fits nowhere, 2 unusable input.
 """
@@ -42,7 +46,9 @@ from policies.dryrun.answer import Timing
 from policies.scheduler.claims import is_allocated
 from policies.scheduler.cluster import is_pending
 from policies.snapshot import Snapshot
-from webhook.manifests import ManifestError, load
+from policies.validation.documents import ANY_NAMESPACE, judge
+from webhook.commands.common import UsageError, add_file_flags, add_reading_flags, print_notes, read_inputs
+from webhook.manifests import Entry
 
 
 class InputError(Exception):
@@ -56,7 +62,8 @@ def register(sub: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("-f", "--filename", dest="files", action="append", required=True, metavar="FILE_OR_DIR")
+    add_file_flags(p)
+    add_reading_flags(p)
     p.add_argument(
         "--node",
         dest="nodes",
@@ -111,12 +118,47 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _snapshot(files: list[str]) -> Snapshot:
+# The cluster's inventory, as drivers and admins published it: read strictly, not re-validated
+# (what a cluster holds was admitted by its own API server).
+_INVENTORY = ("ResourceSlice", "Node", "DeviceTaintRule")
+
+
+def _read(args: argparse.Namespace) -> list[Entry]:
+    """The input, what is to be allocated validated as ``draguard validate`` validates it (admin
+    access aside: whether a namespace may use it is the cluster's to say, and this input need not
+    describe namespaces); :class:`InputError` with validate's lines on any problem."""
+    entries = read_inputs(args)
+    print_notes(entries, sys.stderr)
+    problems = []
+    for entry in entries:
+        if entry.reading is None:
+            problems.append(entry.problem or entry.where)
+            continue
+        found = entry.reading.errors
+        if not found and entry.reading.kind not in _INVENTORY:
+            privileged = args.allow_privileged
+            found = judge(entry.reading, namespace_labels=ANY_NAMESPACE, allow_privileged=privileged)
+        problems += [f"{entry.label}: {line}" for line in found]
+    if problems:
+        raise InputError("invalid input (draguard validate says why):\n" + "\n".join(problems))
+    if not any(e.reading is not None and e.reading.skipped is None for e in entries):
+        raise InputError(f"no objects found in {', '.join(args.files)}")
+    for entry in entries:
+        reading = entry.reading
+        if reading is not None and reading.template is not None:
+            print(
+                f"note: {entry.where}: {reading.label}: allocating one pod of its template "
+                f"({'.'.join(reading.template)})",
+                file=sys.stderr,
+            )
+    return entries
+
+
+def _snapshot(args: argparse.Namespace) -> Snapshot:
     now = datetime.now(UTC)
-    try:
-        return Snapshot.build(apply_defaults(x.obj, now) for x in load(files))
-    except ManifestError as err:
-        raise InputError(str(err)) from None
+    entries = _read(args)
+    objects = (e.reading.obj for e in entries if e.reading is not None and e.reading.obj is not None)
+    return Snapshot.build(apply_defaults(obj, now) for obj in objects)
 
 
 def _nodes(snapshot: Snapshot, wanted: list[str]) -> list[str] | None:
@@ -172,10 +214,10 @@ class NodeClock:
 def run(args: argparse.Namespace) -> int:
     try:
         gates = FeatureGates() if args.features is None else FeatureGates.parse(args.features)
-        snapshot = _snapshot(args.files)
+        snapshot = _snapshot(args)
         nodes = _nodes(snapshot, args.nodes)
         questions = _questions(snapshot, args.pods)
-    except (InputError, ValueError) as err:
+    except (InputError, UsageError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     clock = NodeClock()

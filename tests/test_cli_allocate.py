@@ -157,7 +157,11 @@ def one_gpu_cluster() -> list[dict[str, object]]:
             "spec": {
                 "resourceClaims": [{"name": "g", "resourceClaimTemplateName": "one"}],
                 "containers": [
-                    {"name": "c", "resources": {"requests": {"cpu": "1"}, "claims": [{"name": "g"}]}}
+                    {
+                        "name": "c",
+                        "image": "app:1",
+                        "resources": {"requests": {"cpu": "1"}, "claims": [{"name": "g"}]},
+                    }
                 ],
             },
         }

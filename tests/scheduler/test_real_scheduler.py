@@ -31,6 +31,7 @@ from controlplane import ControlPlane, call, wait_for
 from webhook import cli
 
 V1 = "resource.k8s.io/v1"
+SETTLE = 0.7  # seconds for the scheduler's informers to see what a scenario just created
 STATE = [
     ("/api/v1/nodes", "v1", "Node"),
     ("/api/v1/namespaces", "v1", "Namespace"),
@@ -165,7 +166,10 @@ class Scene:
     def ask(
         self, pod: dict[str, Any], *, keep: bool = False, sequence: bool = False
     ) -> tuple[Decision, dict[str, Any]]:
-        """The scheduler's decision on ``pod`` and draguard's answer on the cluster as it was."""
+        """The scheduler's decision on ``pod`` and draguard's answer on the cluster as it was. The
+        objects created just before reach the scheduler's informers a moment later: give them that
+        moment, or the scheduler answers for a cluster draguard never saw."""
+        time.sleep(SETTLE)
         before = self.state()
         created = self.post(f"/api/v1/namespaces/{self.ns}/pods", pod)
         decision = self.decision(pod["metadata"]["name"])
@@ -538,7 +542,7 @@ def test_a_claim_allocated_elsewhere_and_reserved_by_nobody_is_deallocated(scene
         return [e["message"] for e in events if e.get("reason") == "FailedScheduling"]
 
     # The first attempt's message reaches the pod's events (written asynchronously).
-    assert answer["earlierAttempts"] == wait_for("the FailedScheduling event", failed)
+    assert answer["earlierAttempts"] == wait_for("the FailedScheduling event", failed)[:1]
 
 
 def test_prioritized_alternatives_are_scored(scene: Scene) -> None:
@@ -586,7 +590,6 @@ def test_pods_one_after_another_share_what_is_left(scene: Scene) -> None:
     before = scene.state()
     decision, answer = scene.ask(first, keep=True)
     agree(decision, answer)
-    time.sleep(0.5)
     decision, _ = scene.ask(second)
     assert decision.node is None
     uids = {

@@ -172,7 +172,10 @@ BUSY_CPU = {
     "apiVersion": "v1",
     "kind": "Pod",
     "metadata": {"name": "busy-cpu", "namespace": "other"},
-    "spec": {"nodeName": "node-b", "containers": [{"name": "c", "resources": {"requests": {"cpu": "6"}}}]},
+    "spec": {
+        "nodeName": "node-b",
+        "containers": [{"name": "c", "image": "batch:1", "resources": {"requests": {"cpu": "6"}}}],
+    },
 }
 
 

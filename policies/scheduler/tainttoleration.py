@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from policies.allocator.taints import tolerates
 from policies.api.core import Taint, Toleration
 from policies.scheduler.cluster import NodeInfo
 from policies.scheduler.framework import Cycle, Prepared, Status, unschedulable
@@ -21,17 +22,6 @@ NO_EXECUTE = "NoExecute"
 PREFER_NO_SCHEDULE = "PreferNoSchedule"
 FILTERED_EFFECTS = frozenset({NO_SCHEDULE, NO_EXECUTE})
 REFUSED = unschedulable(NAME, REASON, unresolvable=True)
-
-
-def tolerates(toleration: Toleration, taint: Taint) -> bool:
-    """upstream Toleration.ToleratesTaint: an empty effect or key matches any; ``Exists`` any value."""
-    if toleration.effect and toleration.effect != taint.effect:
-        return False
-    if toleration.key and toleration.key != taint.key:
-        return False
-    if toleration.operator in (None, "", "Equal"):
-        return (toleration.value or "") == (taint.value or "")
-    return toleration.operator == "Exists"
 
 
 def tolerated(tolerations: Iterable[Toleration], taint: Taint) -> bool:

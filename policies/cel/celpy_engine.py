@@ -41,6 +41,7 @@ class CelpyEngine(Engine):
         cross_numeric=False,
         presence_errors=False,
         max_nesting=10,  # its tree-walking evaluator recurses deeply per level
+        typed_values=True,
         conversions=frozenset(
             {
                 "int64_to_int64",

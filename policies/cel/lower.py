@@ -88,6 +88,7 @@ class Capabilities:
     cross_numeric: bool  # 1 == 1.0, 1 < 2u
     presence_errors: bool  # has(a.b.c) fails when a.b does, instead of being false
     max_nesting: int  # deepest bracket nesting one program may have (deeper parts run separately)
+    typed_values: bool  # uints and type values come back as such, not as ints and type names
     conversions: frozenset[str]  # conversion overload ids it implements like cel-go
 
 

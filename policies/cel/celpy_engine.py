@@ -134,7 +134,7 @@ class CelpyEngine(Engine):
             return str(value)
         if isinstance(value, celtypes.BytesType):
             return bytes(value)
-        if isinstance(value, celtypes.ListType):
+        if isinstance(value, list):  # a ListType, or the plain list cel-python's "+" builds
             return [self.decode(v, frame) for v in value]
         if isinstance(value, celtypes.MapType):
             return {self.decode(k, frame): self.decode(v, frame) for k, v in value.items()}

@@ -14,7 +14,17 @@ from typing import Any
 
 from policies.api.quantity import Quantity
 from policies.cel import types as t
-from policies.cel.library import CIDR, IP, URL, CELEvalError, NamedFormat, Optional, Semver, UInt, cel_type_name
+from policies.cel.library import (
+    CIDR,
+    IP,
+    URL,
+    CELEvalError,
+    NamedFormat,
+    Optional,
+    Semver,
+    UInt,
+    cel_type_name,
+)
 
 _OBJECTS: dict[str, type] = {
     t.QUANTITY.name: Quantity,

@@ -5,8 +5,9 @@ formatter, quirks included:
 
 * ``%f`` goes through golang.org/x/text's printer: thousands separators (``1,234.500000``), ``∞``;
 * ``%e`` passes the precision as a *width* (``"%%%de"``), so precision is ignored, the mantissa always
-  has 6 decimals, and short results are left-padded to that width: ``1.234500×10⁰³`` (no spaces around
-  the U+00D7 with the x/text data Kubernetes 1.36 vendors), ``"[%e]"`` of Infinity is ``[     ∞]``;
+  has 6 decimals, and short results are left-padded to that width: ``1.234500`` U+00D7 ``10⁰³``
+  (no spaces around the multiplication sign with the x/text Kubernetes 1.36 vendors), and
+  ``"[%e]"`` of Infinity is ``[     ∞]``;
 * ``%f`` and ``%e`` print negative zero without its sign (``string(-0.0)`` and ``%s`` keep it: ``-0``);
 * ``%s`` of a list or map prints a CEL-literal-like form: doubles as ``1.500000``, strings quoted;
 * arguments that are not used are ignored at run time; ``%d`` takes only int/uint.

@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from policies.api.quantity import Quantity
-
 from policies.cel.library.cost import JOIN, STRING_SCAN, traversal
 from policies.cel.library.errors import CELEvalError
 from policies.cel.library.gofmt import go_duration, go_format_g, go_time
@@ -124,7 +123,11 @@ def join(items: Sequence[Any], separator: str = "") -> str:
     return separator.join(items)
 
 
-_STRINGERS: tuple[tuple[type, Callable[[Any], str]], ...] = ((URL, url_string), (IP, ip_string), (CIDR, cidr_string))
+_STRINGERS: tuple[tuple[type, Callable[[Any], str]], ...] = (
+    (URL, url_string),
+    (IP, ip_string),
+    (CIDR, cidr_string),
+)
 
 
 def _go_value(value: Any) -> str:

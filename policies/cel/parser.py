@@ -920,16 +920,20 @@ def parse(source: str) -> Expr:
     the way cel-go's parser recovers (``syntax_errors``); other errors (a reserved identifier, a
     macro's arguments, the limits) one at a time, as the parser meets them."""
     tokens, errors = tokenize(source)
-    if not errors:
-        try:
-            return _Parser(source, tokens).parse()
-        except CompileError as error:
-            if "Syntax error: " not in error.message:
-                raise
+    first: CompileError | None = None
+    try:
+        root = _Parser(source, tokens).parse()  # over the tokens the lexer could take
+    except CompileError as error:
+        if "Syntax error: " not in error.message:
+            raise
+        first = error
+    else:
+        if not errors:
+            return root
     with stack_headroom(40 * MAX_RECURSION_DEPTH):
         errors += syntax_errors(source, tokens)
-    if not errors:  # the recognizer saw no error where the parser did: report the parser's
-        _Parser(source, tokens).parse()
+    if first is not None and not errors:  # the recognizer saw nothing wrong: report the parser's
+        raise first
     raise join_errors(source, errors)
 
 

@@ -261,17 +261,22 @@ class _Recognizer:
             self.match(":", _EXPR)
             self.rule("expr", _NOTHING, True, self.expr)
 
+    def separated(
+        self, separator: str, state: str, body: Callable[..., None], *args: int, more: Tokens | None = None
+    ) -> None:
+        """body (separator body)*; with ``more``, the loop goes on only when one of those tokens
+        follows the separator (ANTLR's two-token decision where a trailing separator may end it)."""
+        follow = frozenset({separator})
+        self.rule(state, follow, True, body, *args)
+        while self.la().kind == separator and (more is None or self.la(2).kind in more):
+            self.match(separator)
+            self.rule(state, follow, True, body, *args)
+
     def conditional_or(self) -> None:
-        self.rule("conditionalAnd", frozenset({"||"}), True, self.conditional_and)
-        while self.la().kind == "||":
-            self.match("||")
-            self.rule("conditionalAnd", frozenset({"||"}), True, self.conditional_and)
+        self.separated("||", "conditionalAnd", self.conditional_and)
 
     def conditional_and(self) -> None:
-        self.rule("relation", frozenset({"&&"}), True, self.relation, 0)
-        while self.la().kind == "&&":
-            self.match("&&")
-            self.rule("relation", frozenset({"&&"}), True, self.relation, 0)
+        self.separated("&&", "relation", self.relation, 0)
 
     def relation(self, precedence: int) -> None:
         """relation[_p]: calc ({precpred 1}? op relation[2])* (ANTLR's left-recursion rewrite)."""
@@ -433,16 +438,10 @@ class _Recognizer:
         self.match(close, frozenset({".", "["}), True)
 
     def expr_list(self) -> None:
-        self.rule("expr", frozenset({","}), True, self.expr)
-        while self.la().kind == ",":
-            self.match(",")
-            self.rule("expr", frozenset({","}), True, self.expr)
+        self.separated(",", "expr", self.expr)
 
     def list_init(self) -> None:
-        self.rule("optExpr", frozenset({","}), True, self.opt_expr)
-        while self.la().kind == "," and self.la(2).kind in _OPT_EXPR:
-            self.match(",")
-            self.rule("optExpr", frozenset({","}), True, self.opt_expr)
+        self.separated(",", "optExpr", self.opt_expr, more=_OPT_EXPR)
 
     def opt_expr(self) -> None:
         self.sync(_OPT_EXPR)

@@ -21,6 +21,7 @@ import json
 from typing import Any
 
 import pytest
+from controlplane import ControlPlane, call, wait_for  # tests/kube, on the path from tests/conftest.py
 
 from policies.api.resource import Device
 from policies.cel import Environment, EvalError, bind_device, compile_expression
@@ -532,3 +533,81 @@ def test_non_bool_result_names_its_type(engine: str, expression: str, type_name:
     with pytest.raises(EvalError) as err:
         compile_expression(expression, env).matches(_DEVICE)
     assert err.value.message == f"CEL result of type {type_name} could not be converted to bool"
+
+
+# --- the tables against the real API server --------------------------------------------------------
+
+
+def _cel_literal(value: Any) -> str:
+    """``value`` written as a CEL literal (JSON's string escapes are CEL's too)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | int):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(map(_cel_literal, value)) + "]"
+    assert isinstance(value, dict)
+    return "{" + ", ".join(f"{_cel_literal(k)}: {_cel_literal(v)}" for k, v in value.items()) + "}"
+
+
+def _url_checks() -> list[tuple[str, Any]]:
+    """The URL tables as (expression, expected) rows like the others."""
+    rows: list[tuple[str, Any]] = []
+    for text, valid, expected in URLS:
+        literal = json.dumps(text, ensure_ascii=False)
+        rows.append((f"isURL({literal})", valid))
+        if isinstance(expected, Bad):
+            message = f"URL parse error during conversion from string: parse {literal}: {expected}"
+            rows.append((f"url({literal})", Err(message)))
+        else:
+            *parts, query = expected
+            rows += [(_url_parts(literal), list(parts)), (f"url({literal}).getQuery()", query)]
+    rows += [(f'url("{left}") == url("{right}")', equal) for left, right, equal in URL_EQUALITY]
+    return rows
+
+
+def test_the_tables_are_what_the_api_server_answers(control_plane: ControlPlane) -> None:
+    """One ValidatingAdmissionPolicy (Warn) holds every row, each guarded by the name of the object
+    under review: a dry-run ConfigMap named ``values`` runs all the value rows (any warning is a
+    wrong value), one named ``row-<i>`` runs error row i alone (its warning holds the error)."""
+    rows = STRINGS + FORMAT + GUARDS + JOIN + _url_checks()
+    validations = [{"expression": 'object.metadata.name != "probe"', "message": "probe"}]
+    for i, (expression, expected) in enumerate(rows):
+        check = f"({expression}) == ({expression})" if isinstance(expected, Err) else ""
+        check = check or f"({expression}) == {_cel_literal(expected)}"
+        guard = "values" if not isinstance(expected, Err) else f"row-{i}"
+        validations.append(
+            {"expression": f'object.metadata.name != "{guard}" || {check}', "message": f"row {i}"}
+        )
+    api = control_plane.client()
+    name = "cel-go-answers"
+    policy: dict[str, Any] = {"failurePolicy": "Fail", "validations": validations}
+    policy["matchConstraints"] = {
+        "resourceRules": [
+            {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["configmaps"]}
+        ]
+    }
+    policies = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"
+    created = call(api, "POST", policies, {"metadata": {"name": name}, "spec": policy})
+    assert created.status == 201, created.message
+    binding = {"metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Warn"]}}
+    bindings = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings"
+    assert call(api, "POST", bindings, binding).status == 201
+
+    def review(object_name: str) -> tuple[str, ...]:
+        body = {"metadata": {"name": object_name}}
+        answer = call(api, "POST", "/api/v1/namespaces/default/configmaps", body, {"dryRun": "All"})
+        assert answer.status == 201, answer.message
+        return tuple(answer.warnings)
+
+    try:
+        wait_for("the policy to be in force", lambda: review("probe"))
+        wrong = [rows[int(warning.rpartition("row ")[2])] for warning in review("values")]
+        assert not wrong, f"the API server disagrees with these (expression, expected) rows: {wrong}"
+        for i, (_, expected) in enumerate(rows):
+            if isinstance(expected, Err):
+                (warning,) = review(f"row-{i}")
+                assert warning.endswith(f" resulted in error: {expected}"), (i, warning)
+    finally:
+        call(api, "DELETE", f"{bindings}/{name}")
+        call(api, "DELETE", f"{policies}/{name}")

@@ -1,8 +1,10 @@
 """cel-go's Strings extension at version 2 (``ext/strings.go``), as Kubernetes enables it.
 
-Indices count Unicode code points (Go runes). The edge cases are cel-go's: ``charAt(len)`` is
-``""``; ``indexOf("", n)`` / ``lastIndexOf("", n)`` return ``n`` whatever ``n`` is; a search start
-outside ``[0, len)`` is "index out of range"; ``trim`` removes Go's ``unicode.IsSpace`` runes (not
+Indices count Unicode code points (Go runes). The edge cases are cel-go's (v0.26.0, as in
+Kubernetes 1.36): ``charAt(len)`` is ``""``; ``indexOf("", n)`` / ``lastIndexOf("", n)`` return
+``n`` whatever ``n`` is; a negative search start is "index out of range", one at or past the end
+finds nothing (-1, so ``"".indexOf("a")`` is -1); ``join`` of a non-string element is
+``join: invalid input: <element as Go's %v prints it>``; ``trim`` removes Go's ``unicode.IsSpace`` runes (not
 zero-width ones, not the ASCII separators 0x1c-0x1f that Python's ``strip`` removes); ``split`` and
 ``replace`` with an empty separator work rune by rune. ``format`` lives in ``formatting``.
 ``reverse`` (version 3) is not in the Kubernetes environment.

@@ -10,6 +10,7 @@ import json
 import logging
 import threading
 import time
+import urllib.request
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -634,3 +635,47 @@ async def test_large_bodies_are_decoded_off_the_loop_and_shed_with_429_past_the_
     status, _ = await post(client, admission_review())  # small: decoded on the loop
     assert status == 200
     assert decoded_on[:2] == ["draguard-decode_0"] * 2 and decoded_on[2] == threading.current_thread().name
+
+
+async def test_the_deadline_counts_from_arrival_and_a_late_decode_is_429(
+    aiohttp_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    to_request = review.to_request
+
+    def slow(request: Any) -> Any:
+        time.sleep(1.5)
+        return to_request(request)
+
+    monkeypatch.setattr(review, "to_request", slow)
+    client = await client_for(aiohttp_client, make_admission(deadline=0.2))
+    started = time.perf_counter()
+    status, body = await post(client, large_review("late"))
+    assert time.perf_counter() - started < 1.2  # not after the decode
+    assert (
+        status == 429
+        and body["error"] == "draguard is busy: the review was not decoded within the 0.2s deadline"
+    )
+
+
+async def test_probes_on_the_side_loop_answer_while_the_main_loop_is_blocked() -> None:
+    side = server.SideLoop()
+    try:
+        runner, port = await side.call(
+            server._start(server.build_health_app(lambda: []), "127.0.0.1", 0, None)
+        )
+        answered: list[float] = []
+
+        def probe() -> None:
+            started = time.perf_counter()
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as response:
+                assert response.status == 200
+            answered.append(time.perf_counter() - started)
+
+        prober = threading.Thread(target=probe)
+        prober.start()
+        time.sleep(2.0)  # the main loop is blocked: no callback of it runs
+        prober.join()
+        assert answered and answered[0] < 1.5
+        await side.call(runner.cleanup())
+    finally:
+        side.close()

@@ -2,7 +2,8 @@
 
 What the API server gets back, whatever it sends:
 
-* a body that is not an answerable AdmissionReview: HTTP 400 with the reason (413 over 3 MiB);
+* a body that is not an answerable AdmissionReview: HTTP 400 with the reason (413 over 3 MiB,
+  :mod:`webhook.bodies`); 429 for a large body while the decoder is busy (below);
 * otherwise an AdmissionReview with the request's uid: the rules' decision, or a denial that names
   the field when the object itself cannot be decoded;
 * never a 500: the rule engine contains a failing rule, and anything else that fails is logged and
@@ -12,10 +13,16 @@ The rules are synchronous code. Most checks take microseconds and run inline on 
 handing them to a thread costs more than the check, because the thread then waits for the GIL
 while the loop serves other connections (measured: 2.5x the CPU per request, 3x the median
 latency). A check that may take long (:meth:`policies.rules.engine.Rule.costly`: a dry run over
-every node, selectors over every device, a ledger write) runs in a small thread pool while the
-loop keeps accepting requests and answering probes, under a deadline (below the webhook
-configuration's ``timeoutSeconds``); when it passes, the answer is what every applicable rule's
-failure policy says (:func:`policies.rules.engine.decide_unavailable`), and the late result is dropped.
+every node, selectors over every device, a ledger write) runs on one of two threads while the loop
+keeps accepting requests, under a deadline (below the webhook configuration's ``timeoutSeconds``,
+counted from the request's arrival); when it passes, the answer is what every applicable rule's
+failure policy says (:func:`policies.rules.engine.decide_unavailable`) and the check is told to stop
+(``Context.cancelled``). When two more already wait, a costly request gets that answer at once.
+
+Hostile and heavy input must not stall cheap reviews or the probes (issue 16, measured with
+``benchmarks/fuzz.py``): bodies over 256 KiB are decoded on a thread of their own, one at a time
+with one waiting, else 429; the probes and metrics run on a :class:`SideLoop`; and while serving, a
+thread waiting for the GIL asks for it after 1 ms instead of 5.
 """
 
 from __future__ import annotations
@@ -64,6 +71,9 @@ COSTLY_WAITING = 2
 # a second to decode: on the event loop every other request would wait that long.
 LARGE_BODY = 256 * 1024
 LARGE_WAITING = 1
+# A thread that wants the GIL waits this long before asking the holder to drop it: 5 ms by
+# default, which the event loop paid after every socket wait while costly checks compiled CEL on
+# the pool threads (py-spy: the loop held the GIL 9% of the time, four pool threads 84%).
 SWITCH_INTERVAL = 0.001
 
 
@@ -179,9 +189,7 @@ class Admission:
         API server's timeout does, whatever the request waited for before."""
         return max(0.0, self.deadline - (time.perf_counter() - started))
 
-    async def _decode(
-        self, raw: bytes, started: float
-    ) -> tuple[AdmissionRequest, Request | UndecodableObject]:
+    async def _decode(self, raw: bytes, started: float) -> tuple[AdmissionRequest, Decoded]:
         """The review and its object decoded: inline, or for a large body on the decoder thread,
         where the event loop keeps answering other requests while pydantic works (TimeoutError
         when that takes past the deadline)."""
@@ -393,8 +401,8 @@ class SideLoop:
     flight, each decoding a large body or checking a long selector inline, ``/healthz`` answered in
     up to 4.7 s while the chart's probes give up after 2 s (issue 16), and the kubelet would have
     restarted a replica for being busy. Here it waits only for the GIL, which a CPU-bound thread
-    hands over every switch interval (5 ms) between bytecodes; the longest single C call that holds
-    it (pydantic decoding a 3 MiB object) is what remains (measured in benchmarks/README.md).
+    hands over every switch interval between bytecodes; the longest single C call that holds it
+    (pydantic decoding a 3 MiB object) is what remains (measured in benchmarks/README.md).
     """
 
     def __init__(self) -> None:
@@ -429,9 +437,6 @@ async def run(
         (build_metrics_app(admission.metrics), listen.metrics_port),
         (build_health_app(ready), listen.health_port),
     )
-    # A thread that wants the GIL waits this long before asking the holder to drop it: 5 ms by
-    # default, which costs the event loop that much after every socket wait while costly checks
-    # compile CEL on the pool threads (measured: the loop held the GIL 9% of the time, the pool 84%).
     switch_interval = sys.getswitchinterval()
     sys.setswitchinterval(SWITCH_INTERVAL)
     side = SideLoop()

@@ -8,8 +8,8 @@ the answer (HTTP 4xx):
 * Content-Encoding: a body that does not decode as its encoding says is a 400 (aiohttp undoes gzip
   and deflate, and answers the encodings it has no decoder for, ``br`` and ``zstd``, itself);
 * text: invalid UTF-8, and ``\\u`` escapes of lone UTF-16 surrogates (``"\\ud800"``), become U+FFFD,
-  one per invalid byte or escape, as Go's ``encoding/json`` decodes them (``Unmarshal``'s
-  documentation; ``unquote`` in ``encoding/json/decode.go``): the API server stores such a string
+  one per invalid byte or escape, as Go's ``encoding/json`` decodes them (``unquoteBytes`` in
+  ``src/encoding/json/decode.go``, kept by the API server's ``sigs.k8s.io/json``): it stores such a string
   that way, so the models see what it would, and a broken quantity is an invalid quantity naming
   its field, a broken user name a name that can be logged;
 * JSON: what is not JSON (NaN and Infinity included) is a 400 naming line and column; so is JSON

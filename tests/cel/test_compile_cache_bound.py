@@ -1,9 +1,11 @@
-"""The compiled-program cache is bounded by the length of what it holds, not only by its count:
-long selectors (10 KiB each, 0.6 MB compiled) would otherwise hold gigabytes (issue 16)."""
+"""Compiled programs are held within a budget of expression source, by the compile cache and by
+the results each device binding keeps: long selectors (10 KiB each, 0.6 MB compiled) sent anew by
+a client would otherwise hold gigabytes (issue 16)."""
 
 import pytest
 
-from policies.cel import compile_expression, program
+from policies.api.resource import Device
+from policies.cel import SelectorCache, bind_device, cache, compile_expression, program
 
 
 def test_long_expressions_evict_the_oldest_past_the_length_budget(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -17,3 +19,16 @@ def test_long_expressions_evict_the_oldest_past_the_length_budget(monkeypatch: p
     assert program._cached_chars == sum(map(len, expressions[2:])) <= 3000
     assert compile_expression(expressions[3]) is compiled[3]  # still cached
     assert compile_expression(expressions[0]) is not compiled[0]  # compiled again
+
+
+def test_a_bindings_results_do_not_keep_evicted_programs_alive(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cache, "RESULTS_CHARS", 3000)
+    selectors = SelectorCache()
+    binding = bind_device("gpu.example.com", Device.model_validate({"name": "gpu-0"}))
+    programs = [
+        compile_expression(" || ".join(f"device.driver == 'd{i}-{j}'" for j in range(40))) for i in range(5)
+    ]
+    assert all(selectors.matches(p, binding) is False for p in programs)
+    assert binding.results_chars <= 3000 + len(programs[0].expression)
+    assert list(binding.results) == programs[3:]  # cleared once past the budget, then refilled
+    assert selectors.matches(programs[4], binding) is False  # still answered

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import http.server
-import io
 import json
 import re
 import threading
@@ -16,7 +15,6 @@ import pytest
 import yaml
 
 from webhook.cli import main
-from webhook.commands.audit import ProgressBar
 from webhook.manifests import read_documents
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -80,7 +78,7 @@ def test_findings_are_listed_with_rule_resource_and_message(
 ) -> None:
     code, out, err = run(capsys, "-f", str(CLUSTER), "-f", str(troubled))
     assert code == 1
-    assert err == "note: skipped objects of kinds draguard does not check: Deployment\n"
+    assert err.splitlines()[0] == "note: skipped objects of kinds draguard does not check: Deployment"
     header, *rows, summary = out.splitlines()
     assert header.split() == ["RESULT", "RULE", "RESOURCE", "MESSAGE"]
     by_rule = {row.split()[1]: row for row in rows}
@@ -144,18 +142,6 @@ def test_the_config_decides_the_modes(
     _, out, _ = run(capsys, "-f", str(CLUSTER), "-f", str(troubled), "--config", str(config), "-o", "json")
     results = {f["rule"]: f["result"] for f in json.loads(out)["findings"] if f["rule"] == "prescheduled"}
     assert results == {"prescheduled": "warn"}
-
-
-def test_progress_bar_redraws_in_place() -> None:
-    stream = io.StringIO()
-    bar = ProgressBar(stream)
-    bar(1, 4)
-    bar(4, 4)
-    bar.close()
-    drawn = stream.getvalue().split("\r")
-    assert drawn[1] == "audit [" + "#" * 7 + "." * 23 + "] 1/4"
-    assert drawn[2] == "audit [" + "#" * 30 + "] 4/4"
-    assert drawn[3].strip() == "" and drawn[4] == ""  # the line is wiped at the end
 
 
 # --- --kubeconfig --------------------------------------------------------------------------------
@@ -289,4 +275,4 @@ def test_a_cluster_that_refuses_a_list_is_unusable_input(
 def test_a_kubeconfig_that_cannot_be_used(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     missing = tmp_path / "missing"
     code, _, err = run(capsys, "--kubeconfig", str(missing))
-    assert code == 2 and err.startswith(f"error: --kubeconfig {missing}: cannot use the kubeconfig {missing}")
+    assert (code, err) == (2, f"error: kubeconfig {missing}: cannot read: No such file or directory\n")

@@ -1,44 +1,62 @@
 """``draguard allocate``: dry-run the structured allocator on manifests, node by node.
 
-The files hold DeviceClasses, ResourceSlices, Nodes, ResourceClaims and optionally one Pod and
-DeviceTaintRules. Claims that already have ``status.allocation`` are the cluster's allocated state.
-The claims to allocate are the pod's (templates instantiated) when a Pod is given, otherwise the
-unallocated claims in file order. Objects are defaulted as the API server would store them.
+What the command does, for its users, is :data:`DESCRIPTION` (``draguard allocate --help``).
+Objects are defaulted as the API server would store them before anything is allocated.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
-
-import yaml
 
 from policies.allocator import Features, SearchBudget
 from policies.api.core import Node, Pod
 from policies.api.defaults import apply_defaults
 from policies.dryrun import DryRun, DryRunInputError, NodeAnswer, claims_to_allocate
 from policies.snapshot import Snapshot
+from webhook.commands import SUMMARIES
+from webhook.commands.common import TABLE_FORMATS, add_output, style
 from webhook.manifests import ManifestError, load
+from webhook.output import Progress, Table, dump, print_table
 
 
 class InputError(Exception):
     """Input the allocation cannot start from (exit code 2)."""
 
 
+DESCRIPTION = """\
+Dry-run the scheduler's structured allocator on manifests, node by node: where would these claims
+or this pod fit, with which devices, and why not elsewhere.
+
+The files hold DeviceClasses, ResourceSlices, Nodes, ResourceClaims and optionally one Pod and
+DeviceTaintRules. Claims that already have status.allocation are the cluster's allocated state.
+The claims to allocate are the pod's (claims from its templates made as the controller would)
+when a Pod is given, otherwise the claims not yet allocated, in file order.
+
+Exit codes: 0 fits on some node, 1 fits on none, 2 the input cannot be used."""
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "allocate",
-        help="would these claims or this pod fit: per node, with which devices, and why not",
-        description=__doc__,
+        help=SUMMARIES["allocate"],
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("-f", "--filename", dest="files", action="append", required=True, metavar="FILE_OR_DIR")
+    p.add_argument(
+        "-f",
+        "--filename",
+        dest="files",
+        action="append",
+        required=True,
+        metavar="FILE_OR_DIR",
+        help="YAML/JSON files or directories with the cluster's objects and what to allocate (repeatable)",
+    )
     p.add_argument(
         "--node",
         dest="nodes",
@@ -53,7 +71,7 @@ def register(sub: Any) -> None:
         metavar="LIST",
         help="'all', 'none' or a comma list of allocator features; default: the Kubernetes 1.36 defaults",
     )
-    p.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
+    add_output(p, (*TABLE_FORMATS, "name"))
     p.add_argument(
         "--repeat",
         type=int,
@@ -116,23 +134,21 @@ def _timed(call: Callable[[], NodeAnswer], repeat: int) -> tuple[NodeAnswer, dic
     return answer, {"firstNs": first, "medianNs": int(statistics.median(runs))}
 
 
-def _table(entries: list[tuple[NodeAnswer, dict[str, int] | None]]) -> str:
-    rows = [("NODE", "FITS", "DEVICES", "REASON")]
-    for answer, _ in entries:
-        devices = [
-            f"{r.pool}/{r.device}"
-            for result in answer.results
-            if result is not None and result.devices is not None
-            for r in result.devices.results or []
-        ]
-        rows.append(
-            (answer.node, "yes" if answer.allocated else "no", ",".join(devices) or "-", answer.reason or "")
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    return "\n".join(
-        "  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths, strict=True)) + "  " + row[3]
-        for row in rows
-    ).rstrip()
+def _devices(answer: NodeAnswer) -> str:
+    """The devices allocated on this node, ``DRIVER/POOL/DEVICE`` each: a pool and a device name
+    are only unique within their driver."""
+    devices = [
+        f"{r.driver}/{r.pool}/{r.device}"
+        for result in answer.results
+        if result is not None and result.devices is not None
+        for r in result.devices.results or []
+    ]
+    return ",".join(devices) or "-"
+
+
+def table(answers: Sequence[NodeAnswer]) -> Table:
+    rows = [(a.node, "yes" if a.allocated else "no", _devices(a), a.reason or "") for a in answers]
+    return Table(("NODE", "FITS", "DEVICES", "REASON"), rows)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -153,21 +169,25 @@ def run(args: argparse.Namespace) -> int:
     )
     dry = DryRun(snapshot, claims, features, pod=pod, budget=budget)
     entries = []
-    for node in nodes:
+    with Progress("allocate") as progress:
+        for node in nodes:
 
-        def call(node: Node = node) -> NodeAnswer:
-            node_start[0] = time.monotonic()
-            return dry.on_node(node)
+            def call(node: Node = node) -> NodeAnswer:
+                node_start[0] = time.monotonic()
+                return dry.on_node(node)
 
-        entries.append(_timed(call, args.repeat))
-    document = {"nodes": [_entry_json(a, t) for a, t in entries]}
-    if args.output == "json":
-        print(json.dumps(document, indent=2))
-    elif args.output == "yaml":
-        print(yaml.safe_dump(document, sort_keys=False), end="")
+            entries.append(_timed(call, args.repeat))
+            progress(len(entries), len(nodes))
+    answers = [a for a, _ in entries]
+    if args.output == "table":
+        print_table(table(answers), sys.stdout, style(args))
+    elif args.output == "name":  # the nodes it fits on, one a line, for scripts
+        for answer in answers:
+            if answer.allocated:
+                print(answer.node)
     else:
-        print(_table(entries))
-    return 0 if any(a.allocated for a, _ in entries) else 1
+        dump({"nodes": [_entry_json(a, t) for a, t in entries]}, args.output, sys.stdout)
+    return 0 if any(a.allocated for a in answers) else 1
 
 
 def _entry_json(answer: NodeAnswer, timing: dict[str, int] | None) -> dict[str, Any]:

@@ -1,22 +1,9 @@
 """``draguard serve``: the admission webhook over HTTPS, on cluster state from the API server or files.
 
-Where the cluster state comes from (exactly one): ``--kubeconfig FILE`` or ``--in-cluster`` (list and
-watch the API server), ``--state FILE_OR_DIR`` (manifests, for offline use and tests), or
-``--demo`` (the bundled example GPU cluster on 127.0.0.1, with a ready-made ``curl`` command).
-
-TLS is required. ``--tls-cert-file``/``--tls-key-file`` name a pair; ``--cert-dir`` holds
-``tls.crt``/``tls.key`` (a kubernetes.io/tls Secret volume). Either way the files are re-read when
-their content changes, without a restart. With neither, or with an empty ``--cert-dir`` outside the
-chart's ``selfManaged`` mode (where the elected replica writes the Secret), a private CA and a
-serving certificate for localhost, 127.0.0.1, ::1 and ``--host`` are generated into the directory
-(a temporary one by default) and the CA's path is printed for clients' ``--cacert``.
-
-``--config FILE`` is the file the Helm chart renders: the rules' settings (:class:`policies.config.Config`)
-plus three sections read here, because they concern the server and not the decisions:
-``certificates`` (see :mod:`certs.settings`), ``tls.minVersion`` ("1.2" or "1.3") and ``logLevel``.
-
-Exit codes: 0 after Ctrl-C, SIGTERM or ``--exit-after``; 2 when the options, the config, the
-manifests or the certificates cannot be used, or the ports cannot be bound.
+What the command does, for its users, is :data:`DESCRIPTION` (``draguard serve --help``). The config
+file is the one the Helm chart renders: the rules' settings (:class:`policies.config.Config`) plus
+the three sections read here, because they concern the server and not the decisions:
+``certificates`` (:mod:`certs.settings`), ``tls.minVersion`` and ``logLevel``.
 """
 
 from __future__ import annotations
@@ -53,10 +40,12 @@ from policies.quota import LedgerUnavailable, MemoryLedgerStore
 from policies.rules.quota import snapshot_ledger
 from policies.rules.registry import RULES
 from webhook import demo, logs
+from webhook.commands import SUMMARIES
 from webhook.commands.certs import LOCAL_HOSTS, _write
+from webhook.commands.common import add_cluster
 from webhook.dryrun_api import DryRunSettings, add_dryrun_routes, add_flags, settings_from_args
 from webhook.dryrun_api import SettingsError as DryRunSettingsError
-from webhook.kube import ConnectError, KubeReader, connect
+from webhook.kube import ConnectError, KubeError, KubeReader, check_reachable, connect
 from webhook.ledger import ApiLedgerStore, ConfigMaps, reconcile_all, with_ledger
 from webhook.manifests import ManifestError, decode_documents
 from webhook.metrics import Metrics
@@ -67,6 +56,30 @@ log = logging.getLogger(__name__)
 
 TLS_VERSIONS = {"1.2": ssl.TLSVersion.TLSv1_2, "1.3": ssl.TLSVersion.TLSv1_3}
 LOCAL_VALIDITY = dt.timedelta(days=365)
+
+
+DESCRIPTION = """\
+Run the admission webhook over HTTPS, with the dry-run endpoint (POST /v1/dryrun) beside it,
+metrics and the probes on two plain-HTTP ports.
+
+Where the cluster state comes from (exactly one): --kubeconfig FILE or --context NAME (list and
+watch the cluster of a kubeconfig; --context alone uses $KUBECONFIG or ~/.kube/config),
+--in-cluster (the pod's service account), --state FILE_OR_DIR (manifests, for offline use and
+tests), or --demo (the bundled example GPU cluster on 127.0.0.1, with ready-made curl commands).
+
+TLS is required. --tls-cert-file and --tls-key-file name a pair; --cert-dir holds tls.crt and
+tls.key (a kubernetes.io/tls Secret volume). Either way the files are read again when their
+content changes, without a restart. With neither, or with an empty --cert-dir outside the chart's
+selfManaged mode, a private CA and a serving certificate for localhost, 127.0.0.1, ::1 and --host
+are generated into the directory (a temporary one by default), and the CA's path is printed for
+clients' --cacert.
+
+--config FILE is the file the Helm chart renders: the rules' settings plus 'certificates',
+'tls.minVersion' ("1.2" or "1.3") and 'logLevel'.
+
+Exit codes: 0 after Ctrl-C, SIGTERM or --exit-after; 2 when the options, the config, the
+manifests, the kubeconfig, the cluster or the certificates cannot be used, or the ports cannot
+be bound."""
 
 
 class UsageError(Exception):
@@ -86,15 +99,15 @@ class ServeConfig:
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "serve",
-        help="run the admission webhook (HTTPS) with metrics",
-        description=__doc__,
+        help=SUMMARIES["serve"],
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     source = p.add_argument_group("cluster state (choose one)")
     source.add_argument(
         "--state", action="append", default=[], metavar="FILE_OR_DIR", help="manifests (repeatable)"
     )
-    source.add_argument("--kubeconfig", metavar="FILE", help="list and watch the cluster of this kubeconfig")
+    add_cluster(source, "list and watch")
     source.add_argument(
         "--in-cluster", action="store_true", help="list and watch with the pod's service account"
     )
@@ -128,11 +141,11 @@ def register(subparsers: Any) -> None:
 
 
 def _check_options(args: argparse.Namespace) -> None:
-    sources = [bool(args.state), bool(args.kubeconfig), args.in_cluster, args.demo]
+    sources = [bool(args.state), bool(args.kubeconfig or args.context), args.in_cluster, args.demo]
     if sum(sources) != 1:
         raise UsageError(
-            "say where the cluster state comes from, exactly once: --state FILE_OR_DIR, --kubeconfig FILE, "
-            "--in-cluster or --demo"
+            "say where the cluster state comes from, exactly once: --state FILE_OR_DIR, --kubeconfig FILE "
+            "(or --context NAME), --in-cluster or --demo"
         )
     if bool(args.tls_cert_file) != bool(args.tls_key_file):
         raise UsageError("--tls-cert-file and --tls-key-file go together: give both or neither")
@@ -408,6 +421,24 @@ async def _serve(
             reconcile.cancel()
 
 
+def _api_client(args: argparse.Namespace) -> ApiClient | None:
+    """The client of the cluster the state is watched from, None when it comes from files.
+
+    A kubeconfig's cluster must answer now: a wrong address or CA is one line and exit 2 rather
+    than a server that retries forever and never gets ready. In a pod (--in-cluster) the API
+    server may still be coming up, and the watch's retries are the right answer.
+    """
+    if not (args.kubeconfig or args.context or args.in_cluster):
+        return None
+    try:
+        api = connect(args.kubeconfig, args.in_cluster, args.context)
+        if not args.in_cluster:
+            check_reachable(api)
+    except (ConnectError, KubeError) as err:
+        raise UsageError(str(err)) from None
+    return api
+
+
 def serve_command(args: argparse.Namespace) -> int:
     try:
         return _serve_checked(args)
@@ -427,10 +458,7 @@ def _serve_checked(args: argparse.Namespace) -> int:
     except DryRunSettingsError as err:
         raise UsageError(str(err)) from None
     logs.configure(args.log_level or config.log_level)
-    try:
-        api = connect(args.kubeconfig, args.in_cluster) if (args.kubeconfig or args.in_cluster) else None
-    except ConnectError as err:
-        raise UsageError(str(err)) from None
+    api = _api_client(args)
     with ExitStack() as stack:
         cert_dir = args.cert_dir or stack.enter_context(
             tempfile.TemporaryDirectory(prefix="draguard-demo-" if args.demo else "draguard-certs-")

@@ -17,9 +17,8 @@ read at all (missing file, not YAML or JSON) or bad options.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -27,7 +26,10 @@ from policies.api.base import TypedObject
 from policies.api.core import Namespace
 from policies.api.kinds import DEFAULT_NAMESPACE, NAMESPACED_KINDS, DecodeError, decode
 from policies.validation import ErrorType, render, validate
+from webhook.commands import SUMMARIES
+from webhook.commands.common import add_output, style
 from webhook.manifests import Document, ManifestError, read_documents
+from webhook.output import PLAIN, RED, YELLOW, Progress, Style, dump, plural
 
 UNKNOWN_FIELD_MODES = ("error", "warn", "ignore")
 
@@ -51,13 +53,23 @@ class Result:
         return f"{self.where}: {self.kind or '<no kind>'} {self.name or '<no name>'}"
 
 
+DESCRIPTION = """\
+Validate manifests offline with the API server's rules for resource.k8s.io objects and the DRA
+parts of pods: each object is defaulted and checked as 'kubectl apply' would have it checked.
+One line per problem, with the file, the document, the object and the field:
+
+  claims.yaml: document 2: ResourceClaim team-a/big: spec.devices.requests[0].exactly.count:
+  Invalid value: -1: must be greater than zero
+
+Exit codes: 0 every object is valid, 1 some object is invalid, 2 the input cannot be read."""
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "validate",
-        help="check DRA manifests against the API server's validation rules",
-        description="Validate manifests offline with the API server's rules for resource.k8s.io objects "
-        "(and the DRA parts of pods). Exit 0 when all are valid, 1 when any is invalid, "
-        "2 when the input cannot be read.",
+        help=SUMMARIES["validate"],
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "-f",
@@ -94,7 +106,7 @@ def register(subparsers: Any) -> None:
         help="fields the API does not define: an error (as kubectl's strict validation), "
         "a warning, or ignored (default: error)",
     )
-    parser.add_argument("-o", "--output", choices=("text", "json"), default="text", help="output format")
+    add_output(parser)
     parser.set_defaults(func=run)
 
 
@@ -109,8 +121,12 @@ def run(args: argparse.Namespace) -> int:
     if not docs:
         print(f"error: no objects found in {', '.join(args.files)}", file=sys.stderr)
         return 2
-    results = check(docs, old_docs, labels, args.unknown_fields)
-    (print_json if args.output == "json" else print_text)(results, sys.stdout)
+    with Progress("validate") as progress:
+        results = check(docs, old_docs, labels, args.unknown_fields, progress)
+    if args.output == "table":
+        print_text(results, sys.stdout, style(args))
+    else:
+        dump(to_json(results), args.output, sys.stdout)
     return 1 if any(r.errors for r in results) else 0
 
 
@@ -150,8 +166,10 @@ def check(
     old_docs: Sequence[Document],
     given_labels: Mapping[str, dict[str, str]],
     unknown_fields: str,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[Result]:
-    """Validate every document; objects in --old files only serve as the stored versions, unchecked."""
+    """Validate every document; objects in --old files only serve as the stored versions, unchecked.
+    ``progress(done, total)`` is called after each document."""
     olds = {_identity(o): o for o in _decode_quietly(old_docs)}
     namespaces = {
         o.name: o.metadata.labels or {}
@@ -159,7 +177,12 @@ def check(
         if isinstance(o, Namespace)
     }
     namespaces.update(given_labels)
-    return [_check_one(doc, olds, namespaces, unknown_fields) for doc in docs]
+    results = []
+    for doc in docs:
+        results.append(_check_one(doc, olds, namespaces, unknown_fields))
+        if progress is not None:
+            progress(len(results), len(docs))
+    return results
 
 
 def _raw_identity(raw: Any) -> tuple[str, str]:
@@ -215,21 +238,29 @@ def _summary(results: Sequence[Result]) -> dict[str, int]:
     }
 
 
-def print_text(results: Sequence[Result], out: TextIO) -> None:
+def summary(results: Sequence[Result], style: Style = PLAIN) -> str:
+    """``3 objects: 2 valid, 1 invalid (1 problem)``."""
+    s = _summary(results)
+    invalid = style.paint(f"{s['invalid']} invalid", RED) if s["invalid"] else f"{s['invalid']} invalid"
+    counts = [plural(s["problems"], "problem")]
+    if s["warnings"]:
+        counts.append(plural(s["warnings"], "warning"))
+    return f"{plural(s['objects'], 'object')}: {s['valid']} valid, {invalid} ({', '.join(counts)})"
+
+
+def print_text(results: Sequence[Result], out: TextIO, style: Style = PLAIN) -> None:
+    warning = style.paint("warning", YELLOW)
     for result in results:
-        for warning in result.warnings:
-            print(f"{result.label}: warning: {warning}", file=out)
+        for message in result.warnings:
+            print(f"{result.label}: {warning}: {message}", file=out)
         for error in result.errors:
             # A CEL compile error spans lines (the expression and a caret); keep them under their problem.
             print(f"{result.label}: {error}".replace("\n", "\n    "), file=out)
-    s = _summary(results)
-    line = f"{s['objects']} objects: {s['valid']} valid, {s['invalid']} invalid ({s['problems']} problems"
-    line += f", {s['warnings']} warnings)" if s["warnings"] else ")"
-    print(line, file=out)
+    print(summary(results, style), file=out)
 
 
-def print_json(results: Sequence[Result], out: TextIO) -> None:
-    body = {
+def to_json(results: Sequence[Result]) -> dict[str, Any]:
+    return {
         "objects": [
             {
                 "source": r.where,
@@ -243,5 +274,3 @@ def print_json(results: Sequence[Result], out: TextIO) -> None:
         ],
         "summary": _summary(results),
     }
-    json.dump(body, out, indent=2)
-    out.write("\n")

@@ -276,3 +276,32 @@ def test_a_kubeconfig_that_cannot_be_used(capsys: pytest.CaptureFixture[str], tm
     missing = tmp_path / "missing"
     code, _, err = run(capsys, "--kubeconfig", str(missing))
     assert (code, err) == (2, f"error: kubeconfig {missing}: cannot read: No such file or directory\n")
+
+
+def test_kubeconfig_env_lists_several_files_and_context_picks_one(
+    capsys: pytest.CaptureFixture[str],
+    kubeconfig: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """$KUBECONFIG is a ':'-separated list, merged as kubectl merges it (missing files passed over);
+    the first current-context wins, and --context chooses another."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_text(
+        yaml.safe_dump(
+            {
+                "current-context": "nowhere",
+                "clusters": [{"name": "nowhere", "cluster": {"server": "http://127.0.0.1:1"}}],
+                "contexts": [{"name": "nowhere", "context": {"cluster": "nowhere", "user": "test"}}],
+            }
+        )
+    )
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'absent'}:{elsewhere}:{kubeconfig}")
+    code, _, err = run(capsys)
+    assert (code, err) == (
+        2,
+        "error: the cluster: cannot reach the API server at http://127.0.0.1:1: " + "Connection refused\n",
+    )
+    code, out, err = run(capsys, "--context", "test")
+    assert code == 0, err
+    assert out.splitlines()[-1].startswith("audited 12 objects")

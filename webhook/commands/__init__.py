@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 from collections.abc import Collection
 
 # name -> the one-line summary `draguard --help` shows; the modules use the same text.
@@ -26,7 +27,7 @@ DESCRIPTION = (
     "Guard rails for Kubernetes Dynamic Resource Allocation (DRA): check manifests, dry-run "
     "allocations, audit a cluster and run the admission webhook. "
     "Exit codes: 0 success, 1 the answer is no (invalid, does not fit, findings), 2 input that "
-    "cannot be used. 'draguard COMMAND --help' describes each command."
+    "cannot be used."
 )
 
 
@@ -43,7 +44,8 @@ class _Version(argparse.Action):
             found = version("draguard")
         except PackageNotFoundError:  # run from a source tree that was never installed
             found = "(not installed)"
-        parser.exit(message=f"draguard {found}\n")
+        sys.stdout.write(f"draguard {found}\n")
+        parser.exit()
 
 
 def build_parser(full: Collection[str] = SUMMARIES) -> argparse.ArgumentParser:
@@ -51,7 +53,12 @@ def build_parser(full: Collection[str] = SUMMARIES) -> argparse.ArgumentParser:
     and summary (enough for ``draguard --help``, never parsed)."""
     parser = argparse.ArgumentParser(prog="draguard", description=DESCRIPTION)
     parser.add_argument("--version", action=_Version)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = parser.add_subparsers(
+        dest="command",
+        metavar="COMMAND",
+        required=True,
+        help="one of these ('draguard COMMAND --help' describes each)",
+    )
     for name, summary in SUMMARIES.items():
         if name in full:
             importlib.import_module(f"webhook.commands.{name}").register(sub)

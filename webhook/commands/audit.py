@@ -189,8 +189,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     objects, unreadable, skipped = _decode(raws)
     if skipped:
-        print(f"note: skipped objects of kinds draguard does not check: {', '.join(sorted(skipped))}",
-              file=sys.stderr)
+        print(
+            f"note: skipped objects of kinds draguard does not check: {', '.join(sorted(skipped))}",
+            file=sys.stderr,
+        )
     with Progress("audit") as progress:
         report = audit(objects, RULES, config, now, features, progress=progress)
     report = Report((*unreadable, *report.findings), report.objects)

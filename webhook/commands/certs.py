@@ -31,7 +31,9 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "certs", help=SUMMARIES["certs"], description="Make TLS certificates for the webhook."
     )
-    actions = parser.add_subparsers(dest="certs_command", metavar="ACTION", required=True)
+    actions = parser.add_subparsers(
+        dest="certs_command", metavar="ACTION", required=True, help="one of these"
+    )
     generate = actions.add_parser(
         "generate",
         help="write a CA and a serving certificate (ca.crt, tls.crt, tls.key) to a directory",

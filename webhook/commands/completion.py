@@ -44,7 +44,8 @@ class Level:
     """One parser: ``draguard``, ``draguard certs``, ``draguard certs generate``."""
 
     path: str
-    words: list[str] = field(default_factory=list)  # subcommands and flags offered here
+    flags: list[str] = field(default_factory=list)  # offered for a word that starts with -
+    commands: list[str] = field(default_factory=list)  # subcommands, or the values of a positional
     choices: list[tuple[list[str], list[str]]] = field(default_factory=list)  # (flags, their values)
     paths: list[str] = field(default_factory=list)  # flags that take a file or directory
     values: list[str] = field(default_factory=list)  # flags that take a free value
@@ -59,15 +60,15 @@ def levels(parser: argparse.ArgumentParser, path: str = "draguard") -> list[Leve
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for name, child in action.choices.items():
-                level.words.append(name)
+                level.commands.append(name)
                 level.children[name] = f"{path} {name}"
                 below += levels(child, f"{path} {name}")
             continue
         if not action.option_strings:
-            level.words += [str(c) for c in action.choices or ()]
+            level.commands += [str(c) for c in action.choices or ()]
             level.positional_paths |= _takes_path(action)
             continue
-        level.words += action.option_strings
+        level.flags += action.option_strings
         if action.nargs == 0:
             continue
         if action.choices is not None:
@@ -106,7 +107,11 @@ def bash_script(parser: argparse.ArgumentParser) -> str:
         if level.values:
             after_flag.append(_case([f"{level.path}:{f}" for f in level.values], "return"))
     offered = [
-        _case([level.path], f"words={shlex.quote(' '.join(level.words))} files={int(level.positional_paths)}")
+        _case(
+            [level.path],
+            f"flags={shlex.quote(' '.join(level.flags))} commands={shlex.quote(' '.join(level.commands))} "
+            f"files={int(level.positional_paths)}",
+        )
         for level in all_levels
     ]
     return "\n".join(
@@ -118,7 +123,7 @@ def bash_script(parser: argparse.ArgumentParser) -> str:
             "}",
             "_draguard() {",
             '    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}"',
-            "    local cmd=draguard words= files=0 i",
+            "    local cmd=draguard flags= commands= files=0 i",
             "    COMPREPLY=()",
             "    for ((i = 1; i < COMP_CWORD; i++)); do",
             '        case "$cmd:${COMP_WORDS[i]}" in',
@@ -131,10 +136,12 @@ def bash_script(parser: argparse.ArgumentParser) -> str:
             '    case "$cmd" in',
             *offered,
             "    esac",
-            '    if [[ "$cur" != -* && $files == 1 ]]; then',
+            '    if [[ "$cur" == -* ]]; then',
+            '        COMPREPLY=($(compgen -W "$flags" -- "$cur"))',
+            "    elif [[ $files == 1 ]]; then",
             "        _draguard_files",
             "    else",
-            '        COMPREPLY=($(compgen -W "$words" -- "$cur"))',
+            '        COMPREPLY=($(compgen -W "$commands" -- "$cur"))',
             "    fi",
             "}",
             "complete -F _draguard draguard",

@@ -457,8 +457,10 @@ def _serve_checked(args: argparse.Namespace) -> int:
         dryrun = settings_from_args(args, args.demo)
     except DryRunSettingsError as err:
         raise UsageError(str(err)) from None
-    logs.configure(args.log_level or config.log_level)
+    # Before the logs are configured: the client's retries of an unreachable server would each be a
+    # log line before the one line that says what is wrong.
     api = _api_client(args)
+    logs.configure(args.log_level or config.log_level)
     with ExitStack() as stack:
         cert_dir = args.cert_dir or stack.enter_context(
             tempfile.TemporaryDirectory(prefix="draguard-demo-" if args.demo else "draguard-certs-")

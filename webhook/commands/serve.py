@@ -48,7 +48,8 @@ from webhook.dryrun_api import SettingsError as DryRunSettingsError
 from webhook.kube import ConnectError, KubeError, KubeReader, check_reachable, connect
 from webhook.ledger import ApiLedgerStore, ConfigMaps, reconcile_all, with_ledger
 from webhook.manifests import ManifestError, decode_documents
-from webhook.metrics import Metrics
+from webhook.metrics import Metrics, object_counts
+from webhook.output import plural
 from webhook.server import DEFAULT_DEADLINE, Admission, Listen, Ports, build_app, readiness, run, split_rules
 from webhook.state import ClusterState, FileState, State, relevance
 
@@ -291,26 +292,37 @@ def certificates(
 
 
 def _load_state(
-    args: argparse.Namespace, api: ApiClient | None, review_dir: str, policy: Config
-) -> tuple[State, str | None]:
-    """The state source (holding what ``policy``'s rules read), and for ``--demo`` the path of the
-    sample review written to ``review_dir``."""
+    args: argparse.Namespace, api: ApiClient | None, example_dir: str, policy: Config
+) -> tuple[State, list[Written]]:
+    """The state source (holding what ``policy``'s rules read), and for ``--demo`` the example
+    requests written to ``example_dir``."""
     now = dt.datetime.now(dt.UTC)
     keep = relevance(policy)
     if api is not None:
-        return ClusterState(KubeReader(api), keep=keep), None
+        return ClusterState(KubeReader(api), keep=keep), []
     if not args.demo:
         try:
-            return FileState.load(args.state, now, keep), None
+            return FileState.load(args.state, now, keep), []
         except ManifestError as err:
             raise UsageError(f"--state: {err}") from None
     docs, pod = demo.split(demo.documents())
     loaded, problems = decode_documents(docs)
     assert not problems, problems  # the bundled files are tested
-    review_path = os.path.join(review_dir, "pod-review.json")
-    with open(review_path, "w", encoding="utf-8") as fh:
-        json.dump(demo.pod_review(pod), fh, indent=2)
-    return FileState.from_objects((d.obj for d in loaded), now, keep), review_path
+    written = []
+    for example in demo.examples(pod):
+        path = os.path.join(example_dir, f"{example.name}.json")
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(example.body, fh, indent=2)
+        written.append(Written(example, path))
+    return FileState.from_objects((d.obj for d in loaded), now, keep), written
+
+
+@dataclass(frozen=True)
+class Written:
+    """A demo example and the file its body was written to."""
+
+    example: demo.Example
+    path: str
 
 
 def _url(scheme: str, host: str | None, port: int) -> str:
@@ -318,7 +330,7 @@ def _url(scheme: str, host: str | None, port: int) -> str:
     return f"{scheme}://{'[' + shown + ']' if ':' in shown else shown}:{port}"
 
 
-def _banner(args: argparse.Namespace, ca: str | None, review_path: str | None) -> Callable[[Ports], None]:
+def _banner(args: argparse.Namespace, ca: str | None, examples: list[Written]) -> Callable[[Ports], None]:
     def started(ports: Ports) -> None:
         url = _url("https", args.host, ports.https)
         print(f"draguard serving {url} (/validate[/<rule>], /mutate[/<rule>], /v1/dryrun, /healthz, /readyz)")
@@ -326,12 +338,14 @@ def _banner(args: argparse.Namespace, ca: str | None, review_path: str | None) -
         print(f"probes at {_url('http', args.host, ports.health)} (/healthz, /readyz)")
         if ca is not None:
             print(f"generated a private CA: clients verify the server with {ca}")
-        if review_path is not None and ca is not None:
-            print("send the example pod's AdmissionReview:")
-            print(
-                f"  curl --cacert {shlex.quote(ca)} -H 'Content-Type: application/json' "
-                f"--data @{shlex.quote(review_path)} {url}/validate"
-            )
+        if examples and ca is not None:
+            print("try it (each curl prints draguard's answer):")
+            for written in examples:
+                print(f"  # {written.example.answer}")
+                print(
+                    f"  curl -sS --cacert {shlex.quote(ca)} -H 'Content-Type: application/json' "
+                    f"--data @{shlex.quote(written.path)} {url}{written.example.path}"
+                )
         print("press Ctrl-C to stop")
         sys.stdout.flush()
 
@@ -388,7 +402,11 @@ async def _freeze_when_synced(state: State) -> None:
         await asyncio.sleep(0.1)
     gc.collect()
     gc.freeze()
-    log.info("cluster state synced: %d objects kept out of garbage collection", gc.get_freeze_count())
+    # The snapshot's objects, by kind, are what a person can check against the cluster; the count
+    # of Python objects frozen (every string and dict of every model) would say nothing to them.
+    counts = object_counts(state.snapshot)
+    total = plural(sum(counts.values()), "object")
+    log.info("cluster state synced: %s", total, extra={"fields": {"objects": counts}})
 
 
 async def _serve(
@@ -473,7 +491,7 @@ def _serve_checked(args: argparse.Namespace) -> int:
             # Files named on the command line are meant to be served now; a mounted directory
             # may still be being written (or, with selfManaged, not yet), and is waited for.
             raise UsageError(f"--tls-cert-file/--tls-key-file: {tls.refusal}")
-        state, review_path = _load_state(args, api, cert_dir, config.policy)
+        state, examples = _load_state(args, api, cert_dir, config.policy)
         if isinstance(state, ClusterState):
             state.start()
             stack.callback(state.stop)
@@ -484,7 +502,7 @@ def _serve_checked(args: argparse.Namespace) -> int:
         rules = with_ledger(RULES, store)
         admission = Admission(split_rules(rules), config.policy, state, Metrics(state, tls), args.deadline)
         try:
-            asyncio.run(_serve(admission, tls, args, _banner(args, ca, review_path), ledger, dryrun, api))
+            asyncio.run(_serve(admission, tls, args, _banner(args, ca, examples), ledger, dryrun, api))
         except OSError as err:
             ports = f"{args.port}, {args.metrics_port} or {args.health_port}"
             raise UsageError(f"cannot listen on port {ports}: {err.strerror}") from None

@@ -250,7 +250,8 @@ def test_admin_access_in_an_unknown_namespace(tmp_path: Path, capsys: pytest.Cap
     assert out[0].endswith(
         "spec.devices.requests[0].exactly.adminAccess: Internal error: could not retrieve namespace to "
         "verify "
-        'admin access: labels of namespace "team-a" are not known'
+        'admin access: labels of namespace "team-a" are not known (give them with --namespace-labels '
+        "team-a:resource.kubernetes.io/admin-access=true, or put the Namespace in the input)"
     )
 
 

@@ -32,7 +32,6 @@ from policies.cel.library import CIDR, IP, URL, CallSite, CELEvalError, NamedFor
 from policies.cel.lower import Capabilities, Helper, Input, Loop, Plan, Unit
 
 
-
 def _rust_extension() -> ModuleType:
     """The Rust engine's compiled module ``cel.cel``, loaded without running the ``cel`` package's
     ``__init__``: that also imports the package's interactive shell (typer, rich, prompt_toolkit,

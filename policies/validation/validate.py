@@ -74,16 +74,15 @@ def validate(
     return errs + validator(obj, old, namespace_labels) if validator is not None else errs
 
 
+# The start of the error when the namespace's labels are not known (callers that can supply
+# them, like the CLI's --namespace-labels, recognise it by this).
+NAMESPACE_UNKNOWN = "could not retrieve namespace to verify admin access"
+
+
 def _admin_denied(path: Path, namespace: str, labels: Labels) -> ErrorList:
     """The registry strategy's namespace check for ``adminAccess: true``."""
     if labels is None:
-        return [
-            internal(
-                path,
-                "could not retrieve namespace to verify admin access: "
-                f'labels of namespace "{namespace}" are not known',
-            )
-        ]
+        return [internal(path, f'{NAMESPACE_UNKNOWN}: labels of namespace "{namespace}" are not known')]
     if labels.get(resource.ADMIN_ACCESS_LABEL) != "true":
         return [
             forbidden(

@@ -25,7 +25,9 @@ from typing import Any, TextIO
 from policies.api.base import TypedObject
 from policies.api.core import Namespace
 from policies.api.kinds import DEFAULT_NAMESPACE, NAMESPACED_KINDS, DecodeError, decode
+from policies.api.resource import ADMIN_ACCESS_LABEL
 from policies.validation import ErrorType, render, validate
+from policies.validation.validate import NAMESPACE_UNKNOWN
 from webhook.commands import SUMMARIES
 from webhook.commands.common import add_output, style
 from webhook.manifests import Document, ManifestError, read_documents
@@ -217,7 +219,10 @@ def _check_one(
         result.errors = [f"<root>: Internal error: draguard could not validate this object: {err!r}"]
         return result
     unknown = [e for e in errors if e.type is ErrorType.UNKNOWN_FIELD]
-    result.errors = render(e for e in errors if e.type is not ErrorType.UNKNOWN_FIELD)
+    result.errors = [
+        _with_flag(line, identity[1])
+        for line in render(e for e in errors if e.type is not ErrorType.UNKNOWN_FIELD)
+    ]
     if unknown_fields == "error" and unknown:
         # Strict field validation (kubectl's default) fails the request while decoding it: the
         # API server never gets to validate such an object, so only the unknown fields are said.
@@ -225,6 +230,16 @@ def _check_one(
     elif unknown_fields == "warn":
         result.warnings = render(unknown)
     return result
+
+
+def _with_flag(line: str, namespace: str) -> str:
+    """A problem that only the namespace's labels would settle, with the flag that gives them."""
+    if NAMESPACE_UNKNOWN not in line:
+        return line
+    return (
+        f"{line} (give them with --namespace-labels {namespace}:{ADMIN_ACCESS_LABEL}=true, "
+        "or put the Namespace in the input)"
+    )
 
 
 def _summary(results: Sequence[Result]) -> dict[str, int]:

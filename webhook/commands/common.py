@@ -25,7 +25,8 @@ def add_output(parser: argparse.ArgumentParser, formats: Sequence[str] = TABLE_F
         "--output",
         choices=formats,
         default=formats[0],
-        help=f"output format (default: {formats[0]}); json and yaml hold every detail in full",
+        metavar="FORMAT",
+        help=f"{', '.join(formats)} (default: {formats[0]}); json and yaml hold every detail in full",
     )
     parser.add_argument(
         "--no-color",

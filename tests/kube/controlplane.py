@@ -417,6 +417,19 @@ class ControlPlane:
 
     # -- objects ---------------------------------------------------------------------------------
 
+    def grant(self, namespace: str, user: str, rules: Sequence[Mapping[str, Any]]) -> None:
+        """A Role with ``rules`` bound to ``user`` in ``namespace`` (the built-in ``edit`` and
+        ``admin`` roles are empty until the controller-manager aggregates them)."""
+        rbac = client.RbacAuthorizationV1Api(self.client())
+        name = f"grant-{user.replace(':', '-')}"
+        rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": list(rules)})
+        binding = {
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}],
+        }
+        rbac.create_namespaced_role_binding(namespace, binding)
+
     def add_node(
         self,
         name: str,
@@ -474,3 +487,48 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float = 30.0, interva
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
         time.sleep(interval)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An API server answer as a client sees it: status, JSON body and the ``Warning`` headers."""
+
+    status: int
+    body: dict[str, Any]
+    warnings: tuple[str, ...]
+
+    @property
+    def message(self) -> str:
+        return str(self.body.get("message", ""))
+
+
+def call(
+    api: client.ApiClient,
+    method: str,
+    path: str,
+    body: Mapping[str, Any] | None = None,
+    query: Mapping[str, str] | None = None,
+) -> Answer:
+    """One request through the ``kubernetes`` client, answered whatever the status (no exception):
+    the e2e tests look at refusals and warnings as closely as at successes. PATCH is a JSON merge
+    patch (``kubectl patch --type=merge``)."""
+    content_type = "application/merge-patch+json" if method == "PATCH" else "application/json"
+    params = api.param_serialize(
+        method=method,
+        resource_path=path,
+        query_params=list((query or {}).items()),
+        header_params={"Accept": "application/json", "Content-Type": content_type},
+        body=dict(body) if body is not None else None,
+        auth_settings=["BearerToken"],
+    )
+    response = api.call_api(*params).response
+    raw = response.read()
+    warnings = tuple(_warning_text(w) for w in response.headers.get_all("Warning") or ())
+    return Answer(response.status, json.loads(raw) if raw else {}, warnings)
+
+
+def _warning_text(header: str) -> str:
+    """The text of an RFC 7234 ``Warning: 299 - "text"`` header, as kubectl prints it."""
+    _code, _, rest = header.partition(" ")
+    _, _, quoted = rest.partition(" ")
+    return json.loads(quoted) if quoted.startswith('"') else header

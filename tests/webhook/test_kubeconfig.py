@@ -129,3 +129,13 @@ def test_every_cluster_command_says_it_in_one_line_and_exits_2(
     assert code == 2
     assert out == ""
     assert len(err.splitlines()) == 1 and expected in err, err
+
+
+def test_serve_with_context_alone_reads_the_kubeconfig_env(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", good(tmp_path))
+    code = main(["serve", "--context", "two", "--port", "0", "--metrics-port", "0", "--health-port", "0"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("draguard serve: cannot reach the API server at https://127.0.0.1:"), err

@@ -173,9 +173,17 @@ def _one_line_text(text: str) -> str:
 
 
 def check_reachable(api: ApiClient) -> None:
-    """Ask the API server its version, so that an unreachable or untrusted server is one clear
-    :class:`KubeError` at start rather than a stream of retries later."""
-    KubeReader(api).version()
+    """Ask the API server its version, so that an unreachable or untrusted server, or credentials it
+    refuses, are one clear :class:`KubeError` at start rather than a stream of retries later.
+
+    Any other answer means the server is there (some servers, stand-ins among them, do not serve
+    ``/version``); what it lets the credentials list is for the lists to find out.
+    """
+    try:
+        KubeReader(api).version()
+    except KubeError as err:
+        if err.status in (0, 401):
+            raise
 
 
 def _error(status: int, body: bytes, reason: str) -> KubeError:

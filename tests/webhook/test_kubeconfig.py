@@ -3,8 +3,10 @@ every command that reads a cluster."""
 
 from __future__ import annotations
 
+import http.server
 import logging
 import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +14,7 @@ import pytest
 import yaml
 
 from webhook.cli import main
-from webhook.kube import ConnectError, connect, kubeconfig_paths
+from webhook.kube import ConnectError, KubeError, check_reachable, connect, kubeconfig_paths
 
 CONFIG = {
     "apiVersion": "v1",
@@ -139,3 +141,39 @@ def test_serve_with_context_alone_reads_the_kubeconfig_env(
     err = capsys.readouterr().err
     assert code == 2
     assert err.startswith("draguard serve: cannot reach the API server at https://127.0.0.1:"), err
+
+
+class _Answer(http.server.BaseHTTPRequestHandler):
+    status = 200
+
+    def do_GET(self) -> None:
+        self.send_response(self.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize(("status", "refused"), [(200, False), (404, False), (403, False), (401, True)])
+def test_a_server_that_answers_is_reachable_unless_it_refuses_the_credentials(
+    tmp_path: Path, status: int, refused: bool
+) -> None:
+    handler = type("Handler", (_Answer,), {"status": status})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        text = yaml.safe_dump(CONFIG).replace(
+            "https://127.0.0.1:{port}", f"http://127.0.0.1:{server.server_port}"
+        )
+        api = connect(write(tmp_path, text), in_cluster=False)
+        if refused:
+            with pytest.raises(KubeError, match="HTTP 401"):
+                check_reachable(api)
+        else:
+            check_reachable(api)
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -125,9 +125,12 @@ def test_output_formats_are_the_same_words_everywhere(command: str, formats: lis
     assert any("--no-color" in a.option_strings for a in parser._actions)
 
 
-def test_allocate_name_output_lists_the_nodes_that_fit(capsys: pytest.CaptureFixture[str]) -> None:
+def test_allocate_name_output_lists_the_nodes_each_pod_fits_on(capsys: pytest.CaptureFixture[str]) -> None:
+    # No pending pod: the claims not yet allocated are asked about as one pod.
     assert main(["allocate", "-f", CLUSTER, "-o", "name"]) == 0
-    assert capsys.readouterr().out == "node-2\n"
+    assert capsys.readouterr().out == "team-a/dryrun node-2\n"
+    assert main(["allocate", "-f", CLUSTER, "-f", str(ROOT / "examples" / "workloads"), "-o", "name"]) == 0
+    assert capsys.readouterr().out == "team-a/inference node-3\n"
 
 
 def test_validate_yaml_output_is_the_json_document(capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,9 +17,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-# Off a terminal there is no width to fit; a cell is still cut here so that one reason cannot run
-# to a thousand characters in a log or a CI page (the full text is in -o json/-o yaml).
-UNFITTED_WIDTH = 240
 # On a terminal the last column keeps at least this much, even when the others fill the line.
 MIN_LAST_COLUMN = 30
 CUT = "..."
@@ -90,9 +87,9 @@ def one_line(text: str) -> tuple[str, bool]:
     return f"{lines[0]} {CUT}", True
 
 
-def cut(text: str, width: int) -> tuple[str, bool]:
-    """``text`` in at most ``width`` characters, ``...`` marking a cut."""
-    if len(text) <= width:
+def cut(text: str, width: int | None) -> tuple[str, bool]:
+    """``text`` in at most ``width`` characters (None: any), ``...`` marking a cut."""
+    if width is None or len(text) <= width:
         return text, False
     return text[: max(width - len(CUT), 0)].rstrip() + CUT, True
 
@@ -101,7 +98,9 @@ class Table:
     """Rows under a header, columns padded to their widest cell and the last one left free.
 
     Every cell is one line; the last column, the free text (a reason, a message), is cut to what
-    ``width`` leaves it. ``cut`` says afterwards whether anything was cut, for :data:`CUT_NOTE`.
+    ``width`` leaves it. Without a width (output to a file or a pipe, read with grep or less rather
+    than at a glance) it is kept whole. ``cut`` says afterwards whether anything was cut, for
+    :data:`CUT_NOTE`.
     """
 
     def __init__(self, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
@@ -113,7 +112,7 @@ class Table:
         cells = [self.header, *(self._single_lines(row) for row in self.rows)]
         widths = [max(len(row[i]) for row in cells) for i in range(len(self.header) - 1)]
         fixed = sum(widths) + 2 * len(widths)
-        room = UNFITTED_WIDTH if width is None else max(width - fixed, MIN_LAST_COLUMN)
+        room = None if width is None else max(width - fixed, MIN_LAST_COLUMN)
         lines = []
         for n, row in enumerate(cells):
             last, was_cut = cut(row[-1], room)

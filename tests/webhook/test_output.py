@@ -75,6 +75,11 @@ def test_a_table_that_fits_is_not_cut() -> None:
     assert not table.cut
 
 
+def test_off_a_terminal_long_text_is_kept_whole_on_its_one_line() -> None:
+    table = Table(("A", "B"), [("1", "x" * 1000 + "\nsecond line")])
+    assert table.render(width=None) == "A  B\n1  " + "x" * 1000 + " ..."
+
+
 def test_colour_does_not_shift_the_columns() -> None:
     table = Table(("NODE", "FITS", "REASON"), [("node-1", "no", "full"), ("n2", "yes", "")])
     plain = table.render(width=80).splitlines()

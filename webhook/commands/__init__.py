@@ -16,8 +16,9 @@ from collections.abc import Collection
 # name -> the one-line summary `draguard --help` shows; the modules use the same text.
 SUMMARIES = {
     "validate": "check manifests with the API server's validation rules, without a cluster",
-    "allocate": "would these claims or this pod fit: per node, with which devices, and why not",
+    "allocate": "would the pending pods fit: on which nodes, with which devices, and why not elsewhere",
     "audit": "check the objects of a cluster (or of manifests) against the rules, and its DRA health",
+    "convert": "print older resource.k8s.io objects (v1beta1, v1beta2) converted to resource.k8s.io/v1",
     "test": "run policy test suites: objects and the answers draguard should give for them",
     "serve": "run the admission webhook (HTTPS), with metrics and the dry-run endpoint",
     "certs": "make TLS certificates for the webhook",

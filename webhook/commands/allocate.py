@@ -1,4 +1,4 @@
-"""``draguard allocate``: dry-run the structured allocator on manifests, node by node.
+"""``draguard allocate``: would the pending pods fit, where, with which devices, and if not, why.
 
 What the command does, for its users, is :data:`DESCRIPTION` (``draguard allocate --help``).
 Objects are defaulted as the API server would store them before anything is allocated.
@@ -10,35 +10,63 @@ import argparse
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TextIO
 
-from policies.allocator import Features, SearchBudget
-from policies.api.core import Node, Pod
+from policies.allocator import SearchBudget
 from policies.api.defaults import apply_defaults
-from policies.dryrun import DryRun, DryRunInputError, NodeAnswer, claims_to_allocate
+from policies.api.kinds import DEFAULT_NAMESPACE
+from policies.dryrun import (
+    DryRun,
+    DryRunAnswer,
+    FeatureGates,
+    NodeAnswer,
+    PodAnswer,
+    Prepared,
+    Question,
+    synthetic_pod,
+    with_uid,
+)
+from policies.dryrun.answer import Timing
+from policies.scheduler.claims import is_allocated
+from policies.scheduler.cluster import is_pending
 from policies.snapshot import Snapshot
+from policies.validation.documents import ANY_NAMESPACE, judge
 from webhook.commands import SUMMARIES
-from webhook.commands.common import TABLE_FORMATS, add_output, style
-from webhook.manifests import ManifestError, load
-from webhook.output import Progress, Table, dump, print_table
+from webhook.commands.common import (
+    TABLE_FORMATS,
+    UsageError,
+    add_file_flags,
+    add_output,
+    add_reading_flags,
+    print_notes,
+    read_inputs,
+    style,
+)
+from webhook.manifests import Entry
+from webhook.output import CUT_NOTE, PLAIN, Progress, Style, Table, dump, terminal_width
+
+DESCRIPTION = """\
+Would the pending pods fit, on which nodes, with which devices, and if not, why: answered as
+kube-scheduler 1.36's default profile would, in its words.
+
+The files hold the cluster (Nodes, DeviceClasses, ResourceSlices, ResourceClaims, templates,
+DeviceTaintRules, Namespaces, ResourceQuotas, running Pods) and the questions: every Pod without
+spec.nodeName, and one pod of each workload's template (a Deployment's, a Job's...), is asked
+about (--pod NAMESPACE/NAME picks some). Pods with spec.nodeName are load on their node; claims
+with status.allocation are the allocated state. With no pending pod, the claims not yet allocated
+are asked about, as one pod using them all. --sequence places the pods one after another, each
+seeing what the previous ones took.
+
+The input is read and validated as 'draguard validate' reads and validates it first: anything it
+refuses is printed as it prints it, and the exit code is 2.
+
+Exit codes: 0 every pod fits somewhere, 1 some pod fits nowhere, 2 unusable input."""
 
 
 class InputError(Exception):
-    """Input the allocation cannot start from (exit code 2)."""
-
-
-DESCRIPTION = """\
-Dry-run the scheduler's structured allocator on manifests, node by node: where would these claims
-or this pod fit, with which devices, and why not elsewhere.
-
-The files hold DeviceClasses, ResourceSlices, Nodes, ResourceClaims and optionally one Pod and
-DeviceTaintRules. Claims that already have status.allocation are the cluster's allocated state.
-The claims to allocate are the pod's (claims from its templates made as the controller would)
-when a Pod is given, otherwise the claims not yet allocated, in file order.
-
-Exit codes: 0 fits on some node, 1 fits on none, 2 the input cannot be used."""
+    """Input the dry run cannot start from (exit code 2)."""
 
 
 def register(sub: Any) -> None:
@@ -48,15 +76,8 @@ def register(sub: Any) -> None:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
-        "-f",
-        "--filename",
-        dest="files",
-        action="append",
-        required=True,
-        metavar="FILE_OR_DIR",
-        help="YAML/JSON files or directories with the cluster's objects and what to allocate (repeatable)",
-    )
+    add_file_flags(p)
+    add_reading_flags(p)
     p.add_argument(
         "--node",
         dest="nodes",
@@ -66,10 +87,25 @@ def register(sub: Any) -> None:
         help="try only this node (repeatable); default: every Node in the input",
     )
     p.add_argument(
+        "--pod",
+        dest="pods",
+        action="append",
+        default=[],
+        metavar="NAMESPACE/NAME",
+        help="answer only this pending pod (repeatable); default: every pending pod in the input",
+    )
+    p.add_argument(
+        "--sequence",
+        action="store_true",
+        help="place the pods one after another, each on its best node, as consecutive scheduling cycles "
+        "would",
+    )
+    p.add_argument(
         "--features",
         default=None,
         metavar="LIST",
-        help="'all', 'none' or a comma list of allocator features; default: the Kubernetes 1.36 defaults",
+        help="Kubernetes feature gates as Name=true|false (DRAPartitionableDevices=false), on top of the "
+        "1.36 defaults; or 'all', 'none' or a comma list of allocator switches",
     )
     add_output(p, (*TABLE_FORMATS, "name"))
     p.add_argument(
@@ -77,7 +113,7 @@ def register(sub: Any) -> None:
         type=int,
         default=0,
         metavar="N",
-        help="allocate N more times per node on the warm allocator and report timing",
+        help="answer each pod N more times per node on the warm allocator and report timing",
     )
     p.add_argument(
         "--max-steps",
@@ -96,102 +132,218 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _inputs(args: argparse.Namespace) -> tuple[Snapshot, list[Node], Pod | None]:
+# The cluster's inventory, as drivers and admins published it: read strictly, not re-validated
+# (what a cluster holds was admitted by its own API server).
+_INVENTORY = ("ResourceSlice", "Node", "DeviceTaintRule")
+
+
+def _read(args: argparse.Namespace) -> list[Entry]:
+    """The input, what is to be allocated validated as ``draguard validate`` validates it (admin
+    access aside: whether a namespace may use it is the cluster's to say, and this input need not
+    describe namespaces); :class:`InputError` with validate's lines on any problem."""
+    entries = read_inputs(args)
+    print_notes(entries, sys.stderr)
+    problems = []
+    for entry in entries:
+        if entry.reading is None:
+            problems.append(entry.problem or entry.where)
+            continue
+        found = entry.reading.errors
+        if not found and entry.reading.kind not in _INVENTORY:
+            privileged = args.allow_privileged
+            found = judge(entry.reading, namespace_labels=ANY_NAMESPACE, allow_privileged=privileged)
+        problems += [f"{entry.label}: {line}" for line in found]
+    if problems:
+        raise InputError("invalid input (draguard validate says why):\n" + "\n".join(problems))
+    if not any(e.reading is not None and e.reading.skipped is None for e in entries):
+        raise InputError(f"no objects found in {', '.join(args.files)}")
+    for entry in entries:
+        reading = entry.reading
+        if reading is not None and reading.template is not None:
+            print(
+                f"note: {entry.where}: {reading.label}: allocating one pod of its template "
+                f"({'.'.join(reading.template)})",
+                file=sys.stderr,
+            )
+    return entries
+
+
+def _snapshot(args: argparse.Namespace) -> Snapshot:
     now = datetime.now(UTC)
-    try:
-        snapshot = Snapshot.build(apply_defaults(x.obj, now) for x in load(args.files))
-    except ManifestError as err:
-        raise InputError(str(err)) from None
-    pods = list(snapshot.pods.values())
-    if len(pods) > 1:
+    entries = _read(args)
+    objects = (e.reading.obj for e in entries if e.reading is not None and e.reading.obj is not None)
+    return Snapshot.build(apply_defaults(obj, now) for obj in objects)
+
+
+def _nodes(snapshot: Snapshot, wanted: list[str]) -> list[str] | None:
+    if not snapshot.nodes:
         raise InputError(
-            f"the input has {len(pods)} pods ({', '.join(p.key for p in pods)}): give at most one"
+            "the input has no Node objects: add Node manifests (name, labels, status.allocatable)"
         )
-    if args.nodes:
-        unknown = [n for n in args.nodes if n not in snapshot.nodes]
-        if unknown:
-            known = ", ".join(snapshot.nodes) or "none"
-            raise InputError(f"--node {', '.join(unknown)}: no such Node in the input (nodes: {known})")
-        nodes = [snapshot.nodes[n] for n in args.nodes]
-    else:
-        nodes = list(snapshot.nodes.values())
-    if not nodes:
-        raise InputError("the input has no Node objects: add Node manifests (name and labels) to allocate on")
-    return snapshot, nodes, pods[0] if pods else None
+    unknown = [n for n in wanted if n not in snapshot.nodes]
+    if unknown:
+        known = ", ".join(snapshot.nodes)
+        raise InputError(f"--node {', '.join(unknown)}: no such Node in the input (nodes: {known})")
+    return wanted or None
 
 
-def _timed(call: Callable[[], NodeAnswer], repeat: int) -> tuple[NodeAnswer, dict[str, int] | None]:
-    start = time.perf_counter_ns()
-    answer = call()
-    first = time.perf_counter_ns() - start
-    if repeat <= 0:
-        return answer, None
-    runs = []
-    for _ in range(repeat):
-        start = time.perf_counter_ns()
-        call()
-        runs.append(time.perf_counter_ns() - start)
-    return answer, {"firstNs": first, "medianNs": int(statistics.median(runs))}
+def _questions(snapshot: Snapshot, wanted: list[str]) -> list[Question]:
+    """The pending pods (those picked), or one question about the unallocated claims."""
+    pending = {p.key: p for p in snapshot.pods.values() if is_pending(p)}
+    unknown = [w for w in wanted if w not in pending]
+    if unknown:
+        raise InputError(
+            f"--pod {', '.join(unknown)}: no such pending pod in the input "
+            f"(pending: {', '.join(pending) or 'none'})"
+        )
+    if pending:
+        return [Question(with_uid(pending[k])) for k in (wanted or pending)]
+    claims = tuple(c for c in snapshot.all_claims if not is_allocated(c))
+    if not claims:
+        raise InputError(
+            "nothing to ask: the input has no pending Pod (one without spec.nodeName) and no "
+            "unallocated ResourceClaim"
+        )
+    namespace = claims[0].namespace or DEFAULT_NAMESPACE
+    return [Question(synthetic_pod(namespace), claims)]
 
 
-def _devices(answer: NodeAnswer) -> str:
-    """The devices allocated on this node, ``DRIVER/POOL/DEVICE`` each: a pool and a device name
-    are only unique within their driver."""
-    devices = [
-        f"{r.driver}/{r.pool}/{r.device}"
-        for result in answer.results
-        if result is not None and result.devices is not None
-        for r in result.devices.results or []
-    ]
-    return ",".join(devices) or "-"
+class NodeClock:
+    """The per-node search deadline: the clock the budget reads restarts at every node, as the
+    scheduler's filter timeout does. ``over`` is asked once per node: ``progress`` counts them
+    against ``total``."""
 
+    def __init__(self, progress: Callable[[int, int], None] | None = None, total: int = 0) -> None:
+        self.started = time.monotonic()
+        self._progress = progress
+        self._total = total
+        self._asked = 0
 
-def table(answers: Sequence[NodeAnswer]) -> Table:
-    rows = [(a.node, "yes" if a.allocated else "no", _devices(a), a.reason or "") for a in answers]
-    return Table(("NODE", "FITS", "DEVICES", "REASON"), rows)
+    def begin_node(self) -> None:
+        self.started = time.monotonic()
+
+    def over(self) -> bool:
+        if self._progress is not None:
+            self._asked += 1
+            self._progress(min(self._asked, self._total), self._total)
+        return False
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        features = Features() if args.features is None else Features.parse(args.features)
-        snapshot, nodes, pod = _inputs(args)
-        claims = claims_to_allocate(snapshot, pod)
-    except (InputError, DryRunInputError, ValueError) as err:
+        gates = FeatureGates() if args.features is None else FeatureGates.parse(args.features)
+        snapshot = _snapshot(args)
+        nodes = _nodes(snapshot, args.nodes)
+        questions = _questions(snapshot, args.pods)
+    except (InputError, UsageError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    # The timeout applies per node (as the scheduler's filter timeout does): the clock the budget
-    # reads restarts at every node.
-    node_start = [time.monotonic()]
-    budget = SearchBudget(
-        max_invocations=args.max_steps,
-        deadline=args.timeout,
-        clock=lambda: time.monotonic() - node_start[0],
-    )
-    dry = DryRun(snapshot, claims, features, pod=pod, budget=budget)
-    entries = []
     with Progress("allocate") as progress:
-        for node in nodes:
-
-            def call(node: Node = node) -> NodeAnswer:
-                node_start[0] = time.monotonic()
-                return dry.on_node(node)
-
-            entries.append(_timed(call, args.repeat))
-            progress(len(entries), len(nodes))
-    answers = [a for a, _ in entries]
+        clock = NodeClock(progress, len(questions) * len(nodes or snapshot.nodes))
+        budget = SearchBudget(max_invocations=args.max_steps, deadline=args.timeout, clock=clock.elapsed)
+        dry = DryRun(Prepared.of(snapshot, gates), budget=budget, pace=clock)
+        answers = dry.answer_all(questions, nodes, args.sequence)
+    if args.repeat > 0 and not args.sequence:
+        answers = [_timed(dry, q, a, args.repeat) for q, a in zip(questions, answers, strict=True)]
+    document = DryRunAnswer(pods=answers, features=gates.changed())
     if args.output == "table":
-        print_table(table(answers), sys.stdout, style(args))
-    elif args.output == "name":  # the nodes it fits on, one a line, for scripts
-        for answer in answers:
-            if answer.allocated:
-                print(answer.node)
+        print_answer(document, sys.stdout, style(args))
+    elif args.output == "name":
+        print_names(document, sys.stdout)
     else:
-        dump({"nodes": [_entry_json(a, t) for a, t in entries]}, args.output, sys.stdout)
-    return 0 if any(a.allocated for a in answers) else 1
+        dump(document.to_json(), args.output, sys.stdout)
+    if any(a.error for a in answers):
+        return 2
+    return 0 if all(a.fits for a in answers) else 1
 
 
-def _entry_json(answer: NodeAnswer, timing: dict[str, int] | None) -> dict[str, Any]:
-    out = answer.to_json()
-    if timing is not None:
-        out["timing"] = timing
-    return out
+def _timed(dry: DryRun, question: Question, answer: PodAnswer, repeat: int) -> PodAnswer:
+    """The answer with each node's timing: the pod asked about that node alone, first and median."""
+
+    def runs(node: str) -> Timing:
+        call: Callable[[], object] = lambda: dry.outcome(question, [node])  # noqa: E731
+        times = []
+        for _ in range(repeat + 1):
+            start = time.perf_counter_ns()
+            call()
+            times.append(time.perf_counter_ns() - start)
+        return Timing(first_ns=times[0], median_ns=int(statistics.median(times[1:])))
+
+    if answer.error:
+        return answer
+    nodes = [n.model_copy(update={"timing": runs(n.node)}) for n in answer.nodes]
+    return answer.model_copy(update={"nodes": nodes})
+
+
+# --- the table -----------------------------------------------------------------------------------------
+
+
+def _devices(node: NodeAnswer) -> str:
+    """The devices allocated on this node, ``DRIVER/POOL/DEVICE`` each: a pool and a device name
+    are only unique within their driver."""
+    devices = [
+        f"{r['driver']}/{r['pool']}/{r['device']}"
+        for result in node.results
+        if result is not None
+        for r in result.get("devices", {}).get("results", [])
+    ]
+    return ",".join(devices) or "-"
+
+
+def _reason(node: NodeAnswer) -> str:
+    return " ".join((node.detail or ", ".join(node.reasons)).split())
+
+
+def _pod_head(pod: PodAnswer) -> list[str]:
+    head = f"POD {pod.pod}: {pod.message}"
+    if pod.placed_on:
+        head += f" (placed on {pod.placed_on})"
+    return [*(f"  earlier attempt: {m}" for m in pod.earlier_attempts), head]
+
+
+def pod_table(pod: PodAnswer) -> Table:
+    """A row per node asked."""
+    rows = [
+        (
+            n.node,
+            "yes" if n.fits else "no",
+            "-" if n.score is None else str(n.score),
+            _devices(n),
+            "" if n.fits else _reason(n),
+        )
+        for n in pod.nodes
+    ]
+    return Table(("NODE", "FITS", "SCORE", "DEVICES", "REASON"), rows)
+
+
+def print_answer(document: DryRunAnswer, out: TextIO, style: Style = PLAIN) -> None:
+    """One block per pod (its message, then a row per node), then what was not checked, once."""
+    width = terminal_width(out)
+    blocks = []
+    cut = False
+    for pod in document.pods:
+        lines = _pod_head(pod)
+        if not pod.error:
+            rows = pod_table(pod)
+            lines.append(rows.render(width, style))
+            cut |= rows.cut
+        blocks.append("\n".join(lines))
+    notes = list(dict.fromkeys(note for p in document.pods for note in p.not_checked))
+    if document.features:
+        notes.insert(0, f"feature gates: {', '.join(document.features)}")
+    if notes:
+        blocks.append("\n".join(f"note: {n}" for n in notes))
+    print("\n\n".join(blocks), file=out)
+    if cut:
+        print(CUT_NOTE, file=sys.stderr)
+
+
+def print_names(document: DryRunAnswer, out: TextIO) -> None:
+    """``POD NODE`` for each node a pod fits on, the best scored first: for scripts."""
+    for pod in document.pods:
+        fitting = sorted((n for n in pod.nodes if n.fits), key=lambda n: -(n.score or 0))
+        for node in fitting:
+            print(f"{pod.pod} {node.node}", file=out)

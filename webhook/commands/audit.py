@@ -1,28 +1,47 @@
 """``draguard audit``: what draguard would say about the objects already in a cluster, and its DRA health.
 
 What the command does, for its users, is :data:`DESCRIPTION` (``draguard audit --help``); what each
-finding means is in :mod:`policies.audit`.
+finding means is in :mod:`policies.audit`. Manifests are read as ``draguard validate`` reads them.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
 
-from policies.allocator import Features
 from policies.api.base import TypedObject
 from policies.api.kinds import KINDS, DecodeError, decode, validation_problems
-from policies.audit import RESULTS, Finding, Report, audit, policy_reports, undecodable
+from policies.audit import (
+    RESULTS,
+    UNDECODABLE,
+    Finding,
+    Report,
+    audit,
+    policy_reports,
+    undecodable,
+    undecodable_document,
+)
 from policies.config import Config
+from policies.dryrun import FeatureGates
 from policies.rules.registry import RULES
 from webhook.commands import SUMMARIES
-from webhook.commands.common import TABLE_FORMATS, add_cluster, add_output, style
-from webhook.manifests import ManifestError, read_documents
+from webhook.commands.common import (
+    TABLE_FORMATS,
+    UsageError,
+    add_cluster,
+    add_file_flags,
+    add_output,
+    add_reading_flags,
+    print_notes,
+    read_inputs,
+    style,
+)
+from webhook.manifests import Entry, ManifestError, read_documents
 from webhook.output import PLAIN, Progress, Style, Table, dump, dump_all, plural, print_table
 
 DESCRIPTION = """\
@@ -34,15 +53,18 @@ are gone, pending pods whose claims fit nowhere, allocated devices with a NoExec
 
 The objects are listed once from the cluster of the kubeconfig (--kubeconfig, else $KUBECONFIG,
 else ~/.kube/config; --context to choose a context), or read from manifests with -f (for example
-'kubectl get ... -o yaml' dumps). Objects of kinds draguard does not check are skipped, with a
-note; objects it cannot read are 'error' results.
+'kubectl get ... -o yaml' dumps), as 'draguard validate' reads them. Objects of kinds draguard
+does not check are skipped with one note per kind (workloads too: their pod templates are for
+validate and allocate to check, they are not pods of the cluster); objects or files it cannot
+read are 'error' results.
 
 Output: a table of the results that are not 'pass'; -o json or -o yaml (every result); or
 -o policyreport: wgpolicyk8s.io/v1alpha2 PolicyReports (one per namespace) and a
 ClusterPolicyReport, as YAML for 'kubectl apply -f -'.
 
-Exit codes: 0 no result is 'fail', 1 some result is, 2 the input, the config or the cluster
-cannot be used."""
+Exit codes: 0 no result is 'fail' or 'error', 1 some result is, 2 the input, the config or the
+cluster cannot be used (nothing could be read)."""
+WORKLOAD_NOTE = "a workload, not a pod of the cluster (validate and allocate check its pod template)"
 
 
 class InputError(Exception):
@@ -56,21 +78,16 @@ def register(sub: Any) -> None:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
-        "-f",
-        "--filename",
-        dest="files",
-        action="append",
-        metavar="FILE_OR_DIR",
-        help="audit these manifests (YAML/JSON files or directories, repeatable) instead of a cluster",
-    )
-    add_cluster(p, "audit")
+    add_file_flags(p, required=False)
+    add_cluster(p, "audit when no -f is given")
+    add_reading_flags(p)
     p.add_argument("--config", metavar="FILE", help="draguard config file (default: the built-in defaults)")
     p.add_argument(
         "--features",
         default=None,
         metavar="LIST",
-        help="'all', 'none' or a comma list of allocator features; default: the Kubernetes 1.36 defaults",
+        help="Kubernetes feature gates as Name=true|false on top of the 1.36 defaults, or 'all', 'none' or "
+        "a comma list of allocator switches",
     )
     add_output(p, (*TABLE_FORMATS, "policyreport"))
     p.set_defaults(func=run)
@@ -100,8 +117,8 @@ def _decode(raws: Iterable[tuple[Any, str]]) -> tuple[list[TypedObject], list[Fi
     unreadable: list[Finding] = []
     skipped: set[str] = set()
     for raw, where in raws:
-        # Only a document that names a kind draguard does not check is skipped; one that is not an
-        # object, or names no kind, is unreadable and said so by decode().
+        # Only an object that names a kind draguard does not check is skipped; anything else is
+        # decoded, and what cannot be is said so by decode().
         kind = raw.get("kind") if isinstance(raw, dict) else None
         if isinstance(kind, str) and kind and (raw.get("apiVersion"), kind) not in KINDS:
             skipped.add(kind)
@@ -113,11 +130,29 @@ def _decode(raws: Iterable[tuple[Any, str]]) -> tuple[list[TypedObject], list[Fi
     return objects, unreadable, skipped
 
 
-def from_files(paths: Sequence[str]) -> list[tuple[Any, str]]:
-    try:
-        return [(doc.raw, str(doc.source)) for doc in read_documents(paths)]
-    except ManifestError as err:
-        raise InputError(str(err)) from None
+def from_files(args: argparse.Namespace) -> tuple[list[TypedObject], list[Finding]]:
+    """The objects of ``-f``, read as validate reads them; what cannot be read as findings."""
+    entries = read_inputs(args)
+    if not any(e.reading is not None for e in entries):
+        problems = [e.problem or e.where for e in entries] or [f"no objects found in {', '.join(args.files)}"]
+        raise InputError("\n".join(problems))
+    for entry in entries:
+        if entry.reading is not None and entry.reading.template is not None:
+            entry.reading.skipped = WORKLOAD_NOTE
+    print_notes(entries, sys.stderr)
+    objects = [
+        e.reading.obj
+        for e in entries
+        if e.reading is not None and e.reading.obj is not None and e.reading.skipped is None
+        and not e.reading.errors
+    ]
+    return objects, [_unreadable(e) for e in entries if e.reading is None or e.reading.errors]
+
+
+def _unreadable(entry: Entry) -> Finding:
+    if entry.reading is None:
+        return Finding("policy", UNDECODABLE, "error", entry.problem or entry.where, ())
+    return undecodable_document(entry.reading, [f"{entry.where}: {p}" for p in entry.reading.errors])
 
 
 def from_cluster(kubeconfig: str | None, context: str | None) -> list[tuple[Any, str]]:
@@ -181,18 +216,18 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.files and (args.kubeconfig or args.context):
             raise InputError("give -f (manifests) or a cluster (--kubeconfig, --context), not both")
-        features = Features() if args.features is None else Features.parse(args.features)
+        features = FeatureGates() if args.features is None else FeatureGates.parse(args.features)
         config = load_config(args.config) if args.config else Config()
-        raws = from_files(args.files) if args.files else from_cluster(args.kubeconfig, args.context)
-    except (InputError, ValueError) as err:
+        if args.files:
+            objects, unreadable = from_files(args)
+        else:
+            objects, unreadable, skipped = _decode(from_cluster(args.kubeconfig, args.context))
+            if skipped:
+                kinds = ", ".join(sorted(skipped))
+                print(f"note: skipped objects of kinds draguard does not check: {kinds}", file=sys.stderr)
+    except (InputError, UsageError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    objects, unreadable, skipped = _decode(raws)
-    if skipped:
-        print(
-            f"note: skipped objects of kinds draguard does not check: {', '.join(sorted(skipped))}",
-            file=sys.stderr,
-        )
     with Progress("audit") as progress:
         report = audit(objects, RULES, config, now, features, progress=progress)
     report = Report((*unreadable, *report.findings), report.objects)
@@ -208,4 +243,4 @@ def run(args: argparse.Namespace) -> int:
         else:
             print_table(found, sys.stdout, painted)
         print(summary(report, painted))
-    return 1 if report.failed else 0
+    return 1 if report.failed or report.count("error") else 0

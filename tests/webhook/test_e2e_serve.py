@@ -336,7 +336,8 @@ def test_demo_prints_curls_that_answer_as_labelled_and_exits(tmp_path: Path) -> 
         assert "Syntax error" in denied["response"]["status"]["message"]
         assert warned["response"]["allowed"] is True
         assert "matches none of the 10 devices" in warned["response"]["warnings"][0]
-        assert [n["node"] for n in dry_run["nodes"] if n["allocated"]] == ["node-3"]
+        assert dry_run["fits"] is True
+        assert [n["node"] for n in dry_run["nodes"] if n["fits"]] == ["node-3"]
         ca = re.search(r"--cacert (\S+)", curls[0]).group(1)  # type: ignore[union-attr]
     finally:
         server.process.terminate()

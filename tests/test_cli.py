@@ -4,6 +4,8 @@ and the flags every command shares."""
 from __future__ import annotations
 
 import argparse
+import gc
+import importlib
 import json
 import subprocess
 import sys
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from webhook.cli import main
+from webhook.cli import BATCH_GC_THRESHOLDS, main
 from webhook.commands import SUMMARIES, build_parser
 from webhook.commands.completion import bash_script, zsh_script
 
@@ -195,3 +197,19 @@ def test_zsh_completion_runs_the_bash_script_through_bashcompinit(script: str) -
 def test_completion_command_prints_the_script(capsys: pytest.CaptureFixture[str], script: str) -> None:
     assert main(["completion", "bash"]) == 0
     assert capsys.readouterr().out == script
+
+
+@pytest.mark.parametrize(
+    ("argv", "function", "raised"),
+    [(["validate", "-f", CLUSTER], "run", True), (["serve", "--demo"], "serve_command", False)],
+)
+def test_the_collector_runs_rarely_in_a_batch_command_and_its_thresholds_come_back(
+    monkeypatch: pytest.MonkeyPatch, argv: list[str], function: str, raised: bool
+) -> None:
+    module = importlib.import_module(f"webhook.commands.{argv[0]}")
+    seen: list[tuple[int, ...]] = []
+    monkeypatch.setattr(module, function, lambda args: seen.append(gc.get_threshold()) or 0)
+    before = gc.get_threshold()
+    assert main(argv) == 0
+    assert seen == [BATCH_GC_THRESHOLDS if raised else before]
+    assert gc.get_threshold() == before

@@ -6,11 +6,19 @@ Only the command being run is imported (see :func:`webhook.commands.build_parser
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Sequence
 
 from webhook.commands import SUMMARIES, build_parser
+
+# The collector's thresholds while a command other than serve runs. Such a run reads its input,
+# works and exits, and nearly everything it allocates (a parsed List, its models) lives until the
+# end: with the default thresholds, the collector's repeated passes over those objects took over
+# half of validating a 5 MB kubectl dump (8 s of CPU; 3.8 s with these). Cycles are still
+# collected, just rarely. serve keeps the defaults: it runs for days and freezes its snapshot.
+BATCH_GC_THRESHOLDS = (100_000, 50, 100)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -19,6 +27,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = next((word for word in argv if not word.startswith("-")), None)
     parser = build_parser([command] if command in SUMMARIES else [])
     args = parser.parse_args(argv)
+    thresholds = gc.get_threshold()
+    if args.command != "serve":
+        gc.set_threshold(*BATCH_GC_THRESHOLDS)
     try:
         code: int = args.func(args)
     except KeyboardInterrupt:
@@ -28,6 +39,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # final flush does not fail again (the recipe of Python's signal module documentation).
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    finally:
+        gc.set_threshold(*thresholds)
     return code
 
 

@@ -118,6 +118,9 @@ class Balancer:
 
     def close(self) -> None:
         self._closed = True
+        # close() alone does not wake a thread blocked in accept(); shutdown() does (on Linux).
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)
         self._listener.close()
         self._thread.join(5)
 

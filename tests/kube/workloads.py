@@ -32,6 +32,26 @@ def templates(namespace: str) -> str:
     return f"{RESOURCE}/namespaces/{namespace}/resourceclaimtemplates"
 
 
+def slices() -> str:
+    return f"{RESOURCE}/resourceslices"
+
+
+def resource_slice(driver: str, node: str, devices: int = 1) -> dict[str, Any]:
+    """The ResourceSlice a driver's kubelet plugin publishes for its node: one pool named after the
+    node, ``devices`` devices ``dev-0``, ``dev-1``, ..."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-{driver}"},
+        "spec": {
+            "driver": driver,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": f"dev-{i}", "attributes": {"index": {"int": i}}} for i in range(devices)],
+        },
+    }
+
+
 def claim_spec(device_class: str, count: int = 1) -> dict[str, Any]:
     """One request named ``dev`` for ``count`` devices of ``device_class``."""
     request = {"name": "dev", "exactly": {"deviceClassName": device_class, "count": count}}

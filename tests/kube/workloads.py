@@ -14,10 +14,11 @@ from controlplane import Answer, call, wait_for
 from kubernetes import client
 
 RESOURCE = "/apis/resource.k8s.io/v1"
-# The scheduler's PodScheduled=False reasons (upstream pkg/apis/core/types.go PodReasonUnschedulable,
-# PodReasonSchedulerError).
+# The PodScheduled=False reasons (upstream pkg/apis/core/types.go PodReasonUnschedulable,
+# PodReasonSchedulerError, PodReasonSchedulingGated).
 UNSCHEDULABLE = "Unschedulable"
 SCHEDULER_ERROR = "SchedulerError"
+SCHEDULING_GATED = "SchedulingGated"
 
 
 def pods(namespace: str) -> str:
@@ -160,7 +161,8 @@ def not_scheduled(api: client.ApiClient, namespace: str, name: str, timeout: flo
 
     def refused() -> dict[str, Any] | None:
         found = condition(get(api, f"{pods(namespace)}/{name}"), "PodScheduled")
-        return found if found is not None and found["status"] == "False" else None
+        gave_up = found is not None and found["status"] == "False" and found["reason"] != SCHEDULING_GATED
+        return found if gave_up else None
 
     found: dict[str, Any] = wait_for(
         f"the scheduler to give up on pod {namespace}/{name}", refused, timeout=timeout

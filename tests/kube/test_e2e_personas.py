@@ -51,11 +51,11 @@ def draguard(control_plane: ControlPlane) -> Iterator[Draguard]:
         control_plane.add_node(node)
     apply(control_plane.client(), (MANIFESTS / "dpu-driver.yaml").read_text())
     control_plane.grant(None, "fpga-driver", SLICE_WRITER)
-    control_plane.grant(
-        None,
-        "alice",
-        [{"apiGroups": ["resource.k8s.io"], "resources": ["deviceclasses"], "verbs": ["create", "patch"]}],
-    )
+    class_writer = [
+        {"apiGroups": ["resource.k8s.io"], "resources": ["deviceclasses"], "verbs": ["create", "patch"]}
+    ]
+    control_plane.grant(None, "alice", class_writer)
+    control_plane.grant(None, "carol", class_writer)
     control_plane.grant(
         None, "bob", [{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["create", "patch"]}]
     )
@@ -119,6 +119,21 @@ def test_non_admin_device_class_write_is_refused(
     relabel = {"metadata": {"labels": {"team": "alice"}}}
     refused = call(alice, "PATCH", "/apis/resource.k8s.io/v1/deviceclasses/admin-fpga", relabel)
     assert "user alice may not update DeviceClass admin-fpga" in denied(refused)
+
+
+def test_impersonated_user_is_the_one_judged(draguard: Draguard, control_plane: ControlPlane) -> None:
+    """``kubectl --as carol --as-group dev`` by an admin: the API server authorizes carol and sends
+    draguard carol, not the admin who asked."""
+    admin_as_carol = control_plane.client()
+    admin_as_carol.set_default_header("Impersonate-User", "carol")
+    admin_as_carol.set_default_header("Impersonate-Group", "dev")
+    refused = call(
+        admin_as_carol, "POST", "/apis/resource.k8s.io/v1/deviceclasses", device_class("carol-fpga")
+    )
+    assert (
+        denied(refused)
+        == "user carol may not create DeviceClass carol-fpga: only admins (groups system:masters) may"
+    )
 
 
 def test_driver_writes_its_own_slices_but_not_another_drivers(

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from controlplane import ControlPlane, call
+from controlplane import ControlPlane, call, wait_for
 from deploy import Draguard, apply, installed
 from kubernetes import client
-from workloads import resource_slice, slices
+from workloads import dry_run_until, resource_slice, slices
 
 MANIFESTS = Path(__file__).parent / "manifests"
 DPU = "dpu.example.com"  # its kubelet plugin runs as a ServiceAccount; kubelets may publish for it
@@ -178,7 +178,10 @@ def test_kubelet_writes_only_what_both_the_node_authorizer_and_draguard_allow(
     # exists the Node authorizer lets the kubelet update it (the slice is an edge to its node).
     assert call(kubelet, "POST", slices(), own_dpu).status == 201
     path = f"{slices()}/{own_dpu['metadata']['name']}"
-    assert call(kubelet, "PATCH", path, {"spec": {"pool": {"generation": 2}}}).status == 200
+    # The Node authorizer learns of the new slice from its informers, a moment after it is created.
+    republish = {"spec": {"pool": {"generation": 2}}}
+    dry_run_until(kubelet, "PATCH", path, republish, 200)
+    assert call(kubelet, "PATCH", path, republish).status == 200
 
     # Another node's slice: NodeRestriction refuses before any webhook is called.
     refused = call(kubelet, "POST", slices(), other)
@@ -198,7 +201,42 @@ def test_kubelet_writes_only_what_both_the_node_authorizer_and_draguard_allow(
     assert denied(refused).startswith(f"user system:node:{NODE} may not create ResourceSlice")
     # Deleting any slice of its own node is allowed (the kubelet wipes them when a driver goes away).
     assert call(control_plane.client("fpga-driver"), "POST", slices(), own_fpga).status == 201
-    assert call(kubelet, "DELETE", f"{slices()}/{own_fpga['metadata']['name']}").status == 200
+    path = f"{slices()}/{own_fpga['metadata']['name']}"
+    dry_run_until(kubelet, "DELETE", path, None, 200)
+    assert call(kubelet, "DELETE", path).status == 200
+
+
+def test_kubelet_wipes_its_nodes_slices_and_the_garbage_collector_those_of_a_deleted_node(
+    draguard: Draguard, control_plane: ControlPlane, kubelet: client.ApiClient, cleanup: list[str]
+) -> None:
+    """The two deleters of other drivers' slices that draguard must let through: the kubelet wiping
+    its node's slices (a DeleteCollection by node, as upstream's kubelet does when it starts), and
+    the garbage collector removing the slices of a Node that is gone (they are owned by it)."""
+    admin = control_plane.client()
+    own = [resource_slice(DPU, NODE), resource_slice(FPGA, NODE)]
+    kept = resource_slice(FPGA, OTHER_NODE)
+    for s in (*own, kept):
+        cleanup.append(f"{slices()}/{s['metadata']['name']}")
+        assert call(admin, "POST", slices(), s).status == 201
+    wiped = call(kubelet, "DELETE", slices(), query={"fieldSelector": f"spec.nodeName={NODE}"})
+    assert wiped.status == 200, wiped.body
+    left = [s["metadata"]["name"] for s in call(admin, "GET", slices()).body["items"]]
+    assert [s for s in left if s.startswith("persona-node-")] == [kept["metadata"]["name"]]
+
+    control_plane.start_controller_manager()
+    node = control_plane.add_node("persona-node-gone")
+    owned = resource_slice(FPGA, "persona-node-gone")
+    owned["metadata"]["ownerReferences"] = [
+        {"apiVersion": "v1", "kind": "Node", "name": "persona-node-gone", "uid": node["metadata"]["uid"]}
+    ]
+    path = f"{slices()}/{owned['metadata']['name']}"
+    cleanup.append(path)
+    assert call(admin, "POST", slices(), owned).status == 201
+    assert call(admin, "DELETE", "/api/v1/nodes/persona-node-gone").status == 200
+    wait_for(
+        "the garbage collector to delete the gone node's slice",
+        lambda: call(admin, "GET", path).status == 404,
+    )
 
 
 def namespace(name: str, labels: dict[str, str]) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from policies.api.base import NodeSelector, TypedObject
 from policies.api.core import Pod
 from policies.api.defaults import apply_defaults
 from policies.api.resource import (
+    DeviceClass,
     DeviceTaint,
     ResourceClaim,
     ResourceClaimTemplate,
@@ -40,6 +41,7 @@ from policies.api.resource import (
 from policies.cel import CompileError, DeviceBinding, EvalError, Program, SelectorCache, compile_expression
 from policies.config import Config
 from policies.dryrun import DryRun, DryRunInputError, pod_claims
+from policies.reading import Reading
 from policies.rules.common import LISTED, a_few
 from policies.rules.engine import Context, Outcome, Rule, admit, rule_config
 from policies.rules.request import request_from
@@ -145,6 +147,12 @@ def undecodable(raw: Mapping[str, Any], problems: Sequence[str]) -> Finding:
     return Finding("policy", UNDECODABLE, "error", f"{ref} cannot be read: {'; '.join(problems)}", (ref,))
 
 
+def undecodable_document(reading: Reading, problems: Sequence[str]) -> Finding:
+    """A document of a manifest that could not be read (:mod:`policies.reading`)."""
+    ref = ResourceRef(reading.api_version, reading.kind, reading.name, reading.namespace)
+    return Finding("policy", UNDECODABLE, "error", f"{ref} cannot be read: {'; '.join(problems)}", (ref,))
+
+
 # --- policy: the rules on every object, as if it were created now ------------------------------
 
 
@@ -220,6 +228,20 @@ class _Devices:
                 continue
         return chosen
 
+    def failing_everywhere(self, programs: Sequence[Program], devices: Sequence[DeviceBinding]) -> str | None:
+        """The error of the first device when the programs fail on every one of ``devices`` (the
+        scheduler stops at a selector's runtime error: nothing using them can ever be allocated)."""
+        first = None
+        for device in devices:
+            try:
+                for p in programs:
+                    self._cache.matches(p, device)
+            except EvalError as err:
+                first = first or str(err)
+                continue
+            return None
+        return first
+
     def of_class(self, name: str) -> tuple[DeviceBinding, ...] | None:
         """The devices DeviceClass ``name`` selects; None when there is no such class."""
         device_class = self._classes.get(name)
@@ -248,26 +270,41 @@ def _request_of(path: str) -> str:
     return path.split(".exactly")[0].split(".firstAvailable")[0]
 
 
-def _unmatched_requests(obj: TypedObject, devices: _Devices) -> list[str]:
-    """The requests of a claim or template none of whose alternatives can match a device."""
-    alternatives: dict[str, list[tuple[Target, int]]] = {}
+def _unmatched_requests(obj: TypedObject, devices: _Devices) -> tuple[list[str], bool]:
+    """The requests of a claim or template none of whose alternatives can match a device, and
+    whether one of them cannot because its selectors fail on every device they see."""
+    alternatives: dict[str, list[tuple[Target, int, str | None]]] = {}
     for target in targets(obj):
         candidates = devices.of_class(target.class_name)
         if candidates is None:
             continue  # an unknown class: the selectors rule says so
-        matched = len(devices.selected(_programs(target), candidates))
-        alternatives.setdefault(_request_of(target.path), []).append((target, matched))
+        programs = _programs(target)
+        matched = len(devices.selected(programs, candidates))
+        failing = devices.failing_everywhere(programs, candidates) if candidates and not matched else None
+        alternatives.setdefault(_request_of(target.path), []).append((target, matched, failing))
     unmatched = []
+    failed = False
     for request, found in alternatives.items():
-        if not any(count for _, count in found):
-            classes = ", ".join(dict.fromkeys(f'DeviceClass "{t.class_name}"' for t, _ in found))
+        if any(count for _, count, _ in found):
+            continue
+        classes = ", ".join(dict.fromkeys(f'DeviceClass "{t.class_name}"' for t, _, _ in found))
+        errors = [error for _, _, error in found if error is not None]
+        if len(errors) == len(found):
+            failed = True
+            unmatched.append(
+                f"{request}: its selectors fail on every device of {classes} ({errors[0]}), and the "
+                "scheduler stops at such an error: no pod using it can be scheduled"
+            )
+        else:
             unmatched.append(f"{request}: no device of {classes} matches the request's selectors")
-    return unmatched
+    return unmatched, failed
 
 
 def unmatched_selectors(snapshot: Snapshot) -> list[Finding]:
     """DeviceClasses that select no device, and requests of pending claims and templates that no
-    device can satisfy. Nothing is said about a cluster without devices (nothing to compare with)."""
+    device can satisfy: a warning, or a failure when their selectors fail on every device (a
+    runtime error, which aborts the scheduling of every pod using them). Nothing is said about a
+    cluster without devices (nothing to compare with)."""
     devices = _Devices(snapshot)
     if not devices.all:
         return []
@@ -275,18 +312,25 @@ def unmatched_selectors(snapshot: Snapshot) -> list[Finding]:
     for device_class in snapshot.classes.values():
         if devices.of_class(device_class.name):
             findings.append(_health(UNMATCHED_SELECTORS, "pass", "", device_class))
+            continue
+        (target,) = targets(device_class)
+        error = devices.failing_everywhere(_programs(target), devices.all)
+        if error is not None:
+            message = (f"DeviceClass {device_class.name}: its selectors fail on every one of the "
+                       f"{len(devices.all)} devices in the cluster ({error}): no claim of this class can "
+                       "be allocated, and the scheduler stops at such an error")
         else:
-            findings.append(_health(UNMATCHED_SELECTORS, "warn", (
-                f"DeviceClass {device_class.name}: its selectors match none of the {len(devices.all)} "
-                "devices in the cluster, so no claim of this class can be allocated"
-            ), device_class))
+            message = (f"DeviceClass {device_class.name}: its selectors match none of the {len(devices.all)} "
+                       "devices in the cluster, so no claim of this class can be allocated")
+        findings.append(_health(UNMATCHED_SELECTORS, "fail" if error else "warn", message, device_class))
     pending: list[ResourceClaim | ResourceClaimTemplate] = [
         c for c in snapshot.claims.values() if c.status is None or c.status.allocation is None
     ]
     for obj in [*pending, *snapshot.templates.values()]:
-        unmatched = _unmatched_requests(obj, devices)
+        unmatched, failed = _unmatched_requests(obj, devices)
         message = f"{ResourceRef.of(obj)}: " + "; ".join(unmatched) if unmatched else ""
-        findings.append(_health(UNMATCHED_SELECTORS, "warn" if unmatched else "pass", message, obj))
+        result: Result = "fail" if failed else "warn" if unmatched else "pass"
+        findings.append(_health(UNMATCHED_SELECTORS, result, message, obj))
     return findings
 
 
@@ -503,6 +547,26 @@ def audit(
             progress(done, len(steps))
     return Report(tuple(findings), len(defaulted))
 
+
+def selector_warnings(
+    objects: Sequence[TypedObject], rules: Sequence[Rule], now: datetime
+) -> list[list[str]]:
+    """For each object: what the selectors rule warns about it, created now among ``objects``
+    (``draguard validate`` given slices, so that it and audit agree): a selector matching no
+    device, an attribute no device publishes (with the closest name), a class that does not exist.
+    Nothing unless ``objects`` hold ResourceSlices and DeviceClasses: a picture of the cluster to
+    compare with, not a claim checked on its own."""
+    warnings: list[list[str]] = [[] for _ in objects]
+    kinds = {type(o) for o in objects}
+    if ResourceSlice not in kinds or DeviceClass not in kinds:
+        return warnings
+    defaulted = [apply_defaults(o, now) for o in objects]
+    selectors = [r for r in rules if r.name == "selectors"]
+    ctx = Context(Snapshot.build(defaulted), Config(), now)
+    for i, obj in enumerate(defaulted):
+        if isinstance(obj, (DeviceClass, ResourceClaim, ResourceClaimTemplate)):
+            warnings[i] = [f.message for f in policy_findings(obj, selectors, ctx) if f.result == "warn"]
+    return warnings
 
 
 # --- PolicyReports -------------------------------------------------------------------------------

@@ -87,7 +87,7 @@ def test_unreadable_input_exits_2_without_traceback(
     bad.write_text("apiVersion: v1\nkind: Node\nmetadata: [oops]\n")
     code, _, err = run(capsys, "-f", str(bad))
     assert code == 2
-    assert "document 1: metadata: Invalid value" in err and "Traceback" not in err
+    assert "document 1: Node <no name>: metadata: Invalid value" in err and "Traceback" not in err
 
 
 def test_search_budget_gives_up_with_a_reported_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -387,6 +387,11 @@ def taint_rule(name: str, selector: dict[str, Any] | None, effect: str = "NoSche
     }
 
 
+# DeviceTaintRule is served only where the cluster turns it on (v1beta2, the DRADeviceTaintRules gate):
+# the input says so, as the API server's --runtime-config does.
+TAINT_RULES_SERVED = ("--api-versions", "resource.k8s.io/v1beta2")
+
+
 def taint_docs(*rules: dict[str, Any], **exactly: Any) -> list[dict[str, Any]]:
     return [
         node("node-1"),
@@ -432,7 +437,7 @@ def test_device_taint_rule_selectors(
     # The scheduler's resourceslice tracker appends the rule's taint to every device the selector
     # matches (driver, pool, device compared as exact strings, unset = any); allocateDevice then
     # refuses untolerated NoSchedule/NoExecute taints (taintPreventsAllocation).
-    entry = only(run(tmp_path, capsys, taint_docs(taint_rule("r", selector))))
+    entry = only(run(tmp_path, capsys, taint_docs(taint_rule("r", selector)), *TAINT_RULES_SERVED))
     assert picked(entry) == expected
     assert entry["error"] is None
 
@@ -441,7 +446,7 @@ def test_device_taint_rule_with_effect_none_does_not_block(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # taintPreventsAllocation: only NoSchedule and NoExecute prevent allocation.
-    entry = only(run(tmp_path, capsys, taint_docs(taint_rule("r", {}, effect="None"))))
+    entry = only(run(tmp_path, capsys, taint_docs(taint_rule("r", {}, effect="None")), *TAINT_RULES_SERVED))
     assert picked(entry) == [f"{GPU}/node-1/dev-0", f"{NIC}/node-1/dev-0"]
 
 
@@ -452,7 +457,7 @@ def test_device_taint_rule_taint_is_tolerated_and_toleration_copied(
     # toleration verbatim. The NIC request does not tolerate and the rule only selects the GPU driver.
     toleration = {"key": "rule", "operator": "Exists", "effect": "NoSchedule"}
     docs = taint_docs(taint_rule("r", {"driver": GPU}), tolerations=[toleration])
-    entry = only(run(tmp_path, capsys, docs))
+    entry = only(run(tmp_path, capsys, docs, *TAINT_RULES_SERVED))
     gpu, nic = entry["results"][0]["devices"]["results"]
     assert gpu == result("gpu", GPU, "node-1", "dev-0", tolerations=[toleration])
     assert nic == result("nic", NIC, "node-1", "dev-0")
@@ -790,12 +795,13 @@ def test_claim_limit_counts_the_smallest_alternative(
     assert "claim default/c: number of requested devices 33 exceeds the claim limit of 32" in entry["error"]
 
 
-def test_objects_sharing_a_name_are_all_allocator_input(
+def test_objects_sharing_a_name_are_refused_as_the_api_server_refuses_them(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # The upstream allocator takes slices and claims as lists and never keys them by name (its own
-    # test table reuses "slice-1" in two pools and "claim-0" twice). Fed the same objects, it uses
-    # both slices and returns one result per claim: claim 1 gets pool-a/gpu-a, claim 2 pool-b/gpu-b.
+    # The upstream allocator takes slices and claims as lists and never keys them by name, but a
+    # cluster cannot hold two objects of one kind, namespace and name (the second create is
+    # AlreadyExists): such input is a mistake, and allocating from it answered with a confusing
+    # "pool is incomplete". allocate refuses it, naming both places, as validate does (exit 2).
     docs = [
         node("node-1"),
         device_class("gpu", GPU),
@@ -804,11 +810,15 @@ def test_objects_sharing_a_name_are_all_allocator_input(
         claim("claim-0", request("gpu", "gpu")),
         claim("claim-0", request("gpu", "gpu")),
     ]
-    entry = only(run(tmp_path, capsys, docs))
-    assert [[r["pool"] for r in res["devices"]["results"]] for res in entry["results"]] == [
-        ["pool-a"],
-        ["pool-b"],
-    ]
+    path = tmp_path / "input.yaml"
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    assert main(["allocate", "-f", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        f'{path}: document 4: ResourceSlice slice-1: metadata.name: Duplicate value: "slice-1": the same '
+        f"ResourceSlice is also in {path}: document 3"
+    ) in err
+    assert 'document 6: ResourceClaim default/claim-0: metadata.name: Duplicate value: "claim-0"' in err
 
 
 def test_binds_to_node_pins_the_result_even_without_the_binding_feature(
@@ -1026,12 +1036,11 @@ def test_explaining_one_node_does_not_change_the_next_nodes_answer(
     assert on_node2["allocated"] is False and on_node2["error"] is None
 
 
-def test_selector_compile_error_only_where_a_device_is_checked(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # selectorsMatch compiles through the CEL cache when a device is first checked, so a request
-    # selector that does not compile is an error on node-1 (a GPU passes the class selector and is
-    # checked) but not on node-2, which has no device at all: there the claim simply does not fit.
+def test_selector_compile_error_is_invalid_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The API server refuses a claim whose selector does not compile, so allocate validates its
+    # input first and refuses it with validate's line (exit 2, as the README promises) instead of
+    # answering "fits nowhere" per node as the allocator's CEL cache would (selectorsMatch compiles
+    # only when a device is first checked).
     broken = {"cel": {"expression": "device.attributes[1 +"}}
     docs = [
         node("node-1"),
@@ -1040,10 +1049,15 @@ def test_selector_compile_error_only_where_a_device_is_checked(
         resource_slice("n1", GPU, "node-1", ["gpu-0"], nodeName="node-1"),
         claim("c", request("gpu", "gpu", selectors=[broken])),
     ]
-    on_node1, on_node2 = run(tmp_path, capsys, docs)["nodes"]
-    assert on_node1["allocated"] is False
-    assert "claim default/c: selector #0: CEL compile error" in on_node1["error"]
-    assert on_node2["allocated"] is False and on_node2["error"] is None
+    path = tmp_path / "input.yaml"
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    assert main(["allocate", "-f", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert (
+        f"{path}: document 5: ResourceClaim default/c: spec.devices.requests[0].exactly.selectors[0].cel."
+        'expression: Invalid value: "device.attributes[1 +": compilation failed'
+    ) in err
 
 
 def test_invalid_pool_fails_only_that_node_with_an_error(
@@ -1083,14 +1097,14 @@ def test_every_allocated_claim_in_the_input_holds_its_devices(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # The allocated state is built from every allocated claim handed over (foreachAllocatedDevice per
-    # claim); two allocated claims that happen to share a name both keep their devices busy, so the
-    # new claim gets gpu-2.
+    # claim); both keep their devices busy, so the new claim gets gpu-2. (Two claims sharing a name
+    # are refused as input: a cluster cannot hold them, see the duplicate test above.)
     docs = [
         node("node-1"),
         device_class("gpu", GPU),
         resource_slice("s", GPU, "node-1", ["gpu-0", "gpu-1", "gpu-2"], nodeName="node-1"),
         allocated(claim("holder", request("gpu", "gpu")), result("gpu", GPU, "node-1", "gpu-0")),
-        allocated(claim("holder", request("gpu", "gpu")), result("gpu", GPU, "node-1", "gpu-1")),
+        allocated(claim("holder-2", request("gpu", "gpu")), result("gpu", GPU, "node-1", "gpu-1")),
         claim("c", request("gpu", "gpu")),
     ]
     assert picked(only(run(tmp_path, capsys, docs))) == [f"{GPU}/node-1/gpu-2"]

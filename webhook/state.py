@@ -26,6 +26,7 @@ from policies.api.base import TypedObject
 from policies.api.core import Pod
 from policies.api.defaults import apply_defaults
 from policies.config import Config
+from policies.reading import DEFAULTS, ReadOptions
 from policies.rules.drain import is_driver_pod
 from policies.snapshot import Snapshot
 from webhook.kube import ApiResource, KubeReader
@@ -104,9 +105,16 @@ class FileState:
         return cls(indexed(Snapshot.build(obj for obj in defaulted if keep(obj))))
 
     @classmethod
-    def load(cls, paths: Sequence[str], now: datetime, keep: Keep = DEFAULT_RELEVANCE) -> FileState:
-        """The objects of manifest files or directories; raises ManifestError."""
-        return cls.from_objects((loaded.obj for loaded in load(paths)), now, keep)
+    def load(
+        cls,
+        paths: Sequence[str],
+        now: datetime,
+        keep: Keep = DEFAULT_RELEVANCE,
+        options: ReadOptions = DEFAULTS,
+    ) -> FileState:
+        """The objects of manifest files or directories, read as the offline commands read them
+        (``options``: the reading flags); raises ManifestError."""
+        return cls.from_objects((loaded.obj for loaded in load(paths, options)), now, keep)
 
     @property
     def snapshot(self) -> Snapshot:

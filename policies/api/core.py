@@ -30,11 +30,16 @@ class ResourceRequirements(ApiModel):
     claims: list[ContainerResourceClaim] | None = None
 
 
+class SecurityContext(ApiModel):
+    privileged: bool | None = None
+
+
 class Container(ApiModel):
     name: str = ""
     image: str | None = None
     resources: ResourceRequirements | None = None
     restart_policy: str | None = None
+    security_context: SecurityContext | None = None
 
 
 class PodResourceClaim(ApiModel):
@@ -77,6 +82,7 @@ class PodSpec(ApiModel):
     overhead: dict[str, Quantity] | None = None
     scheduler_name: str | None = None
     service_account_name: str | None = None
+    restart_policy: str | None = None
 
 
 class PodResourceClaimStatus(ApiModel):

@@ -300,6 +300,7 @@ POD: dict[str, Any] = {
             {
                 "name": "main",
                 "image": "registry.example.com/train:1",
+                "securityContext": {"privileged": False},
                 "resources": {
                     "limits": {"memory": "8Gi"},
                     "requests": {"cpu": "500m", "memory": "8Gi"},
@@ -315,6 +316,7 @@ POD: dict[str, Any] = {
         "overhead": {"memory": "10Mi"},
         "schedulerName": "default-scheduler",
         "serviceAccountName": "trainer",
+        "restartPolicy": "Always",
     },
     "status": {
         "phase": "Running",

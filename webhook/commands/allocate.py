@@ -1,9 +1,13 @@
 """``draguard allocate``: dry-run the structured allocator on manifests, node by node.
 
-The files hold DeviceClasses, ResourceSlices, Nodes, ResourceClaims and optionally one Pod and
+The files hold DeviceClasses, ResourceSlices, Nodes, ResourceClaims and optionally one Pod (or
+one workload, such as a Deployment or a Job, of which one pod of its template is allocated) and
 DeviceTaintRules. Claims that already have ``status.allocation`` are the cluster's allocated state.
 The claims to allocate are the pod's (templates instantiated) when a Pod is given, otherwise the
 unallocated claims in file order. Objects are defaulted as the API server would store them.
+
+The input is read and validated as ``draguard validate`` reads and validates it first: anything
+it refuses is printed as it prints it, and the exit code is 2.
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from policies.api.core import Node, Pod
 from policies.api.defaults import apply_defaults
 from policies.dryrun import DryRun, DryRunInputError, NodeAnswer, claims_to_allocate
 from policies.snapshot import Snapshot
-from webhook.manifests import ManifestError, load
+from policies.validation.documents import ANY_NAMESPACE, judge
+from webhook.commands.common import UsageError, add_file_flags, add_reading_flags, print_notes, read_inputs
+from webhook.manifests import Entry
 
 
 class InputError(Exception):
@@ -38,7 +44,8 @@ def register(sub: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("-f", "--filename", dest="files", action="append", required=True, metavar="FILE_OR_DIR")
+    add_file_flags(p)
+    add_reading_flags(p)
     p.add_argument(
         "--node",
         dest="nodes",
@@ -78,12 +85,47 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+# The cluster's inventory, as drivers and admins published it: read strictly, not re-validated
+# (what a cluster holds was admitted by its own API server).
+_INVENTORY = ("ResourceSlice", "Node", "DeviceTaintRule")
+
+
+def _read(args: argparse.Namespace) -> list[Entry]:
+    """The input, what is to be allocated validated as ``draguard validate`` validates it (admin
+    access aside: whether a namespace may use it is the cluster's to say, and this input need not
+    describe namespaces); :class:`InputError` with validate's lines on any problem."""
+    entries = read_inputs(args)
+    print_notes(entries, sys.stderr)
+    problems = []
+    for entry in entries:
+        if entry.reading is None:
+            problems.append(entry.problem or entry.where)
+            continue
+        found = entry.reading.errors
+        if not found and entry.reading.kind not in _INVENTORY:
+            privileged = args.allow_privileged
+            found = judge(entry.reading, namespace_labels=ANY_NAMESPACE, allow_privileged=privileged)
+        problems += [f"{entry.label}: {line}" for line in found]
+    if problems:
+        raise InputError("invalid input (draguard validate says why):\n" + "\n".join(problems))
+    if not any(e.reading is not None and e.reading.skipped is None for e in entries):
+        raise InputError(f"no objects found in {', '.join(args.files)}")
+    for entry in entries:
+        reading = entry.reading
+        if reading is not None and reading.template is not None:
+            print(
+                f"note: {entry.where}: {reading.label}: allocating one pod of its template "
+                f"({'.'.join(reading.template)})",
+                file=sys.stderr,
+            )
+    return entries
+
+
 def _inputs(args: argparse.Namespace) -> tuple[Snapshot, list[Node], Pod | None]:
     now = datetime.now(UTC)
-    try:
-        snapshot = Snapshot.build(apply_defaults(x.obj, now) for x in load(args.files))
-    except ManifestError as err:
-        raise InputError(str(err)) from None
+    entries = _read(args)
+    objects = (e.reading.obj for e in entries if e.reading is not None and e.reading.obj is not None)
+    snapshot = Snapshot.build(apply_defaults(obj, now) for obj in objects)
     pods = list(snapshot.pods.values())
     if len(pods) > 1:
         raise InputError(
@@ -140,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
         features = Features() if args.features is None else Features.parse(args.features)
         snapshot, nodes, pod = _inputs(args)
         claims = claims_to_allocate(snapshot, pod)
-    except (InputError, DryRunInputError, ValueError) as err:
+    except (InputError, UsageError, DryRunInputError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     # The timeout applies per node (as the scheduler's filter timeout does): the clock the budget

@@ -31,13 +31,16 @@ from workloads import (
 
 MANIFESTS = Path(__file__).parent / "manifests"
 NODE = "pre-node-1"
+# As on clouds whose node names are not host names: the rewrite must use the Node's label.
+HOSTNAME = "pre-host-1"
+ACCELERATOR = {"cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite"}
 TPU = "tpu.example.com"
 
 
 @pytest.fixture(scope="module")
 def tpu_node(control_plane: ControlPlane) -> str:
     """A node with a TPU driver's slice, and the scheduler (which alone allocates claims)."""
-    control_plane.add_node(NODE, labels={"cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite"})
+    control_plane.add_node(NODE, labels={"kubernetes.io/hostname": HOSTNAME, **ACCELERATOR})
     apply(control_plane.client(), (MANIFESTS / "tpu-driver.yaml").read_text())
     control_plane.start_scheduler()
     return NODE
@@ -79,7 +82,7 @@ class TestRefused:
         )
         assert f"pod {kube_namespace}/pinned sets spec.nodeName {NODE}" in message
         assert f'pod claim "tpu": claim {kube_namespace}/tpu is not allocated' in message
-        assert f"spec.nodeSelector {{kubernetes.io/hostname: {NODE}}}" in message
+        assert f"spec.nodeSelector {{kubernetes.io/hostname: {HOSTNAME}}}" in message
         assert call(api, "GET", f"{pods(kube_namespace)}/pinned").status == 404
 
     def test_pinned_pod_with_a_template_claim_is_refused(
@@ -120,16 +123,29 @@ class TestRewritten:
         assert answer.status == 201, answer.body
         spec = answer.body["spec"]
         assert "nodeName" not in spec
-        assert spec["nodeSelector"] == {"kubernetes.io/hostname": NODE}
+        assert spec["nodeSelector"] == {"kubernetes.io/hostname": HOSTNAME}
         assert answer.warnings == (
             f"pod {kube_namespace}/pinned: draguard replaced spec.nodeName {NODE} with the node selector "
-            f"kubernetes.io/hostname={NODE} so that the scheduler allocates the pod's devices",
+            f"kubernetes.io/hostname={HOSTNAME} so that the scheduler allocates the pod's devices",
         )
         assert bound_node(api, kube_namespace, "pinned") == NODE
         made = pod_claim(api, kube_namespace, "pinned", "one-tpu")
         allocated = get(api, f"{claims(kube_namespace)}/{made}")["status"]["allocation"]
         assert all(r["device"].startswith("tpu-") for r in allocated["devices"]["results"])
         assert reserved_for(api, kube_namespace, made) == ["pinned"]
+
+    def test_a_pod_selecting_nodes_already_keeps_its_selector(
+        self, control_plane: ControlPlane, kube_namespace: str
+    ) -> None:
+        """The hostname joins the pod's own selector (a JSON Pointer with an escaped ``/``, which the
+        API server applies)."""
+        api = control_plane.client()
+        create(api, templates(kube_namespace), template("one-tpu", TPU))
+        selecting = pod("selecting", templates=["one-tpu"], node_name=NODE, node_selector=ACCELERATOR)
+        answer = call(api, "POST", pods(kube_namespace), selecting)
+        assert answer.status == 201, answer.body
+        assert answer.body["spec"]["nodeSelector"] == {**ACCELERATOR, "kubernetes.io/hostname": HOSTNAME}
+        assert bound_node(api, kube_namespace, "selecting") == NODE
 
     def test_pod_pinned_to_an_unknown_node_is_not_rewritten_but_refused(
         self, control_plane: ControlPlane, kube_namespace: str

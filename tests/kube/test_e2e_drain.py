@@ -1,6 +1,8 @@
 """The drain rule through the real API server: ``kubectl drain``'s policy/v1 Eviction of a DRA
 driver's kubelet-plugin pod is refused while a workload pod on its node still holds a claim the
-scheduler allocated there, and allowed once that pod is gone.
+scheduler allocated there, and allowed once that pod is gone. The refusal is a 429, as a
+PodDisruptionBudget's is, so a drain evicting every pod at once waits for the driver pod instead of
+failing: the order the rule asks for comes about by itself.
 
 Pods are bound to a node without a kubelet: they never run, and with
 ``terminationGracePeriodSeconds: 0`` an allowed eviction deletes them at once, as a kubelet would
@@ -9,12 +11,14 @@ confirm after they stopped.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from controlplane import ControlPlane, call, wait_for
+from controlplane import ControlPlane, call
 from deploy import Draguard, apply, installed
+from kubernetes import client
 from workloads import (
     bound_node,
     claims,
@@ -64,9 +68,9 @@ def test_driver_pod_stays_while_its_node_has_claims_in_use(
 
     path, body = evict(kube_namespace, "nic-plugin-a")
     # draguard's snapshot follows the API server: wait until it has the plugin pod and the claim.
-    dry_run_until(api, "POST", path, body, 403)
+    dry_run_until(api, "POST", path, body, 429)
     refused = call(api, "POST", path, body)
-    assert refused.status == 403, refused.body
+    assert (refused.status, refused.body["reason"]) == (429, "TooManyRequests"), refused.body
     assert refused.message == (
         'admission webhook "drain.draguard.io" denied the request: '
         f"DRA driver pod {kube_namespace}/nic-plugin-a on node {NODE} must not be evicted yet: "
@@ -75,17 +79,36 @@ def test_driver_pod_stays_while_its_node_has_claims_in_use(
     )
     assert call(api, "GET", f"{pods(kube_namespace)}/nic-plugin-a").status == 200
 
-    # kubectl drain evicts the workload (not a driver pod: allowed), its claim goes with it ...
-    workload_path, workload_body = evict(kube_namespace, "train")
-    assert call(api, "POST", workload_path, workload_body).status == 201
-    wait_for(
-        "the workload's claim to go",
-        lambda: call(api, "GET", f"{claims(kube_namespace)}/{held}").status == 404,
-    )
-    # ... and then the driver pod may go too.
-    dry_run_until(api, "POST", path, body, 201)
-    assert call(api, "POST", path, body).status == 201
+    # kubectl drain evicts every pod of the node: the workload goes, its claim with it, and the
+    # driver pod's eviction, retried, goes through once draguard has seen that.
+    attempts = drain(api, kube_namespace, ["nic-plugin-a", "train"])
+    assert attempts[:2] == [("nic-plugin-a", 429), ("train", 201)], attempts
+    assert attempts[-1] == ("nic-plugin-a", 201), attempts
+    assert call(api, "GET", f"{claims(kube_namespace)}/{held}").status == 404
     assert call(api, "GET", f"{pods(kube_namespace)}/nic-plugin-a").status == 404
+
+
+def drain(
+    api: client.ApiClient, namespace: str, names: list[str], timeout: float = 30
+) -> list[tuple[str, int]]:
+    """Evict the pods as ``kubectl drain`` does (upstream staging/src/k8s.io/kubectl/pkg/drain/drain.go,
+    evictPods): 429 Too Many Requests is "try again later" (after 5 s there, 0.5 s here), 404 is
+    gone, and any other refusal makes the drain give up. The (pod, status) of every attempt."""
+    attempts: list[tuple[str, int]] = []
+    remaining = list(names)
+    deadline = time.monotonic() + timeout
+    while remaining:
+        for name in list(remaining):
+            path, body = evict(namespace, name)
+            answer = call(api, "POST", path, body)
+            attempts.append((name, answer.status))
+            if answer.status in (201, 404):
+                remaining.remove(name)
+            elif answer.status != 429:
+                raise AssertionError(f"the drain gives up on {name}: {answer.status} {answer.message}")
+        assert time.monotonic() < deadline, f"the drain did not finish: {attempts}"
+        time.sleep(0.5 if remaining else 0)
+    return attempts
 
 
 def test_driver_pod_on_a_node_without_claims_in_use_is_evicted(

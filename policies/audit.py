@@ -25,7 +25,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any, Literal
 
-from policies.allocator import Features, device_taints, tolerates
+from policies.allocator import device_taints, tolerates
 from policies.allocator.nodes import NodeSelectorError, selector_matches
 from policies.api.admission import UserInfo
 from policies.api.base import NodeSelector, TypedObject
@@ -40,12 +40,13 @@ from policies.api.resource import (
 )
 from policies.cel import CompileError, DeviceBinding, EvalError, Program, SelectorCache, compile_expression
 from policies.config import Config
-from policies.dryrun import DryRun, DryRunInputError, pod_claims
+from policies.dryrun import DryRun, FeatureGates, Prepared, Question, with_uid
 from policies.reading import Reading
 from policies.rules.common import LISTED, a_few
 from policies.rules.engine import Context, Outcome, Rule, admit, rule_config
 from policies.rules.request import request_from
 from policies.rules.selectors import STORED_EXPRESSIONS, Target, current_slices, targets
+from policies.scheduler.cluster import is_pending
 from policies.snapshot import Snapshot
 
 Result = Literal["pass", "fail", "warn", "error", "skip"]
@@ -476,38 +477,30 @@ def noexecute_taints(snapshot: Snapshot) -> list[Finding]:
 
 
 def _pending(snapshot: Snapshot) -> list[Pod]:
-    """Pods waiting for the scheduler with claims: no node yet, not being deleted."""
-    return [
-        p for p in snapshot.pods.values()
-        if not p.spec.node_name and p.spec.resource_claims and not p.metadata.deletion_timestamp
-    ]
+    """Pods waiting for the scheduler with claims: no node yet, not finished, not being deleted."""
+    return [p for p in snapshot.pods.values() if is_pending(p) and p.spec.resource_claims]
 
 
 def _one_line(text: str) -> str:
     return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
-def pending_pod(pod: Pod, snapshot: Snapshot, features: Features) -> list[Finding]:
-    """Whether a pending pod's claims fit on some node now (dra-reference 4.18, as the scheduler
-    asks); ``fail`` with each node's reason when they fit nowhere."""
-    try:
-        claims = pod_claims(snapshot, pod)
-    except DryRunInputError as err:
-        message = f"pod {pod.key} is pending and cannot be scheduled: {err}"
+def pending_pod(pod: Pod, prepared: Prepared) -> list[Finding]:
+    """Whether a pending pod fits on some node now, as kube-scheduler's default profile would judge
+    it (dra-reference 4.18); ``fail`` with the scheduler's message and each node's reason when it
+    fits nowhere."""
+    answer = DryRun(prepared).answer(Question(with_uid(pod)))
+    if answer.error:
+        message = f"pod {pod.key} is pending and cannot be scheduled: {answer.error}"
         return [_health(UNSCHEDULABLE_PODS, "fail", message, pod)]
-    if all(c.status is not None and c.status.allocation is not None for c in claims):
+    if answer.fits:
         return [_health(UNSCHEDULABLE_PODS, "pass", "", pod)]
-    dry = DryRun(snapshot, claims, features, pod=pod)
-    reasons = []
-    for node in snapshot.nodes.values():
-        answer = dry.on_node(node)
-        if answer.allocated:
-            return [_health(UNSCHEDULABLE_PODS, "pass", "", pod)]
-        reasons.append(f"{node.name}: {_one_line(answer.reason or 'does not fit')}")
+    reasons = [f"{n.node}: {_one_line(n.detail or ', '.join(n.reasons))}" for n in answer.nodes]
     more = len(reasons) - LISTED
     shown = "; ".join(reasons[:LISTED]) + (f"; and {more} more" if more > 0 else "")
     return [_health(UNSCHEDULABLE_PODS, "fail", (
-        f"pod {pod.key} is pending and its claims fit on none of the {len(reasons)} nodes now: {shown}"
+        f"pod {pod.key} is pending and fits on none of the {len(reasons)} nodes now: "
+        f"{answer.message} ({shown})"
     ), pod)]
 
 
@@ -515,7 +508,7 @@ def pending_pod(pod: Pod, snapshot: Snapshot, features: Features) -> list[Findin
 
 
 def _steps(
-    objects: Sequence[TypedObject], rules: Sequence[Rule], ctx: Context, features: Features
+    objects: Sequence[TypedObject], rules: Sequence[Rule], ctx: Context, gates: FeatureGates
 ) -> Iterator[Callable[[], list[Finding]]]:
     """The audit as small steps, so that the caller can show progress."""
     for obj in objects:
@@ -523,9 +516,11 @@ def _steps(
     snapshot = ctx.snapshot
     for check in (unmatched_selectors, pool_health, claims_on_missing_nodes, noexecute_taints):
         yield partial(check, snapshot)
-    if snapshot.nodes:
-        for pod in _pending(snapshot):
-            yield partial(pending_pod, pod, snapshot, features)
+    pending = _pending(snapshot) if snapshot.nodes else []
+    if pending:
+        prepared = Prepared.of(snapshot, gates)
+        for pod in pending:
+            yield partial(pending_pod, pod, prepared)
 
 
 def audit(
@@ -533,13 +528,13 @@ def audit(
     rules: Sequence[Rule],
     config: Config,
     now: datetime,
-    features: Features,
+    gates: FeatureGates,
     progress: Progress | None = None,
 ) -> Report:
     """Every finding about ``objects`` (as read from files or the API server; defaulted here)."""
     defaulted = [apply_defaults(o, now) for o in objects]
     ctx = Context(Snapshot.build(defaulted), _audit_config(config), now)
-    steps = list(_steps(defaulted, rules, ctx, features))
+    steps = list(_steps(defaulted, rules, ctx, gates))
     findings: list[Finding] = []
     for done, step in enumerate(steps, start=1):
         findings += step()

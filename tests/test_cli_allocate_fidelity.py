@@ -88,13 +88,15 @@ def result(req: str, driver: str, pool: str, device: str, **extra: Any) -> dict[
 
 
 def run(tmp_path: Path, capsys: pytest.CaptureFixture[str], docs: list[dict[str, Any]], *args: str) -> Any:
-    """``draguard allocate -f <docs> -o json [args]``: the parsed document (key order kept)."""
+    """``draguard allocate -f <docs> -o json [args]``: the answer for the one pod asked about (the
+    pod of the input, or the unallocated claims as one pod), key order kept."""
     path = tmp_path / "input.yaml"
     path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
     code = main(["allocate", "-f", str(path), "-o", "json", *args])
     out, err = capsys.readouterr()
     assert code in (0, 1), err
-    return json.loads(out)
+    (pod,) = json.loads(out)["pods"]
+    return pod
 
 
 def only(document: Any) -> dict[str, Any]:
@@ -156,7 +158,7 @@ def test_share_of_a_multi_allocatable_device_prints_like_the_go_struct(
     # 48828125Ki (4.16a); 1024Mi is within range and on a step, its canonical form is 1Gi.
     # createNodeSelector: the slice has nodeName -> metadata.name In [node-1].
     entry = only(run(tmp_path, capsys, [*shared_gpu_cluster(), shared_gpu_claim()]))
-    assert entry["allocated"] is True and entry["error"] is None
+    assert entry["fits"] is True and entry.get("error") is None
     (allocation,) = entry["results"]
     (device,) = allocation["devices"]["results"]
     share_id = device.pop("shareID")
@@ -213,7 +215,7 @@ def test_claim_without_requests_gets_an_empty_devices_object(
     # are omitempty and createNodeSelector returns nil (empty term), so the JSON is {"devices": {}}.
     docs = [node("node-1"), device_class("gpu", GPU), claim("nothing")]
     entry = only(run(tmp_path, capsys, docs))
-    assert entry["allocated"] is True
+    assert entry["fits"] is True
     assert entry["results"] == [{"devices": {}}]
 
 
@@ -284,7 +286,7 @@ def test_device_with_binding_conditions_is_invisible_without_the_feature(
     # selectable; that is "does not fit", not an error.
     features = "adminAccess,prioritizedList,partitionableDevices,deviceTaints,consumableCapacity"
     entry = only(run(tmp_path, capsys, binding_docs(), "--features", features))
-    assert entry["allocated"] is False and entry["error"] is None
+    assert entry["fits"] is False and entry.get("error") is None
     assert entry["results"] == [None]
 
 
@@ -439,7 +441,7 @@ def test_device_taint_rule_selectors(
     # refuses untolerated NoSchedule/NoExecute taints (taintPreventsAllocation).
     entry = only(run(tmp_path, capsys, taint_docs(taint_rule("r", selector)), *TAINT_RULES_SERVED))
     assert picked(entry) == expected
-    assert entry["error"] is None
+    assert entry.get("error") is None
 
 
 def test_device_taint_rule_with_effect_none_does_not_block(
@@ -517,7 +519,7 @@ def test_shares_in_use_add_up_their_consumed_capacity(
     # their consumedCapacity is summed into AggregatedCapacity (50Gi). CmpRequestOverCapacity:
     # 50Gi + request <= 80Gi. Without a capacity request a policy-free capacity is consumed whole.
     entry = only(run(tmp_path, capsys, share_docs(wanted)))
-    assert entry["allocated"] is fits and entry["error"] is None
+    assert entry["fits"] is fits and entry.get("error") is None
     if fits:
         (device,) = entry["results"][0]["devices"]["results"]
         assert device["consumedCapacity"] == {"memory": "30Gi"}
@@ -532,7 +534,7 @@ def test_shares_are_exclusive_allocations_without_consumable_capacity(
     # allowMultipleAllocations with the feature off: gpu-0 is simply in use.
     features = "adminAccess,prioritizedList,partitionableDevices,deviceTaints,deviceBindingAndStatus"
     entry = only(run(tmp_path, capsys, share_docs(None), "--features", features))
-    assert entry["allocated"] is False and entry["error"] is None
+    assert entry["fits"] is False and entry.get("error") is None
 
 
 # --- the dry-run layer (scheduler PreFilter/Filter around the allocator, dra-reference 4.18) -------------
@@ -591,9 +593,9 @@ def test_pod_claims_in_pod_order_nodes_in_input_order(
     doc = run(tmp_path, capsys, pod_docs())
     on_node2, on_node1 = doc["nodes"]
     assert on_node2["node"] == "node-2" and on_node1["node"] == "node-1"
-    assert on_node1["allocated"] is False and on_node1["error"] is None
+    assert on_node1["fits"] is False and on_node1.get("error") is None
     assert on_node1["results"] == [None, None]
-    assert on_node2["allocated"] is True and on_node2["error"] is None
+    assert on_node2["fits"] is True and on_node2.get("error") is None
     mine, data = on_node2["results"]
     assert mine == {
         "devices": {"results": [result("gpu", GPU, "node-2", "gpu-1")]},
@@ -622,8 +624,13 @@ def test_without_pod_unallocated_claims_in_file_order(
     assert [r["devices"]["results"][0]["device"] for r in entry["results"]] == ["gpu-0", "gpu-1"]
 
 
-def test_unknown_class_is_an_error_on_every_node(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # validateDeviceRequest: classLister.Get fails -> Allocate returns an error (not "does not fit").
+def test_unknown_class_refuses_the_pod_before_any_node(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The scheduler's DynamicResources PreFilter (validateDeviceClass) checks every class before the
+    # allocator runs: "request gpu: device class no-such-class does not exist" for every node, the
+    # allocator's own "could not retrieve device class" is never reached. PostFilter then finds no
+    # claims in its cycle state.
     docs = [
         node("node-1"),
         node("node-2"),
@@ -633,8 +640,12 @@ def test_unknown_class_is_an_error_on_every_node(tmp_path: Path, capsys: pytest.
     ]
     doc = run(tmp_path, capsys, docs)
     for entry in doc["nodes"]:
-        assert entry["allocated"] is False and entry["results"] == [None]
-        assert "could not retrieve device class no-such-class" in entry["error"]
+        assert entry["fits"] is False and entry["results"] == [None]
+        assert entry["reasons"] == ["request gpu: device class no-such-class does not exist"]
+    assert doc["message"] == (
+        "0/2 nodes are available: request gpu: device class no-such-class does not exist. no new claims to "
+        "deallocate, preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )
 
 
 def test_requested_amounts_taken_as_is_still_print_canonically(
@@ -681,7 +692,7 @@ def test_toleration_matching_follows_resourceclaim_tolerates_taint(
         claim("c", request("gpu", "gpu", tolerations=[toleration])),
     ]
     entry = only(run(tmp_path, capsys, docs))
-    assert entry["allocated"] is tolerated and entry["error"] is None
+    assert entry["fits"] is tolerated and entry.get("error") is None
 
 
 def test_multi_term_slice_node_selector_is_an_error_after_the_search(
@@ -701,10 +712,10 @@ def test_multi_term_slice_node_selector_is_an_error_after_the_search(
         claim("c", request("gpu", "gpu")),
     ]
     entry = only(run(tmp_path, capsys, docs))
-    assert entry["allocated"] is False and entry["results"] == [None]
+    assert entry["fits"] is False and entry["results"] == [None]
     assert (
         "create NodeSelector for claim c: unsupported ResourceSlice.NodeSelector with 2 terms"
-        in entry["error"]
+        in entry.get("error")
     )
 
 
@@ -728,10 +739,16 @@ def test_selector_runtime_error_only_on_nodes_where_the_search_reaches_a_bad_dev
         resource_slice("n2", GPU, "node-2", ["gpu-0"], nodeName="node-2"),
         claim("c", request("gpu", "a100")),
     ]
-    on_node1, on_node2 = run(tmp_path, capsys, docs)["nodes"]
-    assert on_node1["allocated"] is True and on_node1["error"] is None
-    assert on_node2["allocated"] is False and on_node2["results"] == [None]
-    assert "class a100: selector #0" in on_node2["error"] and "CEL runtime error" in on_node2["error"]
+    answer = run(tmp_path, capsys, docs)
+    on_node1, on_node2 = answer["nodes"]
+    assert on_node2["fits"] is False and on_node2["results"] == [None]
+    assert "class a100: selector #0" in on_node2.get("error") and "CEL runtime error" in on_node2.get("error")
+    # The error aborts the scheduler's whole attempt (findNodesThatPassFilters): node-1 is not
+    # chosen although it fits, and the pod's condition says SchedulerError.
+    assert on_node1["fits"] is False
+    assert on_node1["error"].startswith("the scheduling attempt was aborted by node node-2: ")
+    assert answer["reason"] == "SchedulerError"
+    assert answer["message"] == f'running "DynamicResources" filter plugin: {on_node2["error"]}'
 
 
 # --- request validation before the search (validateDeviceRequest, dra-reference 4.5) ---------------------
@@ -753,13 +770,13 @@ def validation_docs(*requests: dict[str, Any]) -> list[dict[str, Any]]:
 def test_every_alternative_is_validated_before_searching(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Allocate validates each subrequest up front (validateDeviceRequest per firstAvailable entry),
-    # so a missing class in the second alternative is fatal although the first would fit. The
-    # subrequest accessor's name() is the subrequest's own name ("fallback", not "gpu/fallback").
+    # The scheduler's PreFilter checks the class of each subrequest up front (validateDeviceClass with
+    # the qualified name "gpu/fallback"), so a missing class in the second alternative refuses the pod
+    # although the first would fit.
     docs = validation_docs({"name": "gpu", "firstAvailable": [sub("big", "gpu"), sub("fallback", "missing")]})
     entry = only(run(tmp_path, capsys, docs))
-    assert entry["allocated"] is False
-    assert "claim default/c, request fallback: could not retrieve device class missing" in entry["error"]
+    assert entry["fits"] is False
+    assert entry["reasons"] == ["request gpu/fallback: device class missing does not exist"]
 
 
 def test_admin_access_false_is_still_refused_without_the_feature(
@@ -771,7 +788,7 @@ def test_admin_access_false_is_still_refused_without_the_feature(
     entry = only(run(tmp_path, capsys, docs, "--features", "prioritizedList,deviceTaints"))
     assert (
         "claim default/c, request gpu: admin access is requested, but the feature is disabled"
-        in entry["error"]
+        in entry.get("error")
     )
 
 
@@ -786,7 +803,7 @@ def test_claim_limit_counts_the_smallest_alternative(
         {"name": "alt", "firstAvailable": [sub("a", "gpu", 20), sub("b", "gpu")]},
     )
     entry = only(run(tmp_path, capsys, fits))
-    assert entry["allocated"] is False and entry["error"] is None
+    assert entry["fits"] is False and entry.get("error") is None
     too_many = validation_docs(
         request("many", "gpu", count=20),
         {"name": "alt", "firstAvailable": [sub("a", "gpu", 20), sub("b", "gpu", 13)]},
@@ -863,7 +880,7 @@ def test_objects_without_namespace_live_in_default_like_kubectl_puts_them(
         ),
     ]
     entry = only(run(tmp_path, capsys, docs))
-    assert entry["allocated"] is True
+    assert entry["fits"] is True
     assert [r["devices"]["results"][0]["device"] for r in entry["results"]] == ["gpu-0", "gpu-1"]
 
 
@@ -886,7 +903,7 @@ def test_taints_ignored_without_the_feature_but_tolerations_still_copied(
         result("gpu", GPU, "node-1", "gpu-0", tolerations=[toleration])
     ]
     with_taints = only(run(tmp_path, capsys, docs))
-    assert with_taints["allocated"] is False and with_taints["error"] is None
+    assert with_taints["fits"] is False and with_taints.get("error") is None
 
 
 @pytest.mark.parametrize(
@@ -948,7 +965,7 @@ def test_unrequested_capacity_with_a_policy_but_no_default_takes_the_whole_value
         claim("c", request("gpu", "gpu")),
     ]
     entry = only(run(tmp_path, capsys, docs))
-    assert entry["allocated"] is fits and entry["error"] is None
+    assert entry["fits"] is fits and entry.get("error") is None
     if fits:
         assert entry["results"][0]["devices"]["results"][0]["consumedCapacity"] == {"memory": "4Gi"}
 
@@ -968,8 +985,8 @@ def test_unparsable_slice_node_selector_is_an_error(
         claim("c", request("gpu", "gpu")),
     ]
     entry = only(run(tmp_path, capsys, docs))
-    assert entry["allocated"] is False and entry["results"] == [None]
-    assert entry["error"].startswith(
+    assert entry["fits"] is False and entry["results"] == [None]
+    assert entry.get("error").startswith(
         "gather pool information: failed to perform node selection for slice s: "
     )
 
@@ -1032,8 +1049,8 @@ def test_explaining_one_node_does_not_change_the_next_nodes_answer(
         claim("c", request("nics", "nic", count=2), request("gpu", "gpu")),
     ]
     on_node1, on_node2 = run(tmp_path, capsys, docs)["nodes"]
-    assert on_node1["allocated"] is False and on_node1["error"] is None
-    assert on_node2["allocated"] is False and on_node2["error"] is None
+    assert on_node1["fits"] is False and on_node1.get("error") is None
+    assert on_node2["fits"] is False and on_node2.get("error") is None
 
 
 def test_selector_compile_error_is_invalid_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -1075,9 +1092,9 @@ def test_invalid_pool_fails_only_that_node_with_an_error(
         claim("c", request("gpu", "gpu")),
     ]
     on_node1, on_node2 = run(tmp_path, capsys, docs)["nodes"]
-    assert on_node1["allocated"] is True and on_node1["error"] is None
-    assert on_node2["allocated"] is False and on_node2["results"] == [None]
-    assert on_node2["error"] == "invalid resource pools were encountered"
+    assert on_node1["fits"] is True and on_node1.get("error") is None
+    assert on_node2["fits"] is False and on_node2["results"] == [None]
+    assert on_node2.get("error") == "invalid resource pools were encountered"
 
 
 def test_error_text_names_a_namespace_less_claim_as_given(
@@ -1086,11 +1103,12 @@ def test_error_text_names_a_namespace_less_claim_as_given(
     # validateDeviceRequest formats the claim with klog.KObj, which prints "name" for an object
     # without namespace and "namespace/name" otherwise. Upstream's allocator fed these manifests sees
     # metadata.namespace unset (as in its own fixtures), so the error starts "claim c, request gpu:".
-    bare = claim("c", request("gpu", "no-such-class"))
+    bare = claim("c", request("gpu", "gpu", adminAccess=True))
     del bare["metadata"]["namespace"]
     docs = [node("node-1"), device_class("gpu", GPU), bare]
-    entry = only(run(tmp_path, capsys, docs))
-    assert entry["error"].startswith("claim c, request gpu: could not retrieve device class no-such-class")
+    entry = only(run(tmp_path, capsys, docs, "--features", "DRAAdminAccess=false"))
+    disabled = "claim c, request gpu: admin access is requested, but the feature is disabled"
+    assert entry["error"].startswith(disabled)
 
 
 def test_every_allocated_claim_in_the_input_holds_its_devices(

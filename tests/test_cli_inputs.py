@@ -97,7 +97,7 @@ def test_every_command_takes_several_paths_per_f(capsys: pytest.CaptureFixture[s
     code, out, err = run(capsys, "allocate", "-f", *files, "-f", claims, "-o", "json")
     assert code == 0, err
     assert "Deployment team-a/inference: allocating one pod of its template (spec.template)" in err
-    assert any(node["allocated"] for node in json.loads(out)["nodes"])
+    assert any(node["fits"] for node in json.loads(out)["pods"][0]["nodes"])
     code, out, err = run(capsys, "audit", "-f", *files, claims)
     assert code == 0, err
     assert "skipped 1 Deployment document: a workload" in err

@@ -32,7 +32,7 @@ from ledger_standin import ClusterApiserver, cluster_apiserver
 
 from policies.api.kinds import decode
 from policies.api.quantity import Quantity
-from policies.rules.quota import snapshot_ledger
+from policies.quota import snapshot_ledger
 from policies.snapshot import Snapshot
 from webhook.ledger import LEDGER_NAME, decode_entry
 

@@ -31,7 +31,6 @@ from typing import Any, TextIO
 import yaml
 from pydantic import ValidationError
 
-from policies.allocator import Features
 from policies.api.base import TypedObject
 from policies.api.kinds import KINDS, DecodeError, decode, validation_problems
 from policies.audit import (
@@ -45,6 +44,7 @@ from policies.audit import (
     undecodable_document,
 )
 from policies.config import Config
+from policies.dryrun import FeatureGates
 from policies.rules.registry import RULES
 from webhook.commands.common import (
     UsageError,
@@ -92,7 +92,8 @@ def register(sub: Any) -> None:
         "--features",
         default=None,
         metavar="LIST",
-        help="'all', 'none' or a comma list of allocator features; default: the Kubernetes 1.36 defaults",
+        help="Kubernetes feature gates as Name=true|false on top of the 1.36 defaults, or 'all', 'none' or "
+        "a comma list of allocator switches",
     )
     p.add_argument("-o", "--output", choices=("table", "json", "policyreport"), default="table")
     p.set_defaults(func=run)
@@ -226,7 +227,7 @@ def to_json(report: Report) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     now = datetime.now(UTC)
     try:
-        features = Features() if args.features is None else Features.parse(args.features)
+        features = FeatureGates() if args.features is None else FeatureGates.parse(args.features)
         config = load_config(args.config) if args.config else Config()
         if args.files:
             objects, unreadable = from_files(args)

@@ -49,8 +49,7 @@ from certs.reloader import CertReloader
 from certs.settings import CertSettings, SettingsError, start_rotation
 from policies.api.kinds import validation_problems
 from policies.config import Config
-from policies.quota import LedgerUnavailable, MemoryLedgerStore
-from policies.rules.quota import snapshot_ledger
+from policies.quota import LedgerUnavailable, MemoryLedgerStore, snapshot_ledger
 from policies.rules.registry import RULES
 from webhook import demo, logs
 from webhook.commands.certs import LOCAL_HOSTS, _write

@@ -24,6 +24,7 @@ import datetime as dt
 import http.client
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -31,7 +32,7 @@ import ssl
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -456,6 +457,23 @@ class ControlPlane:
         configuration.ssl_ca_cert = str(self.ca_file)
         configuration.api_key = {"BearerToken": f"Bearer {token}"}
         return client.ApiClient(configuration)
+
+    @contextlib.contextmanager
+    def namespace(self) -> Iterator[str]:
+        """A fresh namespace for the ``with`` block, with its ``default`` ServiceAccount (which pods
+        need, and which only the controller-manager would otherwise create); deleted afterwards."""
+        name = f"t-{secrets.token_hex(4)}"
+        core = client.CoreV1Api(self.client())
+        core.create_namespace({"metadata": {"name": name}})
+        try:
+            core.create_namespaced_service_account(name, {"metadata": {"name": "default"}})
+        except client.ApiException as err:
+            if err.status != 409:  # the controller-manager made it first
+                raise
+        try:
+            yield name
+        finally:
+            core.delete_namespace(name)
 
     def add_node(
         self,

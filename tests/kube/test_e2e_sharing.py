@@ -7,9 +7,14 @@ pod stays pending, and what the scheduler records on it must tell a person why. 
 claim is reserved for both pods.
 
 The policies come from the device attribute ``draguard.io/sharingPolicy`` (CPU cores) and from
-``rules.sharing.policies`` (the accelerator, by the class it was requested through); the third
-source, KEP-5517's node-allocatable mappings, needs the alpha gate DRANodeAllocatableResources and
-is left to the unit tests.
+``rules.sharing.policies`` (the accelerator, by the class it was requested through). The third
+source, the default derived from KEP-5517's node-allocatable mappings, needs the alpha gate
+DRANodeAllocatableResources, without which the API server drops the mappings: those tests run on a
+control plane with the gate (the session's if it has it, else one of their own). There the real
+scheduler refuses a second pod on a mapped claim itself, before any reservation; draguard
+refuses it earlier still, at pod creation.
+
+Two installs, one per class (the webhooks are cluster-wide, so one at a time).
 """
 
 from __future__ import annotations
@@ -20,12 +25,17 @@ from pathlib import Path
 import pytest
 from controlplane import ControlPlane, call
 from deploy import Draguard, apply, installed
+from kubernetes import client
 from workloads import (
+    RESOURCE,
     SCHEDULER_ERROR,
+    UNSCHEDULABLE,
+    allocation,
     bound_node,
     claim,
     claims,
     create,
+    device_class,
     dry_run_until,
     get,
     not_scheduled,
@@ -33,6 +43,8 @@ from workloads import (
     pods,
     release,
     reserved_for,
+    resource_slice,
+    slices,
 )
 
 MANIFESTS = Path(__file__).parent / "manifests"
@@ -46,80 +58,147 @@ POLICIES = [
 VALUES = {"rules": {"sharing": {"mode": "enforce", "policies": POLICIES}}}
 
 
-@pytest.fixture(scope="module")
-def draguard(control_plane: ControlPlane) -> Iterator[Draguard]:
+def same_pod_only(device: str, source: str) -> str:
+    """How draguard's sharing refusals end: the device, its policy and where that comes from, the fix."""
+    return (
+        f"its device {device} has sharing policy SamePod ({source}), so only the containers of one pod may "
+        "use it; give each pod a claim of its own (spec.resourceClaims[].resourceClaimTemplateName does)"
+    )
+
+
+def refused_at_creation(
+    api: client.ApiClient, ns: str, claim_name: str, holder: str, device: str, source: str
+) -> None:
+    """A pod created once the claim is reserved for ``holder`` is refused before it exists."""
+    third = pod("third", claims=[claim_name])
+    dry_run_until(api, "POST", pods(ns), third, 403)
+    refused = call(api, "POST", pods(ns), third)
+    assert refused.message == (
+        f'admission webhook "sharing.draguard.io" denied the request: pod {ns}/third cannot use claim '
+        f"{ns}/{claim_name}: it is already reserved by pod {ns}/{holder}, and {same_pod_only(device, source)}"
+    )
+
+
+@pytest.fixture(scope="class")
+def attributed(control_plane: ControlPlane) -> Iterator[Draguard]:
+    """Policies from a device attribute and from the config."""
     control_plane.add_node(NODE)
-    apply(control_plane.client(), (MANIFESTS / "cpu-accel-drivers.yaml").read_text())
+    apply(control_plane.client(), (MANIFESTS / "cpuset-accel-drivers.yaml").read_text())
     control_plane.start_scheduler()
     with installed(control_plane, VALUES) as deployment:
         yield deployment
 
 
-def test_scheduler_cannot_reserve_a_same_pod_claim_for_a_second_pod(
-    draguard: Draguard, control_plane: ControlPlane, kube_namespace: str
-) -> None:
-    api = control_plane.client()
-    create(api, claims(kube_namespace), claim("cores", "cpu.example.com"))
-    # Both pods exist before the claim is allocated, so pod admission has nothing to refuse yet:
-    # the only point left is the scheduler's reservation.
-    for name in ("first", "second"):
-        create(api, pods(kube_namespace), pod(name, claims=["cores"], gated=True))
-    release(api, kube_namespace, "first")
-    assert bound_node(api, kube_namespace, "first") == NODE
-    assert reserved_for(api, kube_namespace, "cores") == ["first"]
+@pytest.mark.usefixtures("attributed")
+class TestDevicePolicies:
+    """Policies the driver or the cluster admin set: the attribute, then the config."""
 
-    release(api, kube_namespace, "second")
-    scheduled = not_scheduled(api, kube_namespace, "second")
-    # What `kubectl describe pod second` shows, in the condition and in the FailedScheduling event:
-    # the scheduler's own reason (its PreBind failed) with draguard's refusal after it.
-    refusal = (
-        f'admission webhook "sharing.draguard.io" denied the request: claim {kube_namespace}/cores cannot '
-        f"be reserved for pod {kube_namespace}/second: it would be shared by pod {kube_namespace}/first, "
-        f"pod {kube_namespace}/second, but its device cpu.example.com/{NODE}/cpu-0 has sharing policy "
-        "SamePod (device attribute draguard.io/sharingPolicy), so only the containers of one pod may use "
-        "it; give each pod a claim of its own (spec.resourceClaims[].resourceClaimTemplateName does)"
-    )
-    prebind = 'running PreBind plugin "DynamicResources"'
-    told = f"{prebind}: add reservation to claim {kube_namespace}/cores: {refusal}"
-    assert (scheduled["reason"], scheduled["message"]) == (SCHEDULER_ERROR, told)
-    events = get(api, f"/api/v1/namespaces/{kube_namespace}/events")["items"]
-    failed = [e["message"] for e in events if e["involvedObject"]["name"] == "second"]
-    assert told in failed, failed
-    assert "nodeName" not in get(api, f"{pods(kube_namespace)}/second")["spec"]
-    assert reserved_for(api, kube_namespace, "cores") == ["first"]
+    def test_scheduler_cannot_reserve_a_same_pod_claim_for_a_second_pod(
+        self, control_plane: ControlPlane, kube_namespace: str
+    ) -> None:
+        api, ns = control_plane.client(), kube_namespace
+        create(api, claims(ns), claim("cores", "cpuset.example.com"))
+        # Both pods exist before the claim is allocated, so pod admission has nothing to refuse yet:
+        # the only point left is the scheduler's reservation.
+        for name in ("first", "second"):
+            create(api, pods(ns), pod(name, claims=["cores"], gated=True))
+        release(api, ns, "first")
+        assert bound_node(api, ns, "first") == NODE
+        assert reserved_for(api, ns, "cores") == ["first"]
 
-    # A pod created now, with the claim already reserved, is refused before it exists.
-    third = pod("third", claims=["cores"])
-    dry_run_until(api, "POST", pods(kube_namespace), third, 403)
-    refused = call(api, "POST", pods(kube_namespace), third)
-    assert refused.message == (
-        f'admission webhook "sharing.draguard.io" denied the request: pod {kube_namespace}/third cannot use '
-        f"claim {kube_namespace}/cores: it is already reserved by pod {kube_namespace}/first, and its device "
-        f"cpu.example.com/{NODE}/cpu-0 has sharing policy SamePod (device attribute "
-        "draguard.io/sharingPolicy), so only the containers of one pod may use it; give each pod a claim of "
-        "its own (spec.resourceClaims[].resourceClaimTemplateName does)"
-    )
+        release(api, ns, "second")
+        scheduled = not_scheduled(api, ns, "second")
+        # What `kubectl describe pod second` shows, in the condition and in the FailedScheduling event:
+        # the scheduler's own reason (its PreBind failed) with draguard's refusal after it.
+        device = f"cpuset.example.com/{NODE}/cpu-0"
+        told = (
+            f'running PreBind plugin "DynamicResources": add reservation to claim {ns}/cores: admission '
+            f'webhook "sharing.draguard.io" denied the request: claim {ns}/cores cannot be reserved for pod '
+            f"{ns}/second: it would be shared by pod {ns}/first, pod {ns}/second, but "
+            + same_pod_only(device, "device attribute draguard.io/sharingPolicy")
+        )
+        assert (scheduled["reason"], scheduled["message"]) == (SCHEDULER_ERROR, told)
+        events = get(api, f"/api/v1/namespaces/{ns}/events")["items"]
+        failed = [e["message"] for e in events if e["involvedObject"]["name"] == "second"]
+        assert told in failed, failed
+        assert "nodeName" not in get(api, f"{pods(ns)}/second")["spec"]
+        assert reserved_for(api, ns, "cores") == ["first"]
+
+        refused_at_creation(api, ns, "cores", "first", device, "device attribute draguard.io/sharingPolicy")
+
+    def test_multi_pod_claim_is_shared(self, control_plane: ControlPlane, kube_namespace: str) -> None:
+        api, ns = control_plane.client(), kube_namespace
+        create(api, claims(ns), claim("accel", "accel.example.com"))
+        for name in ("a", "b"):
+            create(api, pods(ns), pod(name, claims=["accel"]))
+        assert bound_node(api, ns, "a") == bound_node(api, ns, "b") == NODE
+        assert sorted(reserved_for(api, ns, "accel")) == ["a", "b"]
+
+    def test_the_same_device_through_the_exclusive_class_is_not_shared(
+        self, control_plane: ControlPlane, kube_namespace: str
+    ) -> None:
+        api, ns = control_plane.client(), kube_namespace
+        create(api, claims(ns), claim("accel", "accel-exclusive.example.com"))
+        create(api, pods(ns), pod("first", claims=["accel"]))
+        assert bound_node(api, ns, "first") == NODE
+        (device,) = allocation(api, ns, "accel")
+        refused_at_creation(api, ns, "accel", "first", device, "draguard config sharing.policies[1]")
 
 
-def test_multi_pod_claim_is_shared(
-    draguard: Draguard, control_plane: ControlPlane, kube_namespace: str
-) -> None:
-    api = control_plane.client()
-    create(api, claims(kube_namespace), claim("accel", "accel.example.com"))
-    for name in ("a", "b"):
-        create(api, pods(kube_namespace), pod(name, claims=["accel"]))
-    assert bound_node(api, kube_namespace, "a") == bound_node(api, kube_namespace, "b") == NODE
-    assert sorted(reserved_for(api, kube_namespace, "accel")) == ["a", "b"]
+GATE = "DRANodeAllocatableResources"
+CORES = "cores.example.com"
+MAPPED_NODE = "share-node-2"
 
 
-def test_the_same_device_through_the_exclusive_class_is_not_shared(
-    draguard: Draguard, control_plane: ControlPlane, kube_namespace: str
-) -> None:
-    api = control_plane.client()
-    create(api, claims(kube_namespace), claim("accel", "accel-exclusive.example.com"))
-    create(api, pods(kube_namespace), pod("a", claims=["accel"]))
-    assert bound_node(api, kube_namespace, "a") == NODE
-    second = pod("b", claims=["accel"])
-    dry_run_until(api, "POST", pods(kube_namespace), second, 403)
-    refused = call(api, "POST", pods(kube_namespace), second)
-    assert "has sharing policy SamePod (draguard config sharing.policies[1])" in refused.message, refused.body
+@pytest.fixture(scope="module")
+def mapping_plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
+    """A control plane with KEP-5517's alpha gate: the session's when it has it, else one for this
+    module alone (the session's keeps 1.36's defaults)."""
+    if control_plane.feature_gates.get(GATE):
+        yield control_plane
+        return
+    plane = ControlPlane(control_plane.assets, feature_gates={GATE: True})
+    plane.start()
+    try:
+        yield plane
+    finally:
+        plane.stop()
+
+
+@pytest.fixture(scope="class")
+def mapped(mapping_plane: ControlPlane) -> Iterator[Draguard]:
+    """A CPU driver whose cores map one to one onto the node's ``cpu``, and the chart's defaults
+    (no attribute, no config: the policy is the default derived from the mapping)."""
+    api = mapping_plane.client()
+    mapping_plane.add_node(MAPPED_NODE, allocatable={"cpu": "4"})
+    create(api, f"{RESOURCE}/deviceclasses", device_class(CORES))
+    cores = resource_slice(CORES, MAPPED_NODE, devices=2)
+    for device in cores["spec"]["devices"]:
+        device["nodeAllocatableResourceMappings"] = {"cpu": {"allocationMultiplier": "1"}}
+    create(api, slices(), cores)
+    mapping_plane.start_scheduler()
+    with installed(mapping_plane, {}) as deployment:
+        yield deployment
+
+
+@pytest.mark.usefixtures("mapped")
+class TestNodeAllocatableMappings:
+    def test_a_core_mapped_onto_the_nodes_cpu_is_one_pods(self, mapping_plane: ControlPlane) -> None:
+        api = mapping_plane.client()
+        with mapping_plane.namespace() as ns:
+            create(api, claims(ns), claim("cores", CORES))
+            for name in ("first", "second"):
+                create(api, pods(ns), pod(name, claims=["cores"], gated=True))
+            release(api, ns, "first")
+            assert bound_node(api, ns, "first") == MAPPED_NODE
+            # The scheduler's own node-allocatable check refuses the second pod (upstream
+            # pkg/scheduler/framework/plugins/dynamicresources): it never gets to reserve the claim.
+            release(api, ns, "second")
+            scheduled = not_scheduled(api, ns, "second")
+            assert scheduled["reason"] == UNSCHEDULABLE
+            assert (
+                "node allocatable resource claim cores is already used by another pod" in scheduled["message"]
+            )
+            (device,) = allocation(api, ns, "cores")
+            source = "default: the device maps node-allocatable resources directly"
+            refused_at_creation(api, ns, "cores", "first", device, source)

@@ -53,6 +53,16 @@ def resource_slice(driver: str, node: str, devices: int = 1) -> dict[str, Any]:
     }
 
 
+def device_class(driver: str) -> dict[str, Any]:
+    """The DeviceClass a driver's chart installs: every device of the driver, named after it."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": driver},
+        "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{driver}'"}}]},
+    }
+
+
 def claim_spec(device_class: str, count: int = 1) -> dict[str, Any]:
     """One request named ``dev`` for ``count`` devices of ``device_class``."""
     request = {"name": "dev", "exactly": {"deviceClassName": device_class, "count": count}}
@@ -174,6 +184,13 @@ def reserved_for(api: client.ApiClient, namespace: str, claim_name: str) -> list
     """The names of the consumers the claim is reserved for (empty while it is not)."""
     status = get(api, f"{claims(namespace)}/{claim_name}").get("status", {})
     return [r["name"] for r in status.get("reservedFor") or ()]
+
+
+def allocation(api: client.ApiClient, namespace: str, claim_name: str) -> list[str]:
+    """The claim's allocated devices as ``driver/pool/device``."""
+    status = get(api, f"{claims(namespace)}/{claim_name}").get("status", {})
+    results = status.get("allocation", {}).get("devices", {}).get("results") or ()
+    return [f"{r['driver']}/{r['pool']}/{r['device']}" for r in results]
 
 
 def pod_claim(api: client.ApiClient, namespace: str, pod_name: str, ref: str, timeout: float = 60) -> str:

@@ -17,7 +17,7 @@ import pytest
 from controlplane import ControlPlane, call, wait_for
 from deploy import Draguard, apply, installed
 from kubernetes import client
-from workloads import dry_run_until, resource_slice, slices
+from workloads import RESOURCE, device_class, dry_run_until, resource_slice, slices
 
 MANIFESTS = Path(__file__).parent / "manifests"
 DPU = "dpu.example.com"  # its kubelet plugin runs as a ServiceAccount; kubelets may publish for it
@@ -25,6 +25,7 @@ FPGA = "fpga.example.com"  # published by a user identity only
 NODE, OTHER_NODE = "persona-node-1", "persona-node-2"
 PLUGIN = "system:serviceaccount:dpu-driver:kubelet-plugin"
 ADMIN_ACCESS = "resource.kubernetes.io/admin-access"
+CLASSES = f"{RESOURCE}/deviceclasses"
 SLICE_WRITER = [
     {
         "apiGroups": ["resource.k8s.io"],
@@ -84,13 +85,9 @@ def cleanup(control_plane: ControlPlane) -> Iterator[list[str]]:
         call(control_plane.client(), "DELETE", path)
 
 
-def device_class(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "DeviceClass",
-        "metadata": {"name": name},
-        "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{FPGA}'"}}]},
-    }
+def fpga_class(name: str) -> dict[str, Any]:
+    """A DeviceClass of the FPGA driver's devices, under another name."""
+    return {**device_class(FPGA), "metadata": {"name": name}}
 
 
 def denied(answer: Any, webhook: str = "personas.draguard.io") -> str:
@@ -106,18 +103,16 @@ def test_non_admin_device_class_write_is_refused(
 ) -> None:
     """alice has RBAC to create DeviceClasses; draguard keeps them to the admins."""
     alice = control_plane.client("alice", ["dev"])
-    refused = call(alice, "POST", "/apis/resource.k8s.io/v1/deviceclasses", device_class("alice-fpga"))
+    refused = call(alice, "POST", CLASSES, fpga_class("alice-fpga"))
     assert (
         denied(refused)
         == "user alice may not create DeviceClass alice-fpga: only admins (groups system:masters) may"
     )
-    cleanup.append("/apis/resource.k8s.io/v1/deviceclasses/admin-fpga")
-    made = call(
-        control_plane.client(), "POST", "/apis/resource.k8s.io/v1/deviceclasses", device_class("admin-fpga")
-    )
+    cleanup.append(f"{CLASSES}/admin-fpga")
+    made = call(control_plane.client(), "POST", CLASSES, fpga_class("admin-fpga"))
     assert made.status == 201, made.body
     relabel = {"metadata": {"labels": {"team": "alice"}}}
-    refused = call(alice, "PATCH", "/apis/resource.k8s.io/v1/deviceclasses/admin-fpga", relabel)
+    refused = call(alice, "PATCH", f"{CLASSES}/admin-fpga", relabel)
     assert "user alice may not update DeviceClass admin-fpga" in denied(refused)
 
 
@@ -127,9 +122,7 @@ def test_impersonated_user_is_the_one_judged(draguard: Draguard, control_plane: 
     admin_as_carol = control_plane.client()
     admin_as_carol.set_default_header("Impersonate-User", "carol")
     admin_as_carol.set_default_header("Impersonate-Group", "dev")
-    refused = call(
-        admin_as_carol, "POST", "/apis/resource.k8s.io/v1/deviceclasses", device_class("carol-fpga")
-    )
+    refused = call(admin_as_carol, "POST", CLASSES, fpga_class("carol-fpga"))
     assert (
         denied(refused)
         == "user carol may not create DeviceClass carol-fpga: only admins (groups system:masters) may"

@@ -39,6 +39,7 @@ MB = 1_000_000
 @dataclass
 class Run:
     seconds: float
+    cpu: float  # user + system: what the process itself used, less sensitive to a busy machine
     peak_mib: float
 
 
@@ -49,9 +50,10 @@ import json, resource, subprocess, sys, time
 started = time.perf_counter()
 done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 seconds = time.perf_counter() - started
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu, peak = usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 err = done.stderr.decode()[-500:]
-print(json.dumps({"seconds": seconds, "peak": peak, "code": done.returncode, "err": err}))
+print(json.dumps({"seconds": seconds, "cpu": cpu, "peak": peak, "code": done.returncode, "err": err}))
 """
 
 
@@ -64,7 +66,7 @@ def run(argv: list[str]) -> Run:
     result = json.loads(measured.stdout)
     if result["code"] not in (0, 1):
         raise RuntimeError(f"{' '.join(argv)} exited {result['code']}: {result['err']}")
-    return Run(result["seconds"], result["peak"])
+    return Run(result["seconds"], result["cpu"], result["peak"])
 
 
 def best(argv: list[str], repeat: int) -> Run:
@@ -147,8 +149,8 @@ def main() -> int:
             ),
         ]  # fmt: skip
 
-    print(f"baseline: python -c pass  {baseline.seconds * 1000:.0f} ms")
-    print(f"{'what':<58} {'time':>9} {'x baseline':>11} {'peak RSS':>9}  target")
+    print(f"baseline: python -c pass  {baseline.seconds * 1000:.0f} ms (CPU {baseline.cpu * 1000:.0f} ms)")
+    print(f"{'what':<58} {'time':>9} {'x baseline':>11} {'CPU':>8} {'peak RSS':>9}  target")
     missed = False
     for name, result, target in rows:
         met = target is None or result.seconds < target
@@ -156,7 +158,7 @@ def main() -> int:
         goal = "" if target is None else f"< {target:g} s {'ok' if met else 'MISSED'}"
         print(
             f"{name:<58} {result.seconds:>8.2f}s {result.seconds / baseline.seconds:>10.1f}x "
-            f"{result.peak_mib:>6.0f} MiB  {goal}"
+            f"{result.cpu:>7.2f}s {result.peak_mib:>5.0f} MiB  {goal}"
         )
     return 1 if missed else 0
 

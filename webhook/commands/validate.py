@@ -220,14 +220,15 @@ def check(
 
 def _selector_warnings(objects: Sequence[TypedObject]) -> list[list[str]]:
     """The selectors rule's warnings for each object, as audit gives them, when the input holds
-    ResourceSlices to compare with. The audit's code (the allocator, the scheduler's dry run) is
-    loaded only then: it takes several times longer to import than a small validate takes to run."""
+    ResourceSlices to compare with. The audit's code and the rule are loaded only then (only the
+    selectors rule: the others bring in the scheduler's dry run); together they take several times
+    longer to import than a small validate takes to run."""
     if not any(isinstance(o, ResourceSlice) for o in objects):
         return [[] for _ in objects]
     from policies.audit import selector_warnings
-    from policies.rules.registry import RULES
+    from policies.rules.selectors import SelectorsRule
 
-    return selector_warnings(objects, RULES, datetime.now(UTC))
+    return selector_warnings(objects, (SelectorsRule(),), datetime.now(UTC))
 
 
 def _with_flag(line: str, namespace: str) -> str:

@@ -12,6 +12,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Collection
+from typing import Any
 
 # name -> the one-line summary `draguard --help` shows; the modules use the same text.
 SUMMARIES = {
@@ -47,6 +48,18 @@ class _Version(argparse.Action):
             found = "(not installed)"
         sys.stdout.write(f"draguard {found}\n")
         parser.exit()
+
+
+def add_command(subparsers: Any, name: str, description: str) -> argparse.ArgumentParser:
+    """The parser of command ``name``: its summary from :data:`SUMMARIES`, and ``description``
+    printed as written (line breaks and examples kept)."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        name,
+        help=SUMMARIES[name],
+        description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return parser
 
 
 def build_parser(full: Collection[str] = SUMMARIES) -> argparse.ArgumentParser:

@@ -33,7 +33,7 @@ from policies.scheduler.claims import is_allocated
 from policies.scheduler.cluster import is_pending
 from policies.snapshot import Snapshot
 from policies.validation.documents import ANY_NAMESPACE, judge
-from webhook.commands import SUMMARIES
+from webhook.commands import add_command
 from webhook.commands.common import (
     TABLE_FORMATS,
     UsageError,
@@ -70,12 +70,7 @@ class InputError(Exception):
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "allocate",
-        help=SUMMARIES["allocate"],
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, "allocate", DESCRIPTION)
     add_file_flags(p)
     add_reading_flags(p)
     p.add_argument(

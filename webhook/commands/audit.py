@@ -29,7 +29,7 @@ from policies.audit import (
 from policies.config import Config
 from policies.dryrun import FeatureGates
 from policies.rules.registry import RULES
-from webhook.commands import SUMMARIES
+from webhook.commands import add_command
 from webhook.commands.common import (
     TABLE_FORMATS,
     UsageError,
@@ -72,12 +72,7 @@ class InputError(Exception):
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "audit",
-        help=SUMMARIES["audit"],
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, "audit", DESCRIPTION)
     add_file_flags(p, required=False)
     add_cluster(p, "audit when no -f is given")
     add_reading_flags(p)
@@ -143,7 +138,9 @@ def from_files(args: argparse.Namespace) -> tuple[list[TypedObject], list[Findin
     objects = [
         e.reading.obj
         for e in entries
-        if e.reading is not None and e.reading.obj is not None and e.reading.skipped is None
+        if e.reading is not None
+        and e.reading.obj is not None
+        and e.reading.skipped is None
         and not e.reading.errors
     ]
     return objects, [_unreadable(e) for e in entries if e.reading is None or e.reading.errors]

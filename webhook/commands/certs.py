@@ -17,7 +17,7 @@ import sys
 from typing import Any
 
 from certs.material import CertificateError, KeyAlgorithm, generate_ca, issue_serving, service_hosts
-from webhook.commands import SUMMARIES
+from webhook.commands import add_command
 from webhook.commands.common import add_output
 from webhook.output import dump
 
@@ -28,9 +28,7 @@ FILES = ("ca.crt", "tls.crt", "tls.key")
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "certs", help=SUMMARIES["certs"], description="Make TLS certificates for the webhook."
-    )
+    parser = add_command(subparsers, "certs", "Make TLS certificates for the webhook.")
     actions = parser.add_subparsers(
         dest="certs_command", metavar="ACTION", required=True, help="one of these"
     )

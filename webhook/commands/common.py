@@ -50,7 +50,7 @@ def add_file_flags(parser: argparse.ArgumentParser, *, required: bool = True) ->
     )
 
 
-def add_reading_flags(parser: argparse.ArgumentParser) -> None:
+def add_reading_flags(parser: argparse._ActionsContainer) -> None:
     parser.add_argument(
         "--api-versions",
         default="",

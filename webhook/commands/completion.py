@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.commands import SUMMARIES, build_parser
+from webhook.commands import add_command, build_parser
 
 DESCRIPTION = """\
 Print a completion script for bash or zsh: commands, flags and the values of flags with a fixed
@@ -29,12 +29,7 @@ PATH_METAVARS = ("FILE", "DIR", "PATH")
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "completion",
-        help=SUMMARIES["completion"],
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, "completion", DESCRIPTION)
     p.add_argument("shell", choices=SHELLS, help="the shell to complete in")
     p.set_defaults(func=run)
 

@@ -20,26 +20,26 @@ from typing import Any
 
 from policies.api.conversion import CONVERTIBLE, convert
 from policies.reading import ReadOptions, read
-from webhook.commands import SUMMARIES
+from webhook.commands import add_command
 from webhook.commands.common import add_file_flags, add_output
 from webhook.manifests import Document, Unreadable, iter_inputs
 from webhook.output import dump, dump_all
+
+DESCRIPTION = """\
+Print the manifests again with their resource.k8s.io v1beta1 and v1beta2 objects (and v1alpha3
+DeviceTaintRules) converted field by field as a Kubernetes 1.36 API server converts them, like
+'kubectl convert': a v1beta1 request's deviceClassName, selectors, count and the like move under
+exactly:, a device's basic: fields up into the device. Other documents are printed as they are.
+
+Exit codes: 0 everything was printed, 1 a document could not be converted or a file read, 2
+nothing could be read."""
 
 # Every older version counts as served here: converting it is the point.
 _ALL_VERSIONS = ReadOptions(api_versions=frozenset(CONVERTIBLE), unknown_fields="error")
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "convert",
-        help=SUMMARIES["convert"],
-        description="Print the manifests again with their resource.k8s.io v1beta1 and v1beta2 objects (and "
-        "v1alpha3 DeviceTaintRules) converted field by field as a Kubernetes 1.36 API server converts "
-        "them, like kubectl convert: a v1beta1 request's deviceClassName, selectors, count and the like "
-        "move under exactly:, a device's basic: fields up into the device. Other documents are printed "
-        "as they are. Exit 0 when everything was printed, 1 when a document could not be converted or a "
-        "file read, 2 when nothing could be read.",
-    )
+    p = add_command(sub, "convert", DESCRIPTION)
     add_file_flags(p)
     add_output(p, ("yaml", "json"))
     p.set_defaults(func=run)

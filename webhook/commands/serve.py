@@ -39,7 +39,7 @@ from policies.config import Config
 from policies.quota import LedgerUnavailable, MemoryLedgerStore, snapshot_ledger
 from policies.rules.registry import RULES
 from webhook import demo, logs
-from webhook.commands import SUMMARIES
+from webhook.commands import add_command
 from webhook.commands.certs import LOCAL_HOSTS, _write
 from webhook.commands.common import UsageError as ReadingUsageError
 from webhook.commands.common import add_cluster, add_reading_flags, read_options
@@ -98,12 +98,7 @@ class ServeConfig:
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "serve",
-        help=SUMMARIES["serve"],
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(subparsers, "serve", DESCRIPTION)
     source = p.add_argument_group("cluster state (choose one)")
     source.add_argument(
         "--state",

@@ -27,7 +27,7 @@ from policies.testsuite import (
     prepare,
     run_suite,
 )
-from webhook.commands import SUMMARIES
+from webhook.commands import add_command
 from webhook.commands.common import add_output, style
 from webhook.manifests import ManifestError, load, read_documents
 from webhook.output import Progress, Table, dump, terminal_width
@@ -52,12 +52,7 @@ class BrokenSuite(Exception):
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "test",
-        help=SUMMARIES["test"],
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, "test", DESCRIPTION)
     p.add_argument("paths", nargs="*", metavar="PATH", help="a suite file or a directory of suites")
     p.add_argument(
         "-f",

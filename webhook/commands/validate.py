@@ -35,7 +35,7 @@ from policies.api.core import Namespace
 from policies.api.resource import ADMIN_ACCESS_LABEL, ResourceSlice
 from policies.validation.documents import Identity, identity, judge
 from policies.validation.validate import NAMESPACE_UNKNOWN
-from webhook.commands import SUMMARIES
+from webhook.commands import add_command
 from webhook.commands.common import (
     UsageError,
     add_file_flags,
@@ -86,12 +86,7 @@ class Result:
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "validate",
-        help=SUMMARIES["validate"],
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command(subparsers, "validate", DESCRIPTION)
     add_file_flags(parser)
     parser.add_argument(
         "--old",

@@ -133,27 +133,32 @@ def connect(kubeconfig: str | None, in_cluster: bool, context: str | None = None
         except (ConfigException, OSError, ValueError) as err:
             raise ConnectError(f"cannot use the in-cluster service account: {_one_line(err)}") from None
     else:
-        # Files $KUBECONFIG lists that do not exist are passed over, as kubectl does; a file named
-        # with --kubeconfig must be there.
-        paths = [p for p in kubeconfig_paths(kubeconfig) if kubeconfig or os.path.exists(p)]
-        if not paths:
-            raise ConnectError(
-                f"no kubeconfig found at {':'.join(kubeconfig_paths(None))}: "
-                "give --kubeconfig FILE or set $KUBECONFIG"
-            )
-        chosen = _context(paths, context)
-        try:
-            config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=":".join(paths), context=chosen, client_configuration=configuration
-            )
-        except (ConfigException, OSError, TypeError, ValueError, KeyError, AttributeError) as err:
-            raise ConnectError(f"kubeconfig {':'.join(paths)}: {_one_line(err)}") from None
+        _load_kubeconfig(kubeconfig, context, configuration)
     configuration.connection_pool_maxsize = POOL_SIZE
     return ApiClient(configuration)
 
 
-def _one_line(err: BaseException) -> str:
-    return _one_line_text(str(err)) or type(err).__name__
+def _load_kubeconfig(
+    kubeconfig: str | None, context: str | None, configuration: client.Configuration
+) -> None:
+    # Files $KUBECONFIG lists that do not exist are passed over, as kubectl does; a file named
+    # with --kubeconfig must be there.
+    paths = [p for p in kubeconfig_paths(kubeconfig) if kubeconfig or os.path.exists(p)]
+    if not paths:
+        searched = ":".join(kubeconfig_paths(None))
+        raise ConnectError(f"no kubeconfig found at {searched}: give --kubeconfig FILE or set $KUBECONFIG")
+    chosen = _context(paths, context)
+    try:
+        config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=":".join(paths), context=chosen, client_configuration=configuration
+        )
+    except (ConfigException, OSError, TypeError, ValueError, KeyError, AttributeError) as err:
+        raise ConnectError(f"kubeconfig {':'.join(paths)}: {_one_line(err)}") from None
+
+
+def _one_line(err: object) -> str:
+    """An error's text on one line (the client's messages may span several)."""
+    return " ".join(str(err).split()) or type(err).__name__
 
 
 def _root_cause(err: object) -> str:
@@ -164,12 +169,8 @@ def _root_cause(err: object) -> str:
         if not isinstance(inner, BaseException) or inner is err:
             break
         err = inner
-    text = str(err)
-    return text.split("] ", 1)[1] if text.startswith("[Errno") else _one_line_text(text)
-
-
-def _one_line_text(text: str) -> str:
-    return " ".join(text.split())
+    text = _one_line(err)
+    return text.split("] ", 1)[1] if text.startswith("[Errno") else text
 
 
 def check_reachable(api: ApiClient) -> None:

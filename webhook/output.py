@@ -1,8 +1,8 @@
 """What the commands print for a person, and the two formats they print for programs.
 
-For a person: tables that keep one line per row (a cell's extra lines and the part of the last
-column that does not fit are cut, and a note says where the full text is), counted nouns ("1
-object", "2 objects"), colour on a terminal, and a progress bar on stderr for runs long enough to
+For a person: tables that keep one line per row (a cell's extra lines, and on a terminal the part
+of the last column that does not fit, are cut, and a note says where the full text is), counted
+nouns ("1 object", "2 objects"), colour on a terminal, and a progress bar on stderr for runs long enough to
 need one. For programs: ``-o json`` and ``-o yaml``, always in full. Nothing here decides anything;
 the commands hand over rows and documents.
 """

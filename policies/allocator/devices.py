@@ -9,17 +9,14 @@ selector results. The search loop then reads plain attributes instead of walking
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-from policies.allocator.capacity import CapacityInfo, nanos
+from policies.allocator.capacity import Amount, CapacityInfo, Consumption, RequestKey, nanos
 from policies.allocator.constraints import AttributeValue
 from policies.allocator.taints import device_taints
 from policies.api.base import NodeSelector
 from policies.api.resource import Device, DeviceTaint, DeviceTaintRule, ResourceSlice
-
-if TYPE_CHECKING:
-    from policies.allocator.capacity import Consumption
 
 CounterUse = tuple[str, tuple[tuple[str, int], ...]]
 # A class name and the expressions of a request's selectors.
@@ -89,10 +86,10 @@ class DeviceInfo:
         "_has_policy",
         "cel",
         "consumes",
+        "consumptions",
         "device",
         "index",
         "multi",
-        "no_request_consumption",
         "slice",
         "taints",
         "uid",
@@ -122,7 +119,8 @@ class DeviceInfo:
         # evaluated, and fewer container objects keep the garbage collector's work down.
         self.cel: dict[str, bool | Exception] = _NOTHING
         self.verdicts: dict[SelectorKey, int] = _NOTHING
-        self.no_request_consumption: Consumption | None = None
+        # What requests consume of the device's capacities, by request amounts (see consumption()).
+        self.consumptions: dict[RequestKey, Consumption] = _NOTHING
         self._attributes: dict[str, AttributeValue | None] = _NOTHING
         self._capacities: tuple[CapacityInfo, ...] | None = None
         self._has_policy: bool | None = None
@@ -194,6 +192,21 @@ class DeviceInfo:
         if self._capacities is None:
             self._capacities = tuple(CapacityInfo.of(n, c) for n, c in (self.device.capacity or {}).items())
         return self._capacities
+
+    def consumption(self, key: RequestKey, requests: Mapping[str, Amount] | None) -> Consumption:
+        """What a request for ``requests`` (whose ``request_key`` is ``key``) takes from the device.
+
+        Depends only on the device's capacities and the requested amounts, so it is computed once
+        per distinct amounts for the Allocator's lifetime: every call, node and pod asking for the
+        same share of the device reuses it (the existing shares are added in ``Consumption.fits``).
+        """
+        found = self.consumptions.get(key)
+        if found is None:
+            found = Consumption.of(self.capacities, requests)
+            if self.consumptions is _NOTHING:
+                self.consumptions = {}
+            self.consumptions[key] = found
+        return found
 
     def attribute(self, name: str) -> AttributeValue | None:
         """Attribute ``domain/id`` for a constraint: the exact key, else ``id`` if domain is the driver."""

@@ -23,7 +23,7 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 
 from policies.allocator.budget import SearchBudget
-from policies.allocator.capacity import Amount, Consumption
+from policies.allocator.capacity import Amount, Consumption, request_key
 from policies.allocator.constraints import DistinctAttribute, MatchAttribute, Tracker
 from policies.allocator.devices import DeviceInfo, SelectorKey
 from policies.allocator.errors import AllocationError, SearchAbortedError
@@ -129,11 +129,11 @@ class RequestData:
         "all_devices",
         "all_mode",
         "base_name",
+        "capacity_key",
         "capacity_requests",
         "claim_key",
         "class_name",
         "class_selectors",
-        "consumption",
         "device_class",
         "full_name",
         "mode",
@@ -173,13 +173,13 @@ class RequestData:
         self.class_selectors: list[DeviceSelector] = []
         requests = request.capacity.requests if request.capacity is not None else None
         self.capacity_requests = {k: Amount.of(v) for k, v in requests.items()} if requests else None
+        self.capacity_key = request_key(self.capacity_requests)
         self.all_devices: list[DeviceInfo] = []
         self.trackers: tuple[Tracker, ...] = ()
         # Key of the selector verdicts cached on devices: same class and selectors, same answer.
         expressions = tuple(s.cel.expression if s.cel else None for s in self.selectors)
         self.selector_key: SelectorKey = (self.class_name, expressions)
         self.reached = False
-        self.consumption: dict[int, Consumption] = {}
         # Per device index: the furthest reason the search recorded (for explanations).
         self.why: dict[int, int] = {}
 
@@ -210,7 +210,7 @@ class Pick:
         self.admin = request.admin
         self.share_id: str | None = None
         self.consumed: dict[str, Quantity] | None = None
-        self.consumed_nanos: dict[str, int] | None = None
+        self.consumed_nanos: Mapping[str, int] | None = None
 
 
 class Search:
@@ -543,15 +543,7 @@ class Search:
 
     def _consumption(self, rd: RequestData, device: DeviceInfo) -> Consumption:
         """What the request would take from the device, before counting what is in use."""
-        if rd.capacity_requests is None:
-            found = device.no_request_consumption
-            if found is None:
-                found = device.no_request_consumption = Consumption.of(device.capacities, None)
-            return found
-        found = rd.consumption.get(device.index)
-        if found is None:
-            found = rd.consumption[device.index] = Consumption.of(device.capacities, rd.capacity_requests)
-        return found
+        return device.consumption(rd.capacity_key, rd.capacity_requests)
 
     def _capacity_fits(self, rd: RequestData, device: DeviceInfo, count_in_flight: bool = True) -> bool:
         """Upstream CmpRequestOverCapacity: enough capacity left, within the request policy.
@@ -609,8 +601,8 @@ class Search:
                 return _reject(rd, device, Reason.CAPACITY)
             if multi:
                 consumption = self._consumption(rd, device)
-                pick.consumed = consumption.consumed_capacity() or None
-                pick.consumed_nanos = consumption.consumed_nanos()
+                pick.consumed = consumption.consumed_capacity(rd.capacity_requests) or None
+                pick.consumed_nanos = consumption.nanos_by_name
                 pick.share_id = self.ctx.new_share_id()
                 self._add_in_flight(uid, pick.consumed_nanos)
         self.claims[c].picks.append(pick)
@@ -635,7 +627,7 @@ class Search:
         self.claims[c].picks.pop()
         self.placed -= 1
 
-    def _add_in_flight(self, uid: int, amounts: dict[str, int]) -> None:
+    def _add_in_flight(self, uid: int, amounts: Mapping[str, int]) -> None:
         current = self.in_flight.get(uid)
         if current is None:
             self.in_flight[uid] = dict(amounts)
@@ -643,7 +635,7 @@ class Search:
         for name, amount in amounts.items():
             current[name] = current.get(name, 0) + amount
 
-    def _remove_in_flight(self, uid: int, amounts: dict[str, int]) -> None:
+    def _remove_in_flight(self, uid: int, amounts: Mapping[str, int]) -> None:
         current = self.in_flight.get(uid)
         if current is None:
             return

@@ -19,6 +19,8 @@ from policies.api.base import NodeSelector
 from policies.api.resource import Device, DeviceTaint, DeviceTaintRule, ResourceSlice
 
 CounterUse = tuple[str, tuple[tuple[str, int], ...]]
+# A device's consumption summed per (counter set, counter), in nano-units.
+CounterTotals = tuple[tuple[str, str, int], ...]
 # A class name and the expressions of a request's selectors.
 SelectorKey = tuple[str, tuple[str | None, ...]]
 
@@ -87,6 +89,7 @@ class DeviceInfo:
         "cel",
         "consumes",
         "consumptions",
+        "counter_totals",
         "device",
         "index",
         "multi",
@@ -113,6 +116,7 @@ class DeviceInfo:
             if device.consumes_counters
             else ()
         )
+        self.counter_totals = _totals(self.consumes)
         # Selector results by expression (True/False, or the evaluation error to re-raise) and
         # selector verdicts (a search Reason) by (class, request selectors). Both start as a shared
         # empty dict and get their own on the first write: most devices of a big cluster are never
@@ -223,6 +227,17 @@ class DeviceInfo:
             self._attributes = {}
         self._attributes[name] = value
         return value
+
+
+def _totals(consumes: tuple[CounterUse, ...]) -> CounterTotals:
+    """What the device consumes per (counter set, counter), summed over its consumesCounters entries."""
+    if not consumes:
+        return ()
+    totals: dict[tuple[str, str], int] = {}
+    for set_name, counters in consumes:
+        for counter, amount in counters:
+            totals[set_name, counter] = totals.get((set_name, counter), 0) + amount
+    return tuple((set_name, counter, amount) for (set_name, counter), amount in totals.items())
 
 
 class Catalog:

@@ -17,11 +17,15 @@ Upstream 1.36: ``GatherPools`` and ``buildPool`` in
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from policies.allocator.capacity import nanos
 from policies.allocator.devices import DeviceInfo, SliceInfo
 from policies.allocator.features import Features
 from policies.allocator.nodes import NodeSelectorError, node_matches
+
+if TYPE_CHECKING:
+    from policies.allocator.counters import PoolCounters
 
 CounterSets = dict[str, dict[str, int]]
 
@@ -39,6 +43,7 @@ class Pool:
         "has_binding_conditions",
         "incomplete",
         "invalid_reason",
+        "left",
         "name",
         "other_slices",
         "slices",
@@ -56,6 +61,8 @@ class Pool:
         # Slices of the pool for other nodes: they still consume shared counters.
         self.other_slices: list[SliceInfo] = []
         self.counter_sets: CounterSets = {}
+        # What the allocated devices leave of the counters: counters.left_in() fills it on first use.
+        self.left: PoolCounters | None = None
         self.has_binding_conditions = False
         self.slices_seen = 0
         self.slices_wanted = 0

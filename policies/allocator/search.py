@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from policies.allocator.budget import SearchBudget
 from policies.allocator.capacity import Amount, Consumption, request_key
 from policies.allocator.constraints import DistinctAttribute, MatchAttribute, Tracker
+from policies.allocator.counters import PoolCounters, covers, has_room, left_in, release, reserve
 from policies.allocator.devices import DeviceInfo, SelectorKey
 from policies.allocator.errors import AllocationError, SearchAbortedError
 from policies.allocator.explain import (
@@ -67,6 +68,8 @@ Call = tuple[int, int, int, int, bool, int]
 Step = Generator[Call, int, int]
 
 _USABLE = int(Reason.USABLE)
+_IN_USE = int(Reason.IN_USE)
+_CAPACITY = int(Reason.CAPACITY)
 
 
 @dataclass
@@ -80,11 +83,11 @@ class SearchContext:
     # Devices allocated in any way (exclusive, shared, with consumed capacity): they consume counters.
     allocated_keys: frozenset[tuple[str, str, str]]
     aggregated: Mapping[int, Mapping[str, int]]
-    available_counters: dict[str, CounterSets]
+    available_counters: dict[str, PoolCounters]
     new_share_id: Callable[[], str]
     budget: SearchBudget
 
-    def counters_available(self, pool: Pool) -> CounterSets:
+    def counters_available(self, pool: Pool) -> PoolCounters:
         """Counters left in the pool after allocated devices, cached by pool *name* (upstream quirk).
 
         Only the search calls this: the first pool of a name whose counters it checks decides the
@@ -92,10 +95,10 @@ class SearchContext:
         """
         available = self.available_counters.get(pool.name)
         if available is None:
-            available = self.available_counters[pool.name] = self._left_in(pool)
+            available = self.available_counters[pool.name] = left_in(pool, self.allocated_keys)
         return available
 
-    def peek_counters(self, pool: Pool, name_shared: bool) -> CounterSets | None:
+    def peek_counters(self, pool: Pool, name_shared: bool) -> PoolCounters | None:
         """What the search would check the pool's devices against, without caching anything.
 
         Side checks (explanations, quick rejection) must not fill the cache from devices the search
@@ -105,20 +108,7 @@ class SearchContext:
         available = self.available_counters.get(pool.name)
         if available is not None:
             return available
-        return None if name_shared else self._left_in(pool)
-
-    def _left_in(self, pool: Pool) -> CounterSets:
-        available = {name: dict(counters) for name, counters in pool.counter_sets.items()}
-        for info in (*pool.slices, *pool.other_slices):
-            for device in info.devices:
-                if device.key not in self.allocated_keys:
-                    continue
-                for set_name, counters in device.consumes:
-                    left = available.get(set_name)
-                    for counter, amount in counters:
-                        if left is not None and counter in left:
-                            left[counter] -= amount
-        return available
+        return None if name_shared else left_in(pool, self.allocated_keys)
 
 
 class RequestData:
@@ -223,7 +213,7 @@ class Search:
         self.claims = [ClaimData(claim) for claim in claims]
         self.invocations = 0
         self.result_limit_hit = False
-        # Device uid -> indices of the claims it is being allocated for.
+        # Device uid -> indices of the claims it is being allocated for (never an empty set).
         self.picked: dict[int, set[int]] = {}
         # Device uid -> capacity being consumed by shares picked in this search.
         self.in_flight: dict[int, dict[str, int]] = {}
@@ -441,26 +431,38 @@ class Search:
         candidates = self.view.candidates
         picked = self.picked
         allocated = self.ctx.allocated_uids
-        check_capacity = self.features.consumable_capacity
+        admin = rd.admin
+        why = rd.why
         selector_key = rd.selector_key
+        # Capacity is only checked with consumable capacity on; its arithmetic is only needed
+        # when the request names amounts, the device has a request policy, or the device is in use
+        # (see _capacity_fits).
+        check_capacity = self.features.consumable_capacity
+        plain_request = rd.capacity_requests is None
+        aggregated = self.ctx.aggregated
+        in_flight = self.in_flight
         for pos in range(start, len(candidates)):
             device = candidates[pos]
             uid = device.uid
-            if rd.admin:
-                holders = picked.get(uid)
-                if holders and c in holders:
-                    _note(rd.why, device.index, Reason.IN_USE)
-                    continue
-            elif uid in allocated or picked.get(uid):
-                _note(rd.why, device.index, Reason.IN_USE)
+            if (c in picked.get(uid, ())) if admin else (uid in allocated or uid in picked):
+                _note(why, device.index, _IN_USE)
                 continue
             code = device.verdicts.get(selector_key)
             if code is None or (code == _USABLE and device.slice.per_device):
                 code = self._selectable(rd, device)
             if code != _USABLE:
                 continue
-            if check_capacity and not self._capacity_fits(rd, device):
-                _note(rd.why, device.index, Reason.CAPACITY)
+            if (
+                check_capacity
+                and not (
+                    plain_request
+                    and uid not in aggregated
+                    and uid not in in_flight
+                    and not device.has_capacity_policy
+                )
+                and not self._capacity_fits(rd, device)
+            ):
+                _note(why, device.index, _CAPACITY)
                 continue
             pick = self._allocate_device(c, rd, device, must=False)
             if pick is None:
@@ -619,6 +621,8 @@ class Search:
         holders = self.picked.get(device.uid)
         if holders:
             holders.discard(c)
+            if not holders:
+                del self.picked[device.uid]
         if pick.multi:
             if pick.consumed is not None and pick.consumed_nanos is not None:
                 self._remove_in_flight(device.uid, pick.consumed_nanos)
@@ -647,24 +651,20 @@ class Search:
 
     def _take_counters(self, device: DeviceInfo) -> bool:
         """Upstream checkAvailableCounters: reserve the device's counters if the pool still has them."""
-        pool = self.view.pool_of(device)
-        available = self.ctx.counters_available(pool)
-        consumed = self.consumed_counters.setdefault(device.pool_name, {})
-        for set_name, counters in device.consumes:
-            in_set = consumed.setdefault(set_name, {})
-            for counter, amount in counters:
-                in_set[counter] = in_set.get(counter, 0) + amount
-        if _counters_ok(available, consumed):
-            return True
-        self._release_counters(device)
-        return False
+        pool_name = device.pool_name
+        available = self.ctx.available_counters.get(pool_name)
+        if available is None:
+            available = self.ctx.counters_available(self.view.pool_of(device))
+        reserved = self.consumed_counters.get(pool_name)
+        if reserved is None:
+            reserved = self.consumed_counters[pool_name] = {}
+        if not has_room(available, reserved, device.counter_totals):
+            return False
+        reserve(reserved, device.counter_totals)
+        return True
 
     def _release_counters(self, device: DeviceInfo) -> None:
-        consumed = self.consumed_counters[device.pool_name]
-        for set_name, counters in device.consumes:
-            in_set = consumed[set_name]
-            for counter, amount in counters:
-                in_set[counter] -= amount
+        release(self.consumed_counters[device.pool_name], device.counter_totals)
 
     # --- quick rejection (opt-in) ------------------------------------------------------------------
 
@@ -798,7 +798,7 @@ class Search:
             pool = self.view.pool_of(device)
             available = self.ctx.peek_counters(pool, self.view.shares_name(pool))
             alone = {name: dict(counters) for name, counters in device.consumes}
-            if not shared_in_use and available is not None and not _counters_ok(available, alone):
+            if not shared_in_use and available is not None and not covers(available.sets, alone):
                 return Reason.COUNTERS
         if features.device_taints and device.taints and blocks_allocation(device.taints, rd.tolerations):
             return Reason.TAINTED
@@ -812,18 +812,10 @@ def _note(why: dict[int, int], index: int, code: int) -> None:
 
 def _reject(rd: RequestData, device: DeviceInfo, code: int) -> Pick | None:
     """Record why the device was refused for the request; always ``None`` (no pick)."""
-    _note(rd.why, device.index, code)
+    why = rd.why
+    if why.get(device.index, 0) < code:
+        why[device.index] = code
     return None
-
-
-def _counters_ok(available: CounterSets, consumed: CounterSets) -> bool:
-    """Every counter of every set in the pool must cover what is consumed (negative blocks all)."""
-    for set_name, counters in available.items():
-        used = consumed.get(set_name)
-        for counter, value in counters.items():
-            if value < (used.get(counter, 0) if used else 0):
-                return False
-    return True
 
 
 def _refusing_selector(rd: RequestData, device: DeviceInfo, code: int) -> tuple[str, int]:

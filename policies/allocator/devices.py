@@ -85,7 +85,6 @@ class DeviceInfo:
     __slots__ = (
         "_attributes",
         "_capacities",
-        "_has_policy",
         "cel",
         "consumes",
         "consumptions",
@@ -93,6 +92,7 @@ class DeviceInfo:
         "device",
         "index",
         "multi",
+        "plain_capacity",
         "slice",
         "taints",
         "uid",
@@ -107,6 +107,11 @@ class DeviceInfo:
         self.slice = slice_info
         self.device = device
         self.multi = bool(device.allow_multiple_allocations)
+        # No capacity has a request policy: an unused device then fits any request that names no
+        # amounts without arithmetic (search._capacity_fits).
+        self.plain_capacity = not device.capacity or all(
+            c.request_policy is None for c in device.capacity.values()
+        )
         self.taints = taints
         self.consumes: tuple[CounterUse, ...] = (
             tuple(
@@ -127,7 +132,6 @@ class DeviceInfo:
         self.consumptions: dict[RequestKey, Consumption] = _NOTHING
         self._attributes: dict[str, AttributeValue | None] = _NOTHING
         self._capacities: tuple[CapacityInfo, ...] | None = None
-        self._has_policy: bool | None = None
 
     def remember_cel(self, expression: str, result: bool | Exception) -> None:
         if self.cel is _NOTHING:
@@ -182,14 +186,6 @@ class DeviceInfo:
 
     def __str__(self) -> str:
         return "/".join(self.key)
-
-    @property
-    def has_capacity_policy(self) -> bool:
-        """Whether any capacity carries a request policy (then amounts must be computed)."""
-        if self._has_policy is None:
-            capacity = self.device.capacity or {}
-            self._has_policy = any(c.request_policy is not None for c in capacity.values())
-        return self._has_policy
 
     @property
     def capacities(self) -> tuple[CapacityInfo, ...]:

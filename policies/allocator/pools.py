@@ -20,7 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from policies.allocator.capacity import nanos
-from policies.allocator.devices import DeviceInfo, SliceInfo
+from policies.allocator.devices import DeviceInfo, SelectorKey, SliceInfo
+from policies.allocator.explain import Reason
 from policies.allocator.features import Features
 from policies.allocator.nodes import NodeSelectorError, node_matches
 
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from policies.allocator.counters import PoolCounters
 
 CounterSets = dict[str, dict[str, int]]
+
+_USABLE = int(Reason.USABLE)
 
 
 class GatherError(ValueError):
@@ -80,9 +83,21 @@ class Pool:
 
 
 class NodeView:
-    """Everything one node sees, computed once per node and Allocator."""
+    """Everything one node sees, computed once per node and Allocator.
 
-    __slots__ = ("candidates", "device_on_node", "labels", "node_name", "pools")
+    Besides the pools and candidate devices, the view keeps per request selectors the list of
+    candidates the search scans (``scan_list``): what the Allocator's selector verdicts leave.
+    """
+
+    __slots__ = (
+        "_scan_lists",
+        "candidates",
+        "device_on_node",
+        "labels",
+        "node_name",
+        "pools",
+        "verdicts_computed",
+    )
 
     def __init__(
         self,
@@ -99,6 +114,27 @@ class NodeView:
         self.candidates = candidates
         # Per-device node selection: device index -> reachable from the node (or the parse error).
         self.device_on_node = device_on_node
+        # How many selector verdicts searches on this view have computed (see scan_list).
+        self.verdicts_computed = 0
+        self._scan_lists: dict[SelectorKey, tuple[int, list[DeviceInfo]]] = {}
+
+    def scan_list(self, key: SelectorKey) -> list[DeviceInfo]:
+        """The candidates, in order, minus those whose selector verdict for ``key`` is a refusal.
+
+        A request's scan skips a refused device without any other effect, so scanning this list
+        instead of ``candidates`` visits the others in the same order with the same outcome. Only
+        verdicts already computed are used: a device not yet checked stays in the list and is
+        checked when the scan reaches it, as upstream checks it (a selector that fails to evaluate
+        fails there). Verdicts never change for the Allocator's lifetime, they only become known;
+        so a list is kept until searches on this view have computed new verdicts
+        (``verdicts_computed``), and then rebuilt on its next use.
+        """
+        found = self._scan_lists.get(key)
+        if found is not None and found[0] == self.verdicts_computed:
+            return found[1]
+        devices = [d for d in self.candidates if d.verdicts.get(key, _USABLE) == _USABLE]
+        self._scan_lists[key] = (self.verdicts_computed, devices)
+        return devices
 
     @property
     def any_invalid(self) -> bool:

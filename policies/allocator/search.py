@@ -26,7 +26,7 @@ from policies.allocator.budget import SearchBudget
 from policies.allocator.capacity import Amount, Consumption, request_key
 from policies.allocator.constraints import DistinctAttribute, MatchAttribute, Tracker
 from policies.allocator.counters import PoolCounters, covers, has_room, left_in, release, reserve
-from policies.allocator.devices import DeviceInfo, SelectorKey
+from policies.allocator.devices import CounterTotals, DeviceInfo, SelectorKey
 from policies.allocator.errors import AllocationError, SearchAbortedError
 from policies.allocator.explain import (
     REASON_TEXT,
@@ -70,6 +70,8 @@ Step = Generator[Call, int, int]
 _USABLE = int(Reason.USABLE)
 _IN_USE = int(Reason.IN_USE)
 _CAPACITY = int(Reason.CAPACITY)
+_COUNTERS = int(Reason.COUNTERS)
+_COUNTERS = int(Reason.COUNTERS)
 
 
 @dataclass
@@ -132,6 +134,7 @@ class RequestData:
         "parent",
         "raw_tolerations",
         "reached",
+        "scan_list",
         "selector_key",
         "selectors",
         "tolerations",
@@ -170,6 +173,9 @@ class RequestData:
         expressions = tuple(s.cel.expression if s.cel else None for s in self.selectors)
         self.selector_key: SelectorKey = (self.class_name, expressions)
         self.reached = False
+        # The view's scan list for the selectors, fixed for the search at the request's first scan
+        # (positions in it are what the scan passes on to the next device's scan).
+        self.scan_list: list[DeviceInfo] | None = None
         # Per device index: the furthest reason the search recorded (for explanations).
         self.why: dict[int, int] = {}
 
@@ -370,8 +376,9 @@ class Search:
     def _allocate_one(self, c: int, r: int, s: int, d: int, in_sub: bool, start: int) -> Step:
         """Upstream allocateOne: place device ``d`` of request ``r`` (alternative ``s``) of claim ``c``.
 
-        ``start`` is the position in the node's device list where the scan begins: after the
-        previous device of the same request, so that only combinations are tried.
+        ``start`` is the position in the request's scan list (the node's devices in order, minus
+        those its selectors refused before) where the scan begins: after the previous device of
+        the same request, so that only combinations are tried.
 
         Moving on to the next request or claim ends upstream's function with a call whose result it
         returns unchanged; here that is a loop, still counted as one step each time. Past a claim
@@ -420,7 +427,7 @@ class Search:
             return FAIL if crossed else MAX_EXCEEDED
 
         if rd.all_mode:
-            pick = self._allocate_device(c, rd, rd.all_devices[d], must=True)
+            pick = self._allocate_device(c, rd, rd.all_devices[d])
             if pick is None:
                 return FAIL
             outcome = yield (c, r, s, d + 1, in_sub, 0)
@@ -428,7 +435,9 @@ class Search:
                 self._undo(c, pick)
             return FAIL if crossed and outcome == MAX_EXCEEDED else outcome
 
-        candidates = self.view.candidates
+        candidates = rd.scan_list
+        if candidates is None:
+            candidates = rd.scan_list = self.view.scan_list(rd.selector_key)
         picked = self.picked
         allocated = self.ctx.allocated_uids
         admin = rd.admin
@@ -441,9 +450,13 @@ class Search:
         plain_request = rd.capacity_requests is None
         aggregated = self.ctx.aggregated
         in_flight = self.in_flight
+        # The last device refused for its counters since the last pick: a device of the same pool
+        # name consuming the same counters is refused too (see _counters_refusal).
+        refused: tuple[str, CounterTotals] | None = None
         for pos in range(start, len(candidates)):
             device = candidates[pos]
             uid = device.uid
+            # The checks of upstream's allocateOne loop and allocateDevice, in their order.
             if (c in picked.get(uid, ())) if admin else (uid in allocated or uid in picked):
                 _note(why, device.index, _IN_USE)
                 continue
@@ -455,22 +468,32 @@ class Search:
             if (
                 check_capacity
                 and not (
-                    plain_request
-                    and uid not in aggregated
-                    and uid not in in_flight
-                    and not device.has_capacity_policy
+                    plain_request and uid not in aggregated and uid not in in_flight and device.plain_capacity
                 )
                 and not self._capacity_fits(rd, device)
             ):
                 _note(why, device.index, _CAPACITY)
                 continue
-            pick = self._allocate_device(c, rd, device, must=False)
+            if device.consumes:
+                # (A shared device in use does not check counters at all.)
+                same = refused is not None and refused == (device.slice.pool_name, device.counter_totals)
+                if same and not (check_capacity and device.multi):
+                    _note(why, device.index, _COUNTERS)
+                    continue
+                refusal = self._counters_refusal(device)
+                if refusal:
+                    if refusal == _COUNTERS:
+                        refused = (device.slice.pool_name, device.counter_totals)
+                    _note(why, device.index, refusal)
+                    continue
+            pick = self._place(c, rd, device, must=False)
             if pick is None:
                 continue
             outcome = yield (c, r, s, d + 1, in_sub, pos + 1)
             if outcome == SUCCESS:
                 return SUCCESS
             self._undo(c, pick)
+            refused = None
             if outcome == MAX_EXCEEDED:
                 return FAIL if crossed else MAX_EXCEEDED
         return FAIL
@@ -507,6 +530,7 @@ class Search:
         if code is None:
             code = self._selector_verdict(rd, device)
             device.remember_verdict(rd.selector_key, code)
+            self.view.verdicts_computed += 1
         if code != _USABLE or not device.slice.per_device:
             return code
         return self._node_verdict(device)
@@ -557,27 +581,41 @@ class Search:
         aggregated = self.ctx.aggregated.get(device.uid)
         in_flight = self.in_flight.get(device.uid) if count_in_flight else None
         if aggregated is None and in_flight is None:
-            if rd.capacity_requests is None and not device.has_capacity_policy:
+            if rd.capacity_requests is None and device.plain_capacity:
                 return True
             return self._consumption(rd, device).fits_alone
         return self._consumption(rd, device).fits(aggregated, in_flight)
 
-    def _allocate_device(self, c: int, rd: RequestData, device: DeviceInfo, must: bool) -> Pick | None:
-        """Upstream allocateDevice: final checks, then record the pick (None if rejected)."""
-        features = self.features
-        multi = features.consumable_capacity and device.multi
+    def _allocate_device(self, c: int, rd: RequestData, device: DeviceInfo) -> Pick | None:
+        """Upstream allocateDevice for a device of an All-mode request: every check, then the pick.
+
+        The scan of ExactCount requests makes the in-use and counter checks itself and calls
+        ``_place`` directly.
+        """
+        multi = self.features.consumable_capacity and device.multi
         uid = device.uid
         holders = self.picked.get(uid)
         if not multi and rd.admin and holders and c in holders:
             return _reject(rd, device, Reason.IN_USE)
         if not rd.admin and (uid in self.ctx.allocated_uids or holders):
             return _reject(rd, device, Reason.IN_USE)
-        if device.consumes:
-            if not features.partitionable_devices:
-                return _reject(rd, device, Reason.PARTITIONABLE_OFF)
-            capacity_in_use = uid in self.ctx.aggregated or uid in self.in_flight
-            if not (multi and capacity_in_use) and not self._take_counters(device):
-                return _reject(rd, device, Reason.COUNTERS)
+        refusal = self._counters_refusal(device)
+        if refusal:
+            return _reject(rd, device, refusal)
+        return self._place(c, rd, device, must=True)
+
+    def _place(self, c: int, rd: RequestData, device: DeviceInfo, must: bool) -> Pick | None:
+        """The rest of upstream allocateDevice, once the device is not in use and its counters fit.
+
+        Reserves the counters, then checks taints and constraints (a rejection keeps the counters
+        reserved: quirk 4.7), marks the device picked, and re-checks capacity after that (a
+        rejection keeps the marks: 4.7). ``must``: a constraint failure is an error (All mode).
+        """
+        features = self.features
+        multi = features.consumable_capacity and device.multi
+        uid = device.uid
+        if device.consumes and not (multi and self._capacity_in_use(uid)):
+            reserve(self._reserved_in(device.pool_name), device.counter_totals)
         if features.device_taints and device.taints and blocks_allocation(device.taints, rd.tolerations):
             return _reject(rd, device, Reason.TAINTED)
         for i, tracker in enumerate(rd.trackers):
@@ -593,6 +631,7 @@ class Search:
             return _reject(rd, device, Reason.CONSTRAINT + tracker.index)
 
         if not multi:
+            holders = self.picked.get(uid)
             if holders is None:
                 self.picked[uid] = {c}
             else:
@@ -649,19 +688,37 @@ class Search:
         if not any(current.values()):
             del self.in_flight[uid]
 
-    def _take_counters(self, device: DeviceInfo) -> bool:
-        """Upstream checkAvailableCounters: reserve the device's counters if the pool still has them."""
+    def _capacity_in_use(self, uid: int) -> bool:
+        """Whether shares of the device exist or are being picked: a shared device in use took its
+        counters with its first share (upstream skips the counter check for it)."""
+        return uid in self.ctx.aggregated or uid in self.in_flight
+
+    def _counters_refusal(self, device: DeviceInfo) -> int:
+        """Why allocateDevice refuses the device for its counters (a Reason), or 0 if it does not.
+
+        Upstream checkAvailableCounters; its answer only changes when the search reserves or
+        releases counters of the pool name, so the scan can reuse a refusal for devices that
+        consume the same counters until its next pick.
+        """
+        if not device.consumes:
+            return 0
+        if not self.features.partitionable_devices:
+            return Reason.PARTITIONABLE_OFF
+        if self.features.consumable_capacity and device.multi and self._capacity_in_use(device.uid):
+            return 0
         pool_name = device.pool_name
         available = self.ctx.available_counters.get(pool_name)
         if available is None:
             available = self.ctx.counters_available(self.view.pool_of(device))
+        if has_room(available, self.consumed_counters.get(pool_name) or {}, device.counter_totals):
+            return 0
+        return Reason.COUNTERS
+
+    def _reserved_in(self, pool_name: str) -> CounterSets:
         reserved = self.consumed_counters.get(pool_name)
         if reserved is None:
             reserved = self.consumed_counters[pool_name] = {}
-        if not has_room(available, reserved, device.counter_totals):
-            return False
-        reserve(reserved, device.counter_totals)
-        return True
+        return reserved
 
     def _release_counters(self, device: DeviceInfo) -> None:
         release(self.consumed_counters[device.pool_name], device.counter_totals)

@@ -458,7 +458,8 @@ class Search:
             uid = device.uid
             # The checks of upstream's allocateOne loop and allocateDevice, in their order.
             if (c in picked.get(uid, ())) if admin else (uid in allocated or uid in picked):
-                _note(why, device.index, _IN_USE)
+                if why.get(device.index, 0) < _IN_USE:
+                    why[device.index] = _IN_USE
                 continue
             code = device.verdicts.get(selector_key)
             if code is None or (code == _USABLE and device.slice.per_device):
@@ -478,7 +479,8 @@ class Search:
                 # (A shared device in use does not check counters at all.)
                 same = refused is not None and refused == (device.slice.pool_name, device.counter_totals)
                 if same and not (check_capacity and device.multi):
-                    _note(why, device.index, _COUNTERS)
+                    if why.get(device.index, 0) < _COUNTERS:
+                        why[device.index] = _COUNTERS
                     continue
                 refusal = self._counters_refusal(device)
                 if refusal:
@@ -609,13 +611,15 @@ class Search:
 
         Reserves the counters, then checks taints and constraints (a rejection keeps the counters
         reserved: quirk 4.7), marks the device picked, and re-checks capacity after that (a
-        rejection keeps the marks: 4.7). ``must``: a constraint failure is an error (All mode).
+        rejection keeps the marks: 4.7). ``must`` (All mode): a constraint failure is an error, and
+        capacity was not checked yet; the ExactCount scan checks capacity before and calls this
+        without ``must``.
         """
         features = self.features
         multi = features.consumable_capacity and device.multi
         uid = device.uid
         if device.consumes and not (multi and self._capacity_in_use(uid)):
-            reserve(self._reserved_in(device.pool_name), device.counter_totals)
+            reserve(self._reserved_in(device.slice.pool_name), device.counter_totals)
         if features.device_taints and device.taints and blocks_allocation(device.taints, rd.tolerations):
             return _reject(rd, device, Reason.TAINTED)
         for i, tracker in enumerate(rd.trackers):
@@ -638,7 +642,8 @@ class Search:
                 holders.add(c)
         pick = Pick(rd, device, multi)
         if features.consumable_capacity:
-            if not self._capacity_fits(rd, device):
+            # The scan checked capacity just before, and nothing since changed what is in use.
+            if must and not self._capacity_fits(rd, device):
                 return _reject(rd, device, Reason.CAPACITY)
             if multi:
                 consumption = self._consumption(rd, device)
@@ -706,7 +711,7 @@ class Search:
             return Reason.PARTITIONABLE_OFF
         if self.features.consumable_capacity and device.multi and self._capacity_in_use(device.uid):
             return 0
-        pool_name = device.pool_name
+        pool_name = device.slice.pool_name
         available = self.ctx.available_counters.get(pool_name)
         if available is None:
             available = self.ctx.counters_available(self.view.pool_of(device))
@@ -721,7 +726,7 @@ class Search:
         return reserved
 
     def _release_counters(self, device: DeviceInfo) -> None:
-        release(self.consumed_counters[device.pool_name], device.counter_totals)
+        release(self.consumed_counters[device.slice.pool_name], device.counter_totals)
 
     # --- quick rejection (opt-in) ------------------------------------------------------------------
 

@@ -16,7 +16,13 @@ from policies.allocator.capacity import Amount, CapacityInfo, Consumption, Reque
 from policies.allocator.constraints import AttributeValue
 from policies.allocator.taints import device_taints
 from policies.api.base import NodeSelector
-from policies.api.resource import Device, DeviceTaint, DeviceTaintRule, ResourceSlice
+from policies.api.resource import (
+    Device,
+    DeviceRequestAllocationResult,
+    DeviceTaint,
+    DeviceTaintRule,
+    ResourceSlice,
+)
 
 CounterUse = tuple[str, tuple[tuple[str, int], ...]]
 # A device's consumption summed per (counter set, counter), in nano-units.
@@ -93,6 +99,7 @@ class DeviceInfo:
         "index",
         "multi",
         "plain_capacity",
+        "results",
         "slice",
         "taints",
         "uid",
@@ -130,6 +137,9 @@ class DeviceInfo:
         self.verdicts: dict[SelectorKey, int] = _NOTHING
         # What requests consume of the device's capacities, by request amounts (see consumption()).
         self.consumptions: dict[RequestKey, Consumption] = _NOTHING
+        # Result entries naming only the request and the device, by (request name, admin access):
+        # see results._device_result.
+        self.results: dict[tuple[str, bool], DeviceRequestAllocationResult] = _NOTHING
         self._attributes: dict[str, AttributeValue | None] = _NOTHING
         self._capacities: tuple[CapacityInfo, ...] | None = None
 
@@ -137,6 +147,11 @@ class DeviceInfo:
         if self.cel is _NOTHING:
             self.cel = {}
         self.cel[expression] = result
+
+    def remember_result(self, key: tuple[str, bool], result: DeviceRequestAllocationResult) -> None:
+        if self.results is _NOTHING:
+            self.results = {}
+        self.results[key] = result
 
     def remember_verdict(self, key: SelectorKey, code: int) -> None:
         if self.verdicts is _NOTHING:

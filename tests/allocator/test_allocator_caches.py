@@ -94,3 +94,35 @@ def test_a_cached_consumption_is_checked_against_the_shares_in_use_at_every_call
         {"bandwidth": "40Gi"},
         {"bandwidth": "40Gi"},
     ]
+
+
+def test_result_entries_reused_across_calls_still_say_what_each_request_asked() -> None:
+    # Entries naming only request and device are kept per device; admin access, tolerations and
+    # binding conditions must still come from the request and device at hand.
+    classes = [driver_class("gpu", "driver-a")]
+    slices = [
+        resource_slice(
+            "s",
+            "driver-a",
+            "pool-1",
+            [{"name": "plain"}, {"name": "bound", "bindingConditions": ["ready"], "bindsToNode": True}],
+        )
+    ]
+    node = standard_node("node-1")
+    asks = [
+        claim("c", request("r", "gpu")),
+        claim("c", request("r", "gpu", adminAccess=True)),
+        claim("c", request("r", "gpu", tolerations=[{"key": "k", "operator": "Exists"}])),
+        claim("c", request("other", "gpu")),
+        claim("c", request("r", "gpu", 2)),
+    ]
+    warm = fresh(classes, slices)
+    for _ in range(2):
+        for ask in asks:
+            got = warm.fork().allocate(node, [ask])
+            want = fresh(classes, slices).allocate(node, [ask])
+            assert got.results is not None and want.results is not None
+            assert [r.to_json() for r in got.results] == [r.to_json() for r in want.results]
+    entries = warm.allocate(node, [asks[4]]).results
+    assert entries is not None and entries[0].devices is not None
+    assert [e.binding_conditions for e in entries[0].devices.results or []] == [None, ["ready"]]

@@ -619,7 +619,7 @@ class Search:
         multi = features.consumable_capacity and device.multi
         uid = device.uid
         if device.consumes and not (multi and self._capacity_in_use(uid)):
-            reserve(self._reserved_in(device.slice.pool_name), device.counter_totals)
+            reserve(self.consumed_counters.setdefault(device.slice.pool_name, {}), device.counter_totals)
         if features.device_taints and device.taints and blocks_allocation(device.taints, rd.tolerations):
             return _reject(rd, device, Reason.TAINTED)
         for i, tracker in enumerate(rd.trackers):
@@ -671,7 +671,7 @@ class Search:
             if pick.consumed is not None and pick.consumed_nanos is not None:
                 self._remove_in_flight(device.uid, pick.consumed_nanos)
         elif self.features.partitionable_devices and device.consumes:
-            self._release_counters(device)
+            release(self.consumed_counters[device.slice.pool_name], device.counter_totals)
         self.claims[c].picks.pop()
         self.placed -= 1
 
@@ -718,15 +718,6 @@ class Search:
         if has_room(available, self.consumed_counters.get(pool_name) or {}, device.counter_totals):
             return 0
         return Reason.COUNTERS
-
-    def _reserved_in(self, pool_name: str) -> CounterSets:
-        reserved = self.consumed_counters.get(pool_name)
-        if reserved is None:
-            reserved = self.consumed_counters[pool_name] = {}
-        return reserved
-
-    def _release_counters(self, device: DeviceInfo) -> None:
-        release(self.consumed_counters[device.slice.pool_name], device.counter_totals)
 
     # --- quick rejection (opt-in) ------------------------------------------------------------------
 

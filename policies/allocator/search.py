@@ -13,13 +13,13 @@ MAX_EXCEEDED signal, and the quirks of ``allocateDevice`` are reproduced as upst
 * an in-flight share of a multi-allocatable device without capacities is never forgotten (so it
   skips the counter check for later shares), as upstream only removes non-empty consumption.
 
-The recursion of ``allocateOne`` is kept, but run as generators on an explicit stack (``_drive``)
-so that a deep search cannot hit Python's recursion limit.
+The recursion of ``allocateOne`` is kept as plain recursion (see ``Search.run`` for its depth).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Mapping, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from policies.allocator.budget import SearchBudget
@@ -64,8 +64,8 @@ MAX_EXCEEDED = 2
 # resourceapi.AllocationResultsMaxSize: at most this many devices per claim.
 RESULTS_MAX = 32
 
-Call = tuple[int, int, int, int, bool, int]
-Step = Generator[Call, int, int]
+# Frames a caller of the allocator may use below the search (see Search.run).
+_CALLER_FRAMES = 500
 
 _USABLE = int(Reason.USABLE)
 _IN_USE = int(Reason.IN_USE)
@@ -353,27 +353,20 @@ class Search:
     # --- step 4: the search ------------------------------------------------------------------------
 
     def run(self) -> bool:
-        """Search for a solution; True if every claim got its devices."""
-        return self._drive(self._allocate_one(0, 0, 0, 0, False, 0)) == SUCCESS
+        """Search for a solution; True if every claim got its devices.
 
-    def _drive(self, root: Step) -> int:
-        """Run nested ``_allocate_one`` generators: each yields the arguments of a recursive call."""
-        stack = [root]
-        value: int | None = None
-        while True:
-            try:
-                call = stack[-1].send(value)  # type: ignore[arg-type]
-            except StopIteration as done:
-                stack.pop()
-                if not stack:
-                    result: int = done.value
-                    return result
-                value = done.value
-                continue
-            stack.append(self._allocate_one(*call))
-            value = None
+        ``_allocate_one`` recurses once per device placed (at most RESULTS_MAX per claim) and once
+        per firstAvailable request entered, as upstream's allocateOne does. From Python 3.11 on,
+        such pure-Python recursion does not use the C stack, so when that depth could pass the
+        interpreter's recursion limit (dozens of claims), the limit is raised to fit; never
+        lowered, since other threads may be searching too.
+        """
+        depth = 1 + sum(RESULTS_MAX + len(data.requests) for data in self.claims)
+        if depth + _CALLER_FRAMES > sys.getrecursionlimit():
+            sys.setrecursionlimit(depth + _CALLER_FRAMES)
+        return self._allocate_one(0, 0, 0, 0, False, 0) == SUCCESS
 
-    def _allocate_one(self, c: int, r: int, s: int, d: int, in_sub: bool, start: int) -> Step:
+    def _allocate_one(self, c: int, r: int, s: int, d: int, in_sub: bool, start: int) -> int:
         """Upstream allocateOne: place device ``d`` of request ``r`` (alternative ``s``) of claim ``c``.
 
         ``start`` is the position in the request's scan list (the node's devices in order, minus
@@ -410,7 +403,7 @@ class Search:
         if rd.parent is not None and not in_sub:
             all_exceeded = True
             for k in range(len(alternatives)):
-                outcome = yield (c, r, k, 0, True, 0)
+                outcome = self._allocate_one(c, r, k, 0, True, 0)
                 if outcome == MAX_EXCEEDED:
                     continue
                 all_exceeded = False
@@ -430,7 +423,7 @@ class Search:
             pick = self._allocate_device(c, rd, rd.all_devices[d])
             if pick is None:
                 return FAIL
-            outcome = yield (c, r, s, d + 1, in_sub, 0)
+            outcome = self._allocate_one(c, r, s, d + 1, in_sub, 0)
             if outcome != SUCCESS:
                 self._undo(c, pick)
             return FAIL if crossed and outcome == MAX_EXCEEDED else outcome
@@ -491,7 +484,7 @@ class Search:
             pick = self._place(c, rd, device, must=False)
             if pick is None:
                 continue
-            outcome = yield (c, r, s, d + 1, in_sub, pos + 1)
+            outcome = self._allocate_one(c, r, s, d + 1, in_sub, pos + 1)
             if outcome == SUCCESS:
                 return SUCCESS
             self._undo(c, pick)

@@ -16,7 +16,7 @@ Upstream 1.36: ``GatherPools`` and ``buildPool`` in
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from typing import TYPE_CHECKING
 
 from policies.allocator.capacity import nanos
@@ -116,24 +116,36 @@ class NodeView:
         self.device_on_node = device_on_node
         # How many selector verdicts searches on this view have computed (see scan_list).
         self.verdicts_computed = 0
-        self._scan_lists: dict[SelectorKey, tuple[int, list[DeviceInfo]]] = {}
+        self._scan_lists: dict[tuple[SelectorKey, bool], tuple[int, list[DeviceInfo]]] = {}
 
-    def scan_list(self, key: SelectorKey) -> list[DeviceInfo]:
-        """The candidates, in order, minus those whose selector verdict for ``key`` is a refusal.
+    def scan_list(self, key: SelectorKey, admin: bool, allocated: Set[int]) -> list[DeviceInfo]:
+        """The candidates a request with selectors ``key`` needs to look at, in order.
 
-        A request's scan skips a refused device without any other effect, so scanning this list
-        instead of ``candidates`` visits the others in the same order with the same outcome. Only
-        verdicts already computed are used: a device not yet checked stays in the list and is
-        checked when the scan reaches it, as upstream checks it (a selector that fails to evaluate
-        fails there). Verdicts never change for the Allocator's lifetime, they only become known;
-        so a list is kept until searches on this view have computed new verdicts
-        (``verdicts_computed``), and then rebuilt on its next use.
+        Left out are the devices whose selector verdict for ``key`` is a refusal and, unless the
+        request asks for admin access, the ``allocated`` devices (the Allocator's) whose verdict is
+        known: the search passes both over without any effect the answer shows (an allocated
+        device's "in use" note is never read, its explanation says "allocated"), so scanning this
+        list visits the others in the same order with the same outcome, and the quick rejection
+        counts the same usable devices. Devices whose verdict is not known yet stay and are checked
+        when reached, as upstream checks them (a selector that fails to evaluate fails there);
+        so do devices selected per device, whose node check may fail.
+
+        Verdicts never change for the Allocator's lifetime, they only become known; so a list is
+        kept until searches on this view have computed new verdicts (``verdicts_computed``), and
+        then rebuilt on its next use.
         """
-        found = self._scan_lists.get(key)
+        found = self._scan_lists.get((key, admin))
         if found is not None and found[0] == self.verdicts_computed:
             return found[1]
-        devices = [d for d in self.candidates if d.verdicts.get(key, _USABLE) == _USABLE]
-        self._scan_lists[key] = (self.verdicts_computed, devices)
+
+        def needed(device: DeviceInfo) -> bool:
+            code = device.verdicts.get(key)
+            if code is None:
+                return True
+            return code == _USABLE and (admin or device.uid not in allocated or device.slice.per_device)
+
+        devices = [device for device in self.candidates if needed(device)]
+        self._scan_lists[key, admin] = (self.verdicts_computed, devices)
         return devices
 
     @property

@@ -173,8 +173,7 @@ class RequestData:
         expressions = tuple(s.cel.expression if s.cel else None for s in self.selectors)
         self.selector_key: SelectorKey = (self.class_name, expressions)
         self.reached = False
-        # The view's scan list for the selectors, fixed for the search at the request's first scan
-        # (positions in it are what the scan passes on to the next device's scan).
+        # The view's scan list for the request (see Search._scan_list).
         self.scan_list: list[DeviceInfo] | None = None
         # Per device index: the furthest reason the search recorded (for explanations).
         self.why: dict[int, int] = {}
@@ -428,9 +427,7 @@ class Search:
                 self._undo(c, pick)
             return FAIL if crossed and outcome == MAX_EXCEEDED else outcome
 
-        candidates = rd.scan_list
-        if candidates is None:
-            candidates = rd.scan_list = self.view.scan_list(rd.selector_key)
+        candidates = self._scan_list(rd)
         picked = self.picked
         allocated = self.ctx.allocated_uids
         admin = rd.admin
@@ -492,6 +489,13 @@ class Search:
             if outcome == MAX_EXCEEDED:
                 return FAIL if crossed else MAX_EXCEEDED
         return FAIL
+
+    def _scan_list(self, rd: RequestData) -> list[DeviceInfo]:
+        """The devices the request's scan visits, fixed for this search at its first use (scan
+        positions index it)."""
+        if rd.scan_list is None:
+            rd.scan_list = self.view.scan_list(rd.selector_key, rd.admin, self.ctx.allocated_uids)
+        return rd.scan_list
 
     def _check_budget(self) -> None:
         budget = self.ctx.budget
@@ -752,7 +756,7 @@ class Search:
         if needed <= 0:
             return False
         usable = 0
-        for device in self.view.candidates:
+        for device in self._scan_list(rd):
             code = self._static_reason(rd, device)
             if code == Reason.SELECTOR_ERROR:
                 return False

@@ -427,7 +427,7 @@ class Search:
                 self._undo(c, pick)
             return FAIL if crossed and outcome == MAX_EXCEEDED else outcome
 
-        candidates = self._scan_list(rd)
+        candidates = rd.scan_list or self._scan_list(rd)
         picked = self.picked
         allocated = self.ctx.allocated_uids
         admin = rd.admin
@@ -440,9 +440,13 @@ class Search:
         plain_request = rd.capacity_requests is None
         aggregated = self.ctx.aggregated
         in_flight = self.in_flight
-        # The last device refused for its counters since the last pick: a device of the same pool
-        # name consuming the same counters is refused too (see _counters_refusal).
-        refused: tuple[str, CounterTotals] | None = None
+        # What the last device refused for its counters in this scan consumes, and its pool name: a
+        # device consuming the same from a pool of that name is refused too. What the search has
+        # reserved only grows over the scan (a pick's reservation is released on undo, but
+        # reservations leaked by rejections below stay: quirk 4.7), and a check refused at one
+        # level of reservations is refused at any higher one (see _counters_refusal).
+        refused_totals: CounterTotals | None = None
+        refused_pool = ""
         for pos in range(start, len(candidates)):
             device = candidates[pos]
             uid = device.uid
@@ -466,16 +470,18 @@ class Search:
                 _note(why, device.index, _CAPACITY)
                 continue
             if device.consumes:
-                # (A shared device in use does not check counters at all.)
-                same = refused is not None and refused == (device.slice.pool_name, device.counter_totals)
-                if same and not (check_capacity and device.multi):
+                if (
+                    device.counter_totals == refused_totals
+                    and device.slice.pool_name == refused_pool
+                    and not (check_capacity and device.multi)  # a shared device in use has no check
+                ):
                     if why.get(device.index, 0) < _COUNTERS:
                         why[device.index] = _COUNTERS
                     continue
                 refusal = self._counters_refusal(device)
                 if refusal:
                     if refusal == _COUNTERS:
-                        refused = (device.slice.pool_name, device.counter_totals)
+                        refused_totals, refused_pool = device.counter_totals, device.slice.pool_name
                     _note(why, device.index, refusal)
                     continue
             pick = self._place(c, rd, device, must=False)
@@ -485,7 +491,6 @@ class Search:
             if outcome == SUCCESS:
                 return SUCCESS
             self._undo(c, pick)
-            refused = None
             if outcome == MAX_EXCEEDED:
                 return FAIL if crossed else MAX_EXCEEDED
         return FAIL
@@ -698,9 +703,9 @@ class Search:
     def _counters_refusal(self, device: DeviceInfo) -> int:
         """Why allocateDevice refuses the device for its counters (a Reason), or 0 if it does not.
 
-        Upstream checkAvailableCounters; its answer only changes when the search reserves or
-        releases counters of the pool name, so the scan can reuse a refusal for devices that
-        consume the same counters until its next pick.
+        Upstream checkAvailableCounters. The answer depends only on what the device consumes and
+        on what the search has reserved in pools of the device's pool name, and a refusal stays a
+        refusal when more is reserved: so the scan reuses it for devices consuming the same.
         """
         if not device.consumes:
             return 0

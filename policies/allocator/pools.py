@@ -16,6 +16,7 @@ Upstream 1.36: ``GatherPools`` and ``buildPool`` in
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence, Set
 from typing import TYPE_CHECKING
 
@@ -90,7 +91,9 @@ class NodeView:
     """
 
     __slots__ = (
+        "_pool_by_key",
         "_scan_lists",
+        "_shared_names",
         "candidates",
         "device_on_node",
         "labels",
@@ -114,6 +117,9 @@ class NodeView:
         self.candidates = candidates
         # Per-device node selection: device index -> reachable from the node (or the parse error).
         self.device_on_node = device_on_node
+        self._pool_by_key = {(p.driver, p.name): p for p in pools}
+        pools_named = Counter(p.name for p in pools)
+        self._shared_names = frozenset(name for name, count in pools_named.items() if count > 1)
         # How many selector verdicts searches on this view have computed (see scan_list).
         self.verdicts_computed = 0
         self._scan_lists: dict[tuple[SelectorKey, bool], tuple[int, list[DeviceInfo]]] = {}
@@ -154,12 +160,12 @@ class NodeView:
 
     def shares_name(self, pool: Pool) -> bool:
         """Whether another pool on the node (of another driver) has the same name."""
-        return any(p is not pool and p.name == pool.name for p in self.pools)
+        return pool.name in self._shared_names
 
     def pool_of(self, device: DeviceInfo) -> Pool:
         """The pool a candidate device belongs to."""
         info = device.slice
-        return next(p for p in self.pools if p.driver == info.driver and p.name == info.pool_name)
+        return self._pool_by_key[info.driver, info.pool_name]
 
 
 def gather(

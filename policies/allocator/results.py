@@ -59,7 +59,7 @@ def _device_result(pick: Pick, features: Features) -> DeviceRequestAllocationRes
     )
     if not plain:
         return _new_device_result(pick, features)
-    key = (rd.full_name, pick.admin)
+    key = (rd.full_name, rd.admin)
     found = device.results.get(key)
     if found is None:
         found = _new_device_result(pick, features)
@@ -75,7 +75,7 @@ def _new_device_result(pick: Pick, features: Features) -> DeviceRequestAllocatio
         "pool": device.pool_name,
         "device": device.name,
     }
-    if pick.admin:
+    if rd.admin:
         fields["admin_access"] = True
     if rd.raw_tolerations is not None:
         fields["tolerations"] = list(rd.raw_tolerations)

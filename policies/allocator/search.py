@@ -196,13 +196,12 @@ class ClaimData:
 class Pick:
     """One device picked for one request, with what it takes from shared state."""
 
-    __slots__ = ("admin", "consumed", "consumed_nanos", "device", "multi", "request", "share_id")
+    __slots__ = ("consumed", "consumed_nanos", "device", "multi", "request", "share_id")
 
     def __init__(self, request: RequestData, device: DeviceInfo, multi: bool) -> None:
         self.request = request
         self.device = device
         self.multi = multi
-        self.admin = request.admin
         self.share_id: str | None = None
         self.consumed: dict[str, Quantity] | None = None
         self.consumed_nanos: Mapping[str, int] | None = None
@@ -622,20 +621,10 @@ class Search:
         uid = device.uid
         if device.consumes and not (multi and self._capacity_in_use(uid)):
             reserve(self.consumed_counters.setdefault(device.slice.pool_name, {}), device.counter_totals)
-        if features.device_taints and device.taints and blocks_allocation(device.taints, rd.tolerations):
+        if device.taints and features.device_taints and blocks_allocation(device.taints, rd.tolerations):
             return _reject(rd, device, Reason.TAINTED)
-        for i, tracker in enumerate(rd.trackers):
-            if tracker.add(device, rd.base_name):
-                continue
-            if must:
-                raise AllocationError(
-                    f"claim {rd.claim_key}, request {rd.name}: cannot add device {device} because a claim "
-                    "constraint would not be satisfied"
-                )
-            for earlier in rd.trackers[:i]:
-                earlier.remove(rd.base_name)
-            return _reject(rd, device, Reason.CONSTRAINT + tracker.index)
-
+        if rd.trackers and not self._add_to_trackers(rd, device, must):
+            return None
         if not multi:
             holders = self.picked.get(uid)
             if holders is None:
@@ -659,6 +648,23 @@ class Search:
             self.most_placed = self.placed
         rd.why[device.index] = _USABLE
         return pick
+
+    def _add_to_trackers(self, rd: RequestData, device: DeviceInfo, must: bool) -> bool:
+        """Add the device to the request's constraints; on a refusal, take it out of those that
+        took it and record why (an error with ``must``)."""
+        for i, tracker in enumerate(rd.trackers):
+            if tracker.add(device, rd.base_name):
+                continue
+            if must:
+                raise AllocationError(
+                    f"claim {rd.claim_key}, request {rd.name}: cannot add device {device} because a claim "
+                    "constraint would not be satisfied"
+                )
+            for earlier in rd.trackers[:i]:
+                earlier.remove(rd.base_name)
+            _reject(rd, device, Reason.CONSTRAINT + tracker.index)
+            return False
+        return True
 
     def _undo(self, c: int, pick: Pick) -> None:
         rd, device = pick.request, pick.device

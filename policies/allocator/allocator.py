@@ -160,8 +160,7 @@ class Allocator:
         Shared: what depends only on the snapshot (see the module docstring). Fresh: the pool-name
         counter cache, which upstream keeps for one allocator's lifetime and which therefore must
         not carry over from another pod's questions, and the budget (the parent's when not given).
-        Not for use by several threads at once, nor alongside its parent or siblings (they share
-        the snapshot's caches).
+        Not for use by several threads at once.
         """
         forked = copy.copy(self)
         forked._context = dataclasses.replace(

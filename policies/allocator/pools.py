@@ -17,12 +17,11 @@ Upstream 1.36: ``GatherPools`` and ``buildPool`` in
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence, Set
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from policies.allocator.capacity import nanos
-from policies.allocator.devices import DeviceInfo, SelectorKey, SliceInfo
-from policies.allocator.explain import Reason
+from policies.allocator.devices import DeviceInfo, SliceInfo
 from policies.allocator.features import Features
 from policies.allocator.nodes import NodeSelectorError, node_matches
 
@@ -30,8 +29,6 @@ if TYPE_CHECKING:
     from policies.allocator.counters import PoolCounters
 
 CounterSets = dict[str, dict[str, int]]
-
-_USABLE = int(Reason.USABLE)
 
 
 class GatherError(ValueError):
@@ -122,36 +119,22 @@ class NodeView:
         self._shared_names = frozenset(name for name, count in pools_named.items() if count > 1)
         # How many selector verdicts searches on this view have computed (see scan_list).
         self.verdicts_computed = 0
-        self._scan_lists: dict[tuple[SelectorKey, bool], tuple[int, list[DeviceInfo]]] = {}
+        self._scan_lists: dict[Hashable, tuple[int, list[DeviceInfo]]] = {}
 
-    def scan_list(self, key: SelectorKey, admin: bool, allocated: Set[int]) -> list[DeviceInfo]:
-        """The candidates a request with selectors ``key`` needs to look at, in order.
+    def scan_list(self, key: Hashable, needed: Callable[[DeviceInfo], bool]) -> list[DeviceInfo]:
+        """The candidates, in order, for which ``needed`` holds; kept per ``key``.
 
-        Left out are the devices whose selector verdict for ``key`` is a refusal and, unless the
-        request asks for admin access, the ``allocated`` devices (the Allocator's) whose verdict is
-        known: the search passes both over without any effect the answer shows (an allocated
-        device's "in use" note is never read, its explanation says "allocated"), so scanning this
-        list visits the others in the same order with the same outcome, and the quick rejection
-        counts the same usable devices. Devices whose verdict is not known yet stay and are checked
-        when reached, as upstream checks them (a selector that fails to evaluate fails there);
-        so do devices selected per device, whose node check may fail.
-
+        The search keys these lists by what the predicate reads of a request (see
+        ``Search._scan_list``) and the predicate answers from selector verdicts already known.
         Verdicts never change for the Allocator's lifetime, they only become known; so a list is
         kept until searches on this view have computed new verdicts (``verdicts_computed``), and
         then rebuilt on its next use.
         """
-        found = self._scan_lists.get((key, admin))
+        found = self._scan_lists.get(key)
         if found is not None and found[0] == self.verdicts_computed:
             return found[1]
-
-        def needed(device: DeviceInfo) -> bool:
-            code = device.verdicts.get(key)
-            if code is None:
-                return True
-            return code == _USABLE and (admin or device.uid not in allocated or device.slice.per_device)
-
         devices = [device for device in self.candidates if needed(device)]
-        self._scan_lists[key, admin] = (self.verdicts_computed, devices)
+        self._scan_lists[key] = (self.verdicts_computed, devices)
         return devices
 
     @property

@@ -496,10 +496,43 @@ class Search:
 
     def _scan_list(self, rd: RequestData) -> list[DeviceInfo]:
         """The devices the request's scan visits, fixed for this search at its first use (scan
-        positions index it)."""
+        positions index it).
+
+        Left out are the devices the request's own checks refuse whatever the search picks, as far
+        as the selector verdicts known so far tell: the scan passes them over without any effect
+        the answer shows, so scanning the list visits the others in the same order with the same
+        outcome, and the quick rejection counts the same usable devices (see _refused_alone). The
+        view keeps the list per what those checks read of the request.
+        """
         if rd.scan_list is None:
-            rd.scan_list = self.view.scan_list(rd.selector_key, rd.admin, self.ctx.allocated_uids)
+            key = (rd.selector_key, rd.admin, rd.capacity_key)
+            rd.scan_list = self.view.scan_list(key, lambda device: not self._refused_alone(rd, device))
         return rd.scan_list
+
+    def _refused_alone(self, rd: RequestData, device: DeviceInfo) -> bool:
+        """Whether the device is refused for the request on its own, known without evaluating a
+        selector, and without any effect on the answer.
+
+        The scan skips a selector refusal silently. An allocated device (unless the request asks
+        for admin access) or one without the capacity the request needs even when no other share
+        is picked (static, it only gets worse) gets a note that no explanation reads: the
+        explanation reports such a device as allocated or short of capacity. Devices whose
+        selector verdict is not known yet are kept (checked when reached, as upstream checks
+        them: a selector that fails to evaluate fails there), and so are devices selected per
+        device, whose node check may fail.
+        """
+        code = device.verdicts.get(rd.selector_key)
+        if code is None:
+            return False
+        if code != _USABLE:
+            return True
+        if device.slice.per_device:
+            return False
+        if not rd.admin and device.uid in self.ctx.allocated_uids:
+            return True
+        return self.features.consumable_capacity and not self._capacity_fits(
+            rd, device, count_in_flight=False
+        )
 
     def _check_budget(self) -> None:
         budget = self.ctx.budget

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import uuid
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -62,8 +62,14 @@ class AllocationOutcome:
     explanation: Explanation | None
 
 
-def _new_share_id() -> str:
-    return str(uuid.uuid4())
+def random_share_id() -> str:
+    """A random RFC 4122 version-4 UUID in its usual text form, as ``str(uuid.uuid4())`` makes one,
+    without building a ``uuid.UUID`` object: every share picked during a search gets one."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = raw[6] & 0x0F | 0x40  # version 4
+    raw[8] = raw[8] & 0x3F | 0x80  # RFC 4122 variant
+    text = raw.hex()
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 class Allocator:
@@ -79,7 +85,7 @@ class Allocator:
         taint_rules: Sequence[DeviceTaintRule] = (),
         cel_cache: SelectorCache | None = None,
         budget: SearchBudget | None = None,
-        new_share_id: Callable[[], str] = _new_share_id,
+        new_share_id: Callable[[], str] = random_share_id,
     ) -> None:
         self._features = features
         catalog = Catalog(taint_rules)

@@ -7,12 +7,14 @@ What one call is. kube-scheduler's DynamicResources plugin builds one allocator 
 node in Filter (``pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go``); Go's
 ``Allocate`` then gathers the node's pools, validates the requests, searches and builds the
 results. draguard's dry run does the same with one Allocator per cluster snapshot
-(``snapshot_allocator``), one fork of it per pod (``DryRun``) and one ``allocate`` per node, with
-the arguments ``DryRun.on_node`` passes. So every timed call is one ``allocate`` on a fork made for
-that round (a new pod), the fork itself untimed as PreFilter is; a shape with several nodes asks
-each of them once per round. Warm means what it means for a server answering dry runs: the
-snapshot's allocator has been asked before, so its per-snapshot work (digested devices, selector
-verdicts, pools per node) is done; Go's figures are warm in the same sense (CEL programs cached).
+(``Prepared.of``), one fork of it per question (``DryRun``) and one ``allocate(node, claims,
+quick_reject=True)`` per node from its DRA plugin (``policies/scheduler/dynamicresources.py``), here
+with the results built, as Go's Allocate builds them. So every timed call is one ``allocate`` on a
+fork made for that round (a new pod), the fork itself untimed as PreFilter is; a shape with
+several nodes asks each of them once per round. Warm means what it means for a server answering
+dry runs: the snapshot's allocator has been asked before, so its per-snapshot work (digested
+devices, selector verdicts, pools per node, what each request consumes) is done; Go's figures are
+warm in the same sense (CEL programs cached).
 
 The Go figures are the issue's (upstream 1.36.2 built locally, quiet 2-core machine, median per
 Allocate call): there is no Go toolchain here, so they are named reference figures, not measured.
@@ -41,12 +43,11 @@ from typing import Any
 # module named like a library (benchmarks/cel.py) cannot shadow it.
 sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from policies.allocator import Features  # noqa: E402
 from policies.api.base import TypedObject  # noqa: E402
 from policies.api.kinds import decode  # noqa: E402
 from policies.api.resource import ResourceClaim  # noqa: E402
 from policies.cel import bind_device, compile_expression  # noqa: E402
-from policies.dryrun import DryRun, snapshot_allocator  # noqa: E402
+from policies.dryrun import DryRun, FeatureGates, Prepared, Question, synthetic_pod  # noqa: E402
 from policies.snapshot import Snapshot  # noqa: E402
 
 DRIVER = "gpu.example.com"
@@ -367,7 +368,7 @@ def run_shape(shape: Shape, calls: int) -> dict[str, Any]:
     snapshot = Snapshot.build([*shape.objects, *shape.claims])
     nodes = [snapshot.nodes[n] for n in shape.nodes]
     start = time.perf_counter()
-    base = snapshot_allocator(snapshot, Features())
+    base = Prepared.of(snapshot, FeatureGates()).allocator
     fork = base.fork()
     outcomes = [fork.allocate(n, shape.claims, quick_reject=True) for n in nodes]
     first = (time.perf_counter() - start) * 1e6 / len(nodes)
@@ -391,12 +392,12 @@ def cluster_dry_run(nodes: int, repeat: int) -> tuple[float, float, int]:
     """5,000 nodes x 8 GPUs, 40% allocated; a pod-like claim for 2 GPUs asked on every node."""
     snapshot = Snapshot.build(gpu_cluster(nodes))
     want = claim("train", [request("gpus", 2, MEMORY_SELECTOR)])
-    base = snapshot_allocator(snapshot, Features())
-    node_list = list(snapshot.nodes.values())
+    dry = DryRun(Prepared.of(snapshot, FeatureGates()))
+    question = Question(synthetic_pod("default"), (want,))
 
     def everywhere() -> int:
-        dry = DryRun(snapshot, [want], Features(), allocator=base)
-        return sum(dry.on_node(n).allocated for n in node_list)
+        """The whole default profile's attempt (these nodes give no allocatable: DRA decides)."""
+        return len(dry.outcome(question).fitting)
 
     start = time.perf_counter()
     fits = everywhere()

@@ -291,6 +291,23 @@ def test_webhook_paths_are_served_by_draguard(default_objects: list[dict[str, An
             assert rule.mutating == (kind == "MutatingWebhookConfiguration"), path
 
 
+def test_an_outside_draguard_is_called_by_url_and_its_certificate_names_the_host(find: Find) -> None:
+    """webhooks.url (development, the end-to-end tests) replaces every Service reference with the
+    URL of the same path, and selfManaged certificates then name the URL's host."""
+    objects = render(
+        {"webhooks": {"url": "https://127.0.0.1:9443/", "prescheduled": {"mutating": {"enabled": True}}}}
+    )
+    for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+        for hook in find(objects, kind, "draguard")["webhooks"]:
+            config = hook["clientConfig"]
+            assert "service" not in config, hook["name"]
+            assert re.fullmatch(r"https://127\.0\.0\.1:9443/(validate|mutate)/[a-z]+", config["url"]), config
+    settings = yaml.safe_load(find(objects, "ConfigMap", "draguard-config")["data"]["config.yaml"])
+    assert "127.0.0.1" in CertSettings.from_mapping(settings["certificates"]).policy.hosts
+    with pytest.raises(HelmError, match="url"):
+        render({"webhooks": {"url": "http://127.0.0.1:9443"}})
+
+
 def test_failure_policy_and_enablement_are_per_webhook(find: Find) -> None:
     objects = render({"webhooks": {"quota": {"failurePolicy": "Ignore"}, "drain": {"enabled": False}}})
     hooks = webhooks(objects, find)

@@ -41,5 +41,9 @@ certificates:
   {{- end }}
   overlap: {{ $s.overlap }}
   keyAlgorithm: {{ $s.keyAlgorithm }}
+  {{- with .Values.webhooks.url }}
+  {{- /* The API server dials the URL's host: the serving certificate must name it. */}}
+  extraHosts: [{{ (urlParse .).hostname | quote }}]
+  {{- end }}
   {{- end }}
 {{- end -}}

@@ -119,11 +119,15 @@ conditions (optional: the name of a template giving its matchConditions) and nam
 - name: {{ .name }}.draguard.io
   admissionReviewVersions: ["v1"]
   clientConfig:
+    {{- with $root.Values.webhooks.url }}
+    url: {{ printf "%s%s" (trimSuffix "/" .) $.path | quote }}
+    {{- else }}
     service:
       name: {{ include "draguard.fullname" $root }}
       namespace: {{ $root.Release.Namespace }}
       path: {{ .path }}
       port: {{ $root.Values.service.port }}
+    {{- end }}
     {{- if eq $root.Values.tls.mode "secret" }}
     caBundle: {{ required "tls.secret.caBundle is required when tls.mode=secret" $root.Values.tls.secret.caBundle }}
     {{- end }}

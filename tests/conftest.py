@@ -1,0 +1,52 @@
+"""Fixtures shared by the whole test tree: the real control plane (see ``kube/controlplane.py``)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "kube"))
+
+from controlplane import ASSETS_VAR, ControlPlane, missing_binaries
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[ControlPlane]:
+    """etcd and kube-apiserver 1.36, started once per test session and stopped at its end.
+
+    Without the binaries the tests that use it skip with one line saying how to provide them;
+    under CI (``CI=true``) that is a failure, since CI is where they must run.
+    """
+    missing = missing_binaries()
+    if missing:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(missing, pytrace=False)
+        pytest.skip(missing)
+    plane = ControlPlane(Path(os.environ[ASSETS_VAR]))
+    plane.start()
+    try:
+        yield plane
+    finally:
+        plane.stop()
+
+
+@pytest.fixture
+def kube_namespace(control_plane: ControlPlane) -> Iterator[str]:
+    """A fresh namespace for one test, with its ``default`` ServiceAccount (which pods need, and
+    which only the controller-manager would otherwise create); deleted afterwards."""
+    name = f"t-{secrets.token_hex(4)}"
+    core = client.CoreV1Api(control_plane.client())
+    core.create_namespace({"metadata": {"name": name}})
+    try:
+        core.create_namespaced_service_account(name, {"metadata": {"name": "default"}})
+    except client.ApiException as err:
+        if err.status != 409:  # the controller-manager made it first
+            raise
+    yield name
+    core.delete_namespace(name)

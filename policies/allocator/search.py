@@ -368,8 +368,8 @@ class Search:
         """Upstream allocateOne: place device ``d`` of request ``r`` (alternative ``s``) of claim ``c``.
 
         ``start`` is the position in the request's scan list (the node's devices in order, minus
-        those its selectors refused before) where the scan begins: after the previous device of
-        the same request, so that only combinations are tried.
+        those it is known to refuse on their own: see ``_scan_list``) where the scan begins: after
+        the previous device of the same request, so that only combinations are tried.
 
         Moving on to the next request or claim ends upstream's function with a call whose result it
         returns unchanged; here that is a loop, still counted as one step each time. Past a claim

@@ -83,8 +83,8 @@ class Pool:
 class NodeView:
     """Everything one node sees, computed once per node and Allocator.
 
-    Besides the pools and candidate devices, the view keeps per request selectors the list of
-    candidates the search scans (``scan_list``): what the Allocator's selector verdicts leave.
+    Besides the pools and candidate devices, the view keeps the lists of candidates the search
+    scans, per what a request's checks read (``scan_list``).
     """
 
     __slots__ = (

@@ -17,6 +17,7 @@ from typing import Any
 
 from policies.api import schema
 from policies.api.conversion import EXACT_FIELDS
+from policies.api.quantity import Quantity
 from policies.validation.fielderrors import (
     ErrorList,
     ErrorType,
@@ -30,8 +31,7 @@ from policies.validation.fielderrors import (
 # Fields a 1.36 server does not know that older manifests use, and what to write instead.
 REPLACED_FIELDS = {
     ("core.v1.PodResourceClaim", "source"): (
-        "removed in Kubernetes 1.31: write resourceClaimName or resourceClaimTemplateName in the "
-        "entry itself"
+        "removed in Kubernetes 1.31: write resourceClaimName or resourceClaimTemplateName in the entry itself"
     ),
     ("resource.v1.Device", "basic"): (
         "resource.k8s.io/v1 has no basic: its attributes, capacity, ... are the device's own fields "
@@ -77,7 +77,9 @@ def _scalar_problem(word: str, value: Any) -> str | None:
     elif word == "boolean":
         ok = isinstance(value, bool)
     elif word == "quantity":
-        ok = isinstance(value, str) or is_number
+        if isinstance(value, str) or is_number:
+            return _quantity_problem(value)
+        ok = False
         word = "a quantity (a string such as 1Gi, or a number)"
     elif word == "int-or-string":
         ok = isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
@@ -87,6 +89,16 @@ def _scalar_problem(word: str, value: Any) -> str | None:
     if ok:
         return None
     return f"must be {word}" if " " in word else f"must be {'an' if word[0] in 'aeiou' else 'a'} {word}"
+
+
+def _quantity_problem(value: str | int | float) -> str | None:
+    """The decoder parses quantities as it reads them: a malformed one fails the whole document
+    (the server's message names no field; this one does)."""
+    try:
+        Quantity.from_json(value)
+    except ValueError as err:
+        return str(err)
+    return None
 
 
 def strict_errors(raw: Any, type_name: str) -> ErrorList:

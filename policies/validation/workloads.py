@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from policies.api.core import Pod
-from policies.validation.core import validate_pod_claims, validate_pod_containers
+from policies.api.defaults import apply_defaults
+from policies.validation.core import validate_pod_claims
 from policies.validation.fielderrors import (
     ErrorList,
     FieldError,
@@ -26,6 +27,8 @@ from policies.validation.fielderrors import (
     required,
 )
 from policies.validation.meta import validate_annotations, validate_labels
+from policies.validation.podspec import validate_pod_spec
+from policies.validation.validate import EPOCH
 
 # Kinds whose pods run forever: the template must restart them (ValidatePodTemplateSpecForReplicaSet).
 _CONTROLLERS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "ReplicationController")
@@ -46,7 +49,8 @@ def validate_pod_template(pod: Pod) -> ErrorList:
     meta = Path("metadata")
     errs = validate_labels(pod.metadata.labels, meta.child("labels"))
     errs += validate_annotations(pod.metadata.annotations, meta.child("annotations"))
-    return errs + validate_pod_containers(pod) + validate_pod_claims(pod)
+    spec = apply_defaults(pod, EPOCH).spec.to_json()
+    return errs + validate_pod_spec(spec, Path("spec"), is_pod=False) + validate_pod_claims(pod)
 
 
 def validate_workload(kind: str, raw: Mapping[str, Any], template: tuple[str, ...], pod: Pod) -> ErrorList:

@@ -132,15 +132,20 @@ _MISSPELT_SOURCE = {"downwardAPI": "downwarAPI", "cephfs": "cephFS"}
 _SOURCE_CHECK_PATH = {"gcePersistentDisk": "persistentDisk"}
 
 
-def validate_pod_spec(spec: Json, path: Path, *, pod_name: str = "", is_pod: bool) -> ErrorList:
+def validate_pod_spec(
+    spec: Json, path: Path, *, pod_name: str = "", is_pod: bool, claim_volumes: Sequence[str] = ()
+) -> ErrorList:
     """``ValidatePodSpec`` (and, for a Pod, the pod-only rules of ``validatePodMetadataAndSpec``
-    and ``ValidatePodCreate``) of ``spec``, reported under ``path``."""
+    and ``ValidatePodCreate``) of ``spec``, reported under ``path``. ``claim_volumes``: the names
+    of a StatefulSet's volume claim templates, which its pods get as volumes."""
     restart_policy = spec.get("restartPolicy") or "Always"
     grace = spec.get("terminationGracePeriodSeconds")
     grace_period = 30 if grace is None else grace
     sc = spec.get("securityContext") or {}
     host_users = sc.get("hostUsers") is not False
     volumes, errs = _volumes(spec.get("volumes") or [], pod_name, path.child("volumes"))
+    for name in claim_volumes:
+        volumes.setdefault(name, {"name": name, "persistentVolumeClaim": {"claimName": name}})
     pod = PodContext(volumes, grace_period, restart_policy, host_users)
     containers = spec.get("containers") or []
     init_containers = spec.get("initContainers") or []
@@ -196,6 +201,11 @@ def _pod_only(spec: Json, path: Path) -> ErrorList:
         errs.append(
             forbidden(path.child("nodeName"), "cannot be set until all schedulingGates have been cleared")
         )
+    if spec.get("overhead") is not None and spec.get("runtimeClassName") is None:
+        # The RuntimeClass admission plugin (plugin/pkg/admission/runtimeclass): only a
+        # RuntimeClass sets a pod's overhead.
+        detail = "pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead"
+        errs.append(forbidden(path.child("overhead"), detail))
     return errs
 
 

@@ -433,7 +433,7 @@ def _key_selector(ref: Json, path: Path) -> ErrorList:
     errs = [invalid(path.child("name"), name, msg) for msg in is_dns1123_subdomain(name)]
     key = ref.get("key") or ""
     if not key:
-        return errs + [required(path.child("key"))]
+        return [*errs, required(path.child("key"))]
     return errs + [invalid(path.child("key"), key, msg) for msg in is_config_map_key(key)]
 
 

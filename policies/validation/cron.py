@@ -9,13 +9,15 @@ import re
 import zoneinfo
 from functools import cache
 
-# field name -> (minimum, maximum, names)
-_FIELDS = (
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+# minute, hour, day of month, month, day of week: (minimum, maximum, names)
+_FIELDS: tuple[tuple[int, int, dict[str, int]], ...] = (
     (0, 59, {}),
     (0, 23, {}),
     (1, 31, {}),
-    (1, 12, {m: i + 1 for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split())}),
-    (0, 6, {d: i for i, d in enumerate("sun mon tue wed thu fri sat".split())}),
+    (1, 12, {m: i + 1 for i, m in enumerate(_MONTHS)}),
+    (0, 6, {d: i for i, d in enumerate(_DAYS)}),
 )
 _DESCRIPTORS = frozenset({"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"})
 _DURATION = re.compile(r"([0-9]*(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+")

@@ -600,7 +600,8 @@ def _tolerations(tolerations: Sequence[Json], path: Path) -> ErrorList:
                 invalid(
                     at.child("operator"),
                     operator,
-                    'operator must be Exists when `key` is empty, which means "match all values and all keys"',
+                    "operator must be Exists when `key` is empty, "
+                    'which means "match all values and all keys"',
                 )
             )
         if toleration.get("tolerationSeconds") is not None and effect != "NoExecute":
@@ -735,7 +736,8 @@ def _dns_config(config: Json | None, policy: str, path: Path) -> ErrorList:
             invalid(
                 path.child("searches"),
                 searches,
-                f"must not have more than {_MAX_SEARCH_CHARS} characters (including spaces) in the search list",
+                f"must not have more than {_MAX_SEARCH_CHARS} characters (including spaces) "
+                "in the search list",
             )
         )
     for i, search in enumerate(searches):
@@ -903,7 +905,7 @@ def _pod_requests(
     for name, limit in limits.items():
         if name in found or (name not in ("cpu", "memory") and not name.startswith("hugepages-")):
             continue
-        found[name] = aggregate[name] if name in aggregate else limit
+        found[name] = aggregate.get(name, limit)
     return found
 
 

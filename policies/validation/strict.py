@@ -31,7 +31,8 @@ from policies.validation.fielderrors import (
 # Fields a 1.36 server does not know that older manifests use, and what to write instead.
 REPLACED_FIELDS = {
     ("core.v1.PodResourceClaim", "source"): (
-        "removed in Kubernetes 1.31: write resourceClaimName or resourceClaimTemplateName in the entry itself"
+        "removed in Kubernetes 1.31: write resourceClaimName or resourceClaimTemplateName in the "
+        "entry itself"
     ),
     ("resource.v1.Device", "basic"): (
         "resource.k8s.io/v1 has no basic: its attributes, capacity, ... are the device's own fields "

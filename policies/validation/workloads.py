@@ -98,7 +98,7 @@ def validate_workload(kind: str, raw: Json, template: tuple[str, ...], pod: Pod)
     at = Path(*template)
     errs = _metadata(kind, _obj(raw.get("metadata")))
     if kind == "ReplicationController" and not isinstance(spec.get("template"), Mapping):
-        return errs + [required(at)]
+        return [*errs, required(at)]
     errs += _OWN_RULES.get(kind, _no_rules)(spec, pod, at)
     claim_volumes = tuple(
         _obj(t.get("metadata")).get("name") or ""
@@ -281,8 +281,8 @@ def _daemon_set(spec: Json, pod: Pod, at: Path) -> ErrorList:
         elif not has_unavailable and not has_surge:
             errs.append(required(at_rolling.child("maxUnavailable"), "cannot be 0 when maxSurge is 0"))
     elif kind != "OnDelete":
-        rolling = strategy.get("rollingUpdate")
-        shown = _go_struct(Type=kind, RollingUpdate=_rolling_shown(rolling, "MaxUnavailable", "MaxSurge"))
+        given = strategy.get("rollingUpdate")
+        shown = _go_struct(Type=kind, RollingUpdate=_rolling_shown(given, "MaxUnavailable", "MaxSurge"))
         errs.append(not_supported(path, shown, ["RollingUpdate", "OnDelete"]))
     return errs
 

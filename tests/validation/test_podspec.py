@@ -42,7 +42,8 @@ def errors(doc: dict[str, Any]) -> list[str]:
     [
         (
             with_container(resources={"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}),
-            'spec.containers[0].resources.requests: Invalid value: "2": must be less than or equal to cpu limit of 1',
+            'spec.containers[0].resources.requests: Invalid value: "2": must be '
+            'less than or equal to cpu limit of 1',
         ),
         (
             with_container(resources={"limits": {"nvidia.com/gpu": "500m"}}),
@@ -50,7 +51,8 @@ def errors(doc: dict[str, Any]) -> list[str]:
         ),
         (
             with_container(resources={"requests": {"nvidia.com/gpu": "1"}}),
-            "spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources",
+            "spec.containers[0].resources.limits: Required value: Limit must be "
+            "set for non overcommitable resources",
         ),
         (
             with_container(imagePullPolicy="IfNotExists"),
@@ -65,7 +67,8 @@ def errors(doc: dict[str, Any]) -> list[str]:
         ),
         (
             with_container(ports=[{"containerPort": 70000}]),
-            "spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive",
+            "spec.containers[0].ports[0].containerPort: Invalid value: 70000: must "
+            "be between 1 and 65535, inclusive",
         ),
         (
             with_container(livenessProbe={"exec": {"command": ["true"]}, "successThreshold": 2}),
@@ -79,7 +82,8 @@ def errors(doc: dict[str, Any]) -> list[str]:
             with_container(
                 env=[{"name": "A", "value": "x", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]
             ),
-            'spec.containers[0].env[0].valueFrom: Invalid value: "": may not be specified when `value` is not empty',
+            'spec.containers[0].env[0].valueFrom: Invalid value: "": may not be '
+            'specified when `value` is not empty',
         ),
         (
             with_container(env=[{"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "spec.containers"}}}]),
@@ -120,7 +124,8 @@ def errors(doc: dict[str, Any]) -> list[str]:
                 ]
                 * 2
             ),
-            'spec.topologySpreadConstraints[0].{topologyKey, whenUnsatisfiable}: Duplicate value: "{zone, DoNotSchedule}"',
+            'spec.topologySpreadConstraints[0].{topologyKey, whenUnsatisfiable}: '
+            'Duplicate value: "{zone, DoNotSchedule}"',
         ),
         (
             pod(dnsPolicy="None"),
@@ -131,11 +136,13 @@ def errors(doc: dict[str, Any]) -> list[str]:
                 hostNetwork=True,
                 containers=[{**CONTAINER, "ports": [{"containerPort": 80, "hostPort": 8080}]}],
             ),
-            "spec.containers[0].ports[0].hostPort: Invalid value: 8080: must match `containerPort` when `hostNetwork` is true",
+            "spec.containers[0].ports[0].hostPort: Invalid value: 8080: must match "
+            "`containerPort` when `hostNetwork` is true",
         ),
         (
             pod(overhead={"cpu": "100m"}),
-            "spec.overhead: Forbidden: pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead",
+            "spec.overhead: Forbidden: pod rejected: Pod Overhead set without "
+            "corresponding RuntimeClass defined Overhead",
         ),
     ],
 )
@@ -194,7 +201,8 @@ def workload(kind: str, **spec: Any) -> dict[str, Any]:
             workload(
                 "DaemonSet", updateStrategy={"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0}}
             ),
-            "spec.updateStrategy.rollingUpdate.maxUnavailable: Required value: cannot be 0 when maxSurge is 0",
+            "spec.updateStrategy.rollingUpdate.maxUnavailable: Required value: "
+            "cannot be 0 when maxSurge is 0",
         ),
         (
             workload("StatefulSet", podManagementPolicy="Ordered"),

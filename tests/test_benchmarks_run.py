@@ -25,6 +25,8 @@ def test_allocator_benchmark_runs_every_scenario() -> None:
         "claim for 32",
         "backtracking",
         "20 existing shares",
+        "10 nodes, 40% of devices allocated, allocate on each",
+        "geometric mean",
         "whole-cluster dry run",
     ):
         assert name in done.stdout, done.stdout

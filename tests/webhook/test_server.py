@@ -109,10 +109,26 @@ def admission_review(obj: Any = None, uid: str = "uid-1", **request: Any) -> dic
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": body}
 
 
+CREATED: list[Admission] = []
+
+
+@pytest.fixture(autouse=True)
+def no_thread_outlives_its_test() -> Iterator[None]:
+    """The admissions' thread pools stop with their test, as serve stops them with the server: a
+    worker left running would count as another test's thread (tests/webhook/test_state_watch.py)."""
+    yield
+    for admission in CREATED:
+        for executor in (admission.executor, admission.decoder):
+            executor.shutdown(wait=True, cancel_futures=True)
+    CREATED.clear()
+
+
 def make_admission(rules: Sequence[Any] = (), state: FakeState | None = None, **options: Any) -> Admission:
     state = state or FakeState()
     config = options.pop("config", Config())
-    return Admission(split_rules(rules), config, state, Metrics(state), **options)
+    admission = Admission(split_rules(rules), config, state, Metrics(state), **options)
+    CREATED.append(admission)
+    return admission
 
 
 async def client_for(aiohttp_client: Client, admission: Admission) -> TestClient:

@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 from controlplane import Component, ControlPlane, _die_with_parent, free_port, wait_for
-from kubernetes import client, utils
+from kubernetes import client, dynamic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "charts"))
 
@@ -140,7 +140,12 @@ class Balancer:
         for _ in backends:
             self._turn = (self._turn + 1) % len(backends)
             with contextlib.suppress(OSError):
-                return socket.create_connection(("127.0.0.1", backends[self._turn]), timeout=2)
+                upstream = socket.create_connection(("127.0.0.1", backends[self._turn]), timeout=2)
+                # The timeout was for connecting only: left on the socket, it cut every answer that
+                # took longer than 2 s (and every idle keep-alive connection), which the API server
+                # reports as "failed to call webhook: EOF".
+                upstream.settimeout(None)
+                return upstream
         return None
 
 
@@ -216,8 +221,7 @@ class Draguard:
         core = client.CoreV1Api(api)
         with contextlib.suppress(client.ApiException):  # already there from an earlier install
             core.create_namespace({"metadata": {"name": NAMESPACE}})
-        for obj in self.objects:
-            utils.create_from_dict(api, obj)
+        apply(api, self.objects)
         self._kubeconfig = self.plane.kubeconfig(token=self._token(), name="draguard")
         (self.workdir / "config.yaml").write_text(self._config_text())
         self._volume = SecretVolume(api, NAMESPACE, f"{RELEASE}-tls", self.workdir / "tls")
@@ -373,16 +377,32 @@ def installed(plane: ControlPlane, values: Mapping[str, Any], replicas: int = 1)
         deployment.uninstall()
 
 
-def apply(api: client.ApiClient, documents: str | Sequence[Mapping[str, Any]]) -> list[Any]:
-    """Create every object of a YAML text (or a list of objects) as ``kubectl create`` would."""
+def apply(api: client.ApiClient, documents: str | Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Create every object of a YAML text (or a list of objects) as ``kubectl create`` would: as
+    JSON, so fields the ``kubernetes`` client's models do not know (alpha fields such as a device's
+    ``nodeAllocatableResourceMappings``) reach the API server. Returns the objects as created."""
     objects = list(yaml.safe_load_all(documents)) if isinstance(documents, str) else list(documents)
+    resources = dynamic.DynamicClient(api).resources
     created = []
     for obj in objects:
         if obj:
-            created.extend(utils.create_from_dict(api, dict(obj)))
+            resource = resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+            namespace = obj["metadata"].get("namespace") if resource.namespaced else None
+            created.append(resource.create(body=dict(obj), namespace=namespace).to_dict())
     return created
 
 
 def settle(seconds: float = 0.5) -> None:
     """Give watches a moment to deliver (draguard's snapshot follows the API server asynchronously)."""
     time.sleep(seconds)
+
+
+def remove(api: client.ApiClient, objects: Sequence[Mapping[str, Any]]) -> None:
+    """Delete objects made with :func:`apply` (or by hand), newest first, as ``kubectl delete`` would;
+    objects already gone are fine."""
+    resources = dynamic.DynamicClient(api).resources
+    for obj in reversed(objects):
+        metadata = obj["metadata"]
+        resource = resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+        with contextlib.suppress(client.ApiException):
+            resource.delete(name=metadata["name"], namespace=metadata.get("namespace"))

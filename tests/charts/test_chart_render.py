@@ -508,7 +508,14 @@ WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection"}
 
 
 def rbac_rules(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [rule for o in objects if o["kind"] in ("ClusterRole", "Role") for rule in o["rules"]]
+    """The rules draguard itself is granted (every role the chart binds to its ServiceAccount)."""
+    bound = {
+        (o["roleRef"]["kind"], o["roleRef"]["name"])
+        for o in objects
+        if o["kind"] in ("ClusterRoleBinding", "RoleBinding")
+        and any(s["kind"] == "ServiceAccount" and s["name"] == "draguard" for s in o["subjects"])
+    }
+    return [rule for o in objects if (o["kind"], o["metadata"]["name"]) in bound for rule in o["rules"]]
 
 
 def grants(objects: list[dict[str, Any]], group: str, resource: str, verb: str) -> list[dict[str, Any]]:
@@ -545,7 +552,8 @@ def test_writes_are_limited_to_named_objects_where_rbac_allows(default_objects: 
         if set(rule["verbs"]) & {"update", "patch", "delete"}:
             assert rule.get("resourceNames"), f"unrestricted write: {rule}"
         if "create" in rule["verbs"]:  # create cannot be limited by name; keep it to what we create
-            assert set(rule["resources"]) <= {"configmaps", "leases", "secrets", "tokenreviews"}, rule
+            reviews = {"tokenreviews", "subjectaccessreviews"}
+            assert set(rule["resources"]) <= {"configmaps", "leases", "secrets", *reviews}, rule
     assert [r["resourceNames"] for r in grants(default_objects, "", "configmaps", "update")] == [
         ["draguard-quota-ledger"]
     ]
@@ -562,15 +570,27 @@ def test_writes_are_limited_to_named_objects_where_rbac_allows(default_objects: 
         ["draguard-ca", "draguard-tls"]
     ]
     assert grants(default_objects, "authentication.k8s.io", "tokenreviews", "create")
+    assert grants(default_objects, "authorization.k8s.io", "subjectaccessreviews", "create")
     assert not grants(default_objects, "resource.k8s.io", "resourceclaims", "update")
     assert not grants(default_objects, "", "pods", "delete")
+
+
+def test_the_dry_run_role_grants_only_the_endpoint_and_is_bound_to_nobody(
+    default_objects: list[dict[str, Any]], find: Find
+) -> None:
+    role = find(default_objects, "ClusterRole", "draguard-dryrun")
+    # The verb of a POST to a non-resource URL is "post" (apiserver endpoints/request/requestinfo.go).
+    assert role["rules"] == [{"nonResourceURLs": ["/v1/dryrun"], "verbs": ["post"]}]
+    refs = [o["roleRef"]["name"] for o in default_objects if o["kind"].endswith("RoleBinding")]
+    assert "draguard-dryrun" not in refs
+    assert role["rules"][0] not in rbac_rules(default_objects)
 
 
 def test_secrets_and_leases_are_only_writable_in_our_namespace(default_objects: list[dict[str, Any]]) -> None:
     for obj in default_objects:
         if obj["kind"] == "ClusterRole":
             for rule in obj["rules"]:
-                assert not {"secrets", "leases"} & set(rule["resources"]), rule
+                assert not {"secrets", "leases"} & set(rule.get("resources", ())), rule
     role = next(o for o in default_objects if o["kind"] == "Role")
     assert role["metadata"]["namespace"] == NAMESPACE
 

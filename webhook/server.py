@@ -50,6 +50,9 @@ log = logging.getLogger(__name__)
 # The chart's webhook configurations wait 5 s (timeoutSeconds); answering within 4 s leaves the
 # API server time to receive the answer before it gives up and applies the failurePolicy itself.
 DEFAULT_DEADLINE = 4.0
+# Work with lasting effects (the quota ledger's write) ends this long before the deadline, so that
+# its outcome, not the deadline's refusal, is what the API server is told.
+EFFECTS_MARGIN = 0.25
 
 
 def _webhook(rule: Rule) -> str:
@@ -90,10 +93,11 @@ class Admission:
     )
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
 
-    def context(self) -> Context:
-        """The snapshot a request keeps from start to end, and whether it is fresh enough to trust."""
+    def context(self, deadline: float | None = None) -> Context:
+        """The snapshot a request keeps from start to end, and whether it is fresh enough to trust;
+        ``deadline`` (monotonic) is when the request's answer goes out whatever the rules do."""
         fresh = self.state.age() <= self.config.snapshot.max_age_seconds
-        return Context(self.state.snapshot, self.config, self.clock(), snapshot_fresh=fresh)
+        return Context(self.state.snapshot, self.config, self.clock(), fresh, deadline)
 
     async def handle(self, webhook: str, http: web.Request) -> web.Response:
         started = time.perf_counter()
@@ -135,7 +139,7 @@ class Admission:
         return _json(review.answer(request.uid, decision))
 
     async def _decide(self, webhook: str, request: Request) -> Decision:
-        ctx = self.context()
+        ctx = self.context(time.monotonic() + self.deadline - EFFECTS_MARGIN)
         chosen = engine.applicable(request, self.rules[webhook], ctx)
         if not any(rule.costly(request, ctx) for rule, _ in chosen):
             return engine.decide_applicable(request, chosen, ctx)

@@ -61,12 +61,18 @@ class Finding:
 
 @dataclass(frozen=True)
 class Context:
-    """Everything a rule reads besides the request: the snapshot, its config, the time."""
+    """Everything a rule reads besides the request: the snapshot, its config, the time.
+
+    ``deadline``: when the server will have answered whatever the rule does, on the shell's
+    monotonic clock (``policies`` only passes it on). Work with lasting effects, the quota ledger's
+    write, must not land after it: the answer sent then would not be the one the write stands for.
+    """
 
     snapshot: Snapshot
     config: Config
     now: datetime
     snapshot_fresh: bool = True
+    deadline: float | None = None
 
 
 class RuleUnavailable(Exception):

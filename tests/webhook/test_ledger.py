@@ -175,6 +175,23 @@ def test_reconcile_restores_lost_charges_and_fixes_changed_ones(apiserver: Fault
     assert apiserver.writes == 2
 
 
+def test_every_call_of_a_charge_ends_by_its_deadline(apiserver: FaultyApiserver) -> None:
+    """A write slower than the time left is given up at the deadline (not at the 1 s read timeout),
+    and is not re-read afterwards: the webhook has answered by then, per its failure policy."""
+    store, check = store_for(apiserver), room(5)
+    apiserver.faults, apiserver.delay_seconds = ["delay"], 0.6
+    started = time.monotonic()
+    with pytest.raises(LedgerUnavailable, match="Read timed out"):
+        store.charge(NS, "uid-1", cpu("2"), check("uid-1", cpu("2")), deadline=started + 0.3)
+    assert time.monotonic() - started < 0.55
+    assert apiserver.writes == 1
+    with pytest.raises(LedgerUnavailable, match="no time left before the webhook answers"):
+        store.charge(NS, "uid-2", cpu("1"), check("uid-2", cpu("1")), deadline=time.monotonic())
+    # out of time before it started: not even a read (only the first charge's one)
+    assert [method for method, _ in apiserver.requests].count("GET") == 1
+    assert apiserver.writes == 1
+
+
 def test_damaged_entries_are_an_error_naming_the_key() -> None:
     with pytest.raises(LedgerUnavailable, match="data key uid-x is not a draguard charge"):
         decode_entry("uid-x", '{"charge": {"requests.cpu": "lots"}, "at": "2026-11-22T09:00:00Z"}')
@@ -188,9 +205,9 @@ class CountingConfigMaps(ConfigMaps):
         super().__init__(api)
         self.conflicts = 0
 
-    def write(self, namespace: str, data: Any, base: Any) -> None:
+    def write(self, namespace: str, data: Any, base: Any, deadline: float | None = None) -> None:
         try:
-            super().write(namespace, data, base)
+            super().write(namespace, data, base, deadline)
         except Conflict:
             self.conflicts += 1
             raise

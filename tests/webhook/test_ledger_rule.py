@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -204,3 +206,16 @@ def test_without_a_quota_the_ledger_is_not_written(apiserver: FaultyApiserver) -
     snap = Snapshot.build(decode(o) for o in [*BASE[:2], *BASE[3:], claim("first", "8")])
     assert decide(reservation("first", "8", "a"), with_ledger(RULES, store), ctx(snap)).allowed
     assert apiserver.requests == []
+
+
+def test_a_reservation_out_of_time_is_answered_per_the_failure_policy_and_charges_nothing(
+    apiserver: FaultyApiserver,
+) -> None:
+    """The server's deadline reaches the ledger: a charge that could only land after the answer went
+    out (a phantom, holding quota for a refused reservation) is not written at all."""
+    rules = with_ledger(RULES, store_for(apiserver))
+    late = replace(ctx(snapshot(claim("first", "8"))), deadline=time.monotonic() - 0.1)
+    decision = decide(reservation("first", "8", "a"), rules, late)
+    assert not decision.allowed
+    assert decision.message.endswith("no time left before the webhook answers")
+    assert [method for method, _ in apiserver.requests] == []

@@ -26,7 +26,10 @@ retried finds its own charge already there and does not add it twice. A charge w
 never seen (a claim deleted while every replica was down, a write that failed after the decision)
 is healed by :meth:`ApiLedgerStore.reconcile`, which makes the ledger equal to what the snapshot
 says; entries younger than a grace period are left alone, because the snapshot may not show yet
-the reservation that an admission charged a moment ago.
+the reservation that an admission charged a moment ago. A release is kept the same way, as an
+entry with an empty charge (a tombstone, charging nothing): the claim's deletion or deallocation
+reaches the snapshot only after the webhook allowed it, and a reconcile in between (on any
+replica) would otherwise put the released charge back as "lost", for a whole grace period.
 """
 
 from __future__ import annotations
@@ -303,9 +306,7 @@ class ApiLedgerStore:
                 if pending.result is not None or ledger.charged(namespace, pending.uid) == pending.charge:
                     continue  # refused, or already recorded (a retry whose answer was lost)
                 ledger = ledger.with_charge(namespace, pending.uid, pending.charge)
-                entries.pop(pending.uid, None)
-                if pending.charge:
-                    entries[pending.uid] = (pending.charge, self._clock())
+                entries[pending.uid] = (pending.charge, self._clock())  # empty: a release's tombstone
                 changed = True
             if not changed:
                 return
@@ -336,8 +337,9 @@ class ApiLedgerStore:
 
     def reconcile(self, namespace: str, expected: Ledger) -> bool:
         """Make the stored ledger what ``expected`` (computed from the snapshot) says: add lost
-        charges, drop released ones, fix changed ones; entries written within the grace period are
-        kept as they are. Returns whether anything was written."""
+        charges, drop released ones, fix changed ones; entries written within the grace period
+        (charges and releases' tombstones) are kept as they are, and older tombstones dropped.
+        Returns whether anything was written."""
         for attempt in range(self._max_attempts):
             entries, stored = self._read(namespace)
             now = self._clock()

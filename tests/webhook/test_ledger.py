@@ -118,10 +118,31 @@ def test_a_conflicting_write_makes_it_read_and_check_again(apiserver: FaultyApis
     assert [m for m, _ in apiserver.requests].count("PUT") == 2  # b's, then our conflicting one
 
 
-def test_releasing_removes_the_entry(apiserver: FaultyApiserver) -> None:
+def test_releasing_leaves_a_tombstone_that_charges_nothing(apiserver: FaultyApiserver) -> None:
     store, check = store_for(apiserver), room(5)
     store.charge(NS, "uid-1", cpu("1"), check("uid-1", cpu("1")))
     assert store.charge(NS, "uid-1", {}, lambda ledger: None) is None
+    assert json.loads(stored(apiserver)["data"]["uid-1"]) == {"charge": {}, "at": "2026-11-22T09:00:00Z"}
+    assert store.current(NS) == Ledger.of(NS, {})
+    writes = apiserver.writes
+    assert store.charge(NS, "uid-never-charged", {}, lambda ledger: None) is None
+    assert apiserver.writes == writes  # nothing to release: nothing written
+
+
+def test_reconcile_from_a_snapshot_behind_a_release_does_not_put_the_charge_back(
+    apiserver: FaultyApiserver,
+) -> None:
+    """The webhook releases a claim's charge before the API server deletes the claim, so a replica's
+    snapshot can still show it reserved a moment later: within the grace period the release stands,
+    after it the tombstone goes (and a claim that really is still reserved is charged again)."""
+    store = store_for(apiserver)
+    store.charge(NS, "uid-1", cpu("1"), lambda ledger: None)
+    store.charge(NS, "uid-1", {}, lambda ledger: None)
+    stale = Ledger.of(NS, {"uid-1": cpu("1")})
+    assert not store_for(apiserver, now=T0 + timedelta(seconds=30)).reconcile(NS, stale)
+    assert store.current(NS) == Ledger.of(NS, {})
+    later = store_for(apiserver, now=T0 + timedelta(minutes=2))
+    assert later.reconcile(NS, Ledger())
     assert stored(apiserver)["data"] == {}
 
 

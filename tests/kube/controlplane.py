@@ -376,6 +376,10 @@ class ControlPlane:
             )
         return self._users[key]
 
+    def client_certificate(self, user: str, groups: Sequence[str] = ()) -> tuple[Path, Path]:
+        """The certificate and key files of ``user`` in ``groups``, issued by the cluster's CA."""
+        return self._client_cert(user, groups)
+
     def ssl_context(self, user: str = "admin", groups: Sequence[str] = ("system:masters",)) -> ssl.SSLContext:
         """A TLS context that trusts the API server and authenticates as ``user``."""
         return _ssl_context(self.ca_file, self._client_cert(user, groups))

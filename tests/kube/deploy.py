@@ -196,6 +196,8 @@ class Draguard:
     plane: ControlPlane
     values: Mapping[str, Any] = field(default_factory=dict)
     replicas: int = 1
+    # More ``draguard serve`` flags, for what the chart does not set (``--dryrun-client-ca``).
+    args: Sequence[str] = ()
     objects: list[dict[str, Any]] = field(init=False, default_factory=list)
     replica: list[Replica] = field(init=False, default_factory=list)
     workdir: Path = field(init=False)
@@ -264,6 +266,7 @@ class Draguard:
                     f"--port={replica.port}",
                     f"--metrics-port={replica.metrics_port}",
                     f"--health-port={replica.health_port}",
+                    *self.args,
                 ],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
@@ -291,6 +294,12 @@ class Draguard:
             return False
 
         wait_for(f"{replica.name} to be ready", ready, timeout=timeout)
+
+    def ca_bundle(self) -> bytes:
+        """The CA the API server trusts draguard with (the caBundle the elected replica injected)."""
+        admission = client.AdmissionregistrationV1Api(self.plane.client())
+        config = admission.read_validating_webhook_configuration(RELEASE)
+        return base64.b64decode(config.webhooks[0].client_config.ca_bundle)
 
     def log(self, i: int) -> str:
         replica = self.replica[i]
@@ -367,9 +376,11 @@ def _merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, An
 
 
 @contextlib.contextmanager
-def installed(plane: ControlPlane, values: Mapping[str, Any], replicas: int = 1) -> Iterator[Draguard]:
+def installed(
+    plane: ControlPlane, values: Mapping[str, Any], replicas: int = 1, args: Sequence[str] = ()
+) -> Iterator[Draguard]:
     """draguard installed for the length of a ``with`` block (usually a module-scoped fixture)."""
-    deployment = Draguard(plane, values, replicas)
+    deployment = Draguard(plane, values, replicas, args)
     try:
         deployment.install()
         yield deployment

@@ -151,6 +151,9 @@ def test_deployment_is_highly_available_and_hardened(
     for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
         get = container[probe]["httpGet"]
         assert (get["path"], get["port"], get["scheme"]) == (path, "health", "HTTP")
+    # Serving goes on while the pod leaves the Service's endpoints (the kubelet's sleep, no binary).
+    assert container["lifecycle"]["preStop"] == {"sleep": {"seconds": 5}}
+    assert pod.get("terminationGracePeriodSeconds", 30) > 5
     assert container["args"][:1] == ["serve"]
     assert "--port=8443" in container["args"] and "--metrics-port=8080" in container["args"]
     assert "--health-port=8081" in container["args"]

@@ -279,10 +279,13 @@ class Draguard:
         self.balancer.backends = [r.port for r in self.replica if r.running]
 
     def stop_replica(self, i: int) -> None:
+        """Stop a replica as the kubelet stops the chart's pod: out of the Service's endpoints first
+        (the chart's preStop sleep waits for that), then SIGTERM. Connections already open to it
+        stay open until it closes them, as they do through kube-proxy."""
         replica = self.replica[i]
+        self.balancer.backends = [r.port for r in self.replica if r.running and r is not replica]
         if replica.component is not None:
             replica.component.stop()
-        self.balancer.backends = [r.port for r in self.replica if r.running]
 
     def wait_ready(self, i: int, timeout: float = 60) -> None:
         replica = self.replica[i]

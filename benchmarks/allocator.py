@@ -31,7 +31,7 @@ from policies.api.core import Node  # noqa: E402
 from policies.api.kinds import decode  # noqa: E402
 from policies.api.resource import DeviceClass, ResourceClaim, ResourceSlice  # noqa: E402
 from policies.cel import bind_device, compile_expression  # noqa: E402
-from policies.dryrun import DryRun  # noqa: E402
+from policies.dryrun import DryRun, FeatureGates, Prepared, Question, synthetic_pod  # noqa: E402
 from policies.snapshot import Snapshot  # noqa: E402
 
 DRIVER = "gpu.example.com"
@@ -299,11 +299,12 @@ def cluster_dry_run(nodes: int, repeat: int) -> tuple[float, float, int]:
         allocated.append(c.model_copy(update={"status": decode_status(status)}))
     snapshot = Snapshot.build([*objs, *allocated])
     want = claim("train", [request("gpus", 2, MEMORY_SELECTOR)])
-    dry = DryRun(snapshot, [want], Features())
-    node_list = list(snapshot.nodes.values())
+    dry = DryRun(Prepared.of(snapshot, FeatureGates()))
+    question = Question(synthetic_pod("default"), (want,))
 
     def everywhere() -> int:
-        return sum(dry.on_node(n).allocated for n in node_list)
+        """The whole default profile's attempt (these nodes give no allocatable: DRA decides)."""
+        return len(dry.outcome(question).fitting)
 
     start = time.perf_counter()
     fits = everywhere()

@@ -24,7 +24,10 @@ def gpu_node(name: str, index: int, devices: int, driver: str) -> list[dict[str,
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "zone": f"z{index % 3}"}},
-        "status": {"capacity": {"cpu": "64", "memory": "512Gi"}, "allocatable": {"cpu": "63"}},
+        "status": {
+            "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110"},
+            "allocatable": {"cpu": "63", "memory": "500Gi", "pods": "110"},
+        },
     }
     gpus = [
         {

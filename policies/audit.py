@@ -25,13 +25,14 @@ from datetime import datetime
 from functools import partial
 from typing import Any, Literal
 
-from policies.allocator import Features, device_taints, tolerates
+from policies.allocator import device_taints, tolerates
 from policies.allocator.nodes import NodeSelectorError, selector_matches
 from policies.api.admission import UserInfo
 from policies.api.base import NodeSelector, TypedObject
 from policies.api.core import Pod
 from policies.api.defaults import apply_defaults
 from policies.api.resource import (
+    DeviceClass,
     DeviceTaint,
     ResourceClaim,
     ResourceClaimTemplate,
@@ -39,11 +40,13 @@ from policies.api.resource import (
 )
 from policies.cel import CompileError, DeviceBinding, EvalError, Program, SelectorCache, compile_expression
 from policies.config import Config
-from policies.dryrun import DryRun, DryRunInputError, pod_claims
+from policies.dryrun import DryRun, FeatureGates, Prepared, Question, with_uid
+from policies.reading import Reading
 from policies.rules.common import LISTED, a_few
 from policies.rules.engine import Context, Outcome, Rule, admit, rule_config
 from policies.rules.request import request_from
 from policies.rules.selectors import STORED_EXPRESSIONS, Target, current_slices, targets
+from policies.scheduler.cluster import is_pending
 from policies.snapshot import Snapshot
 
 Result = Literal["pass", "fail", "warn", "error", "skip"]
@@ -145,6 +148,12 @@ def undecodable(raw: Mapping[str, Any], problems: Sequence[str]) -> Finding:
     return Finding("policy", UNDECODABLE, "error", f"{ref} cannot be read: {'; '.join(problems)}", (ref,))
 
 
+def undecodable_document(reading: Reading, problems: Sequence[str]) -> Finding:
+    """A document of a manifest that could not be read (:mod:`policies.reading`)."""
+    ref = ResourceRef(reading.api_version, reading.kind, reading.name, reading.namespace)
+    return Finding("policy", UNDECODABLE, "error", f"{ref} cannot be read: {'; '.join(problems)}", (ref,))
+
+
 # --- policy: the rules on every object, as if it were created now ------------------------------
 
 
@@ -220,6 +229,20 @@ class _Devices:
                 continue
         return chosen
 
+    def failing_everywhere(self, programs: Sequence[Program], devices: Sequence[DeviceBinding]) -> str | None:
+        """The error of the first device when the programs fail on every one of ``devices`` (the
+        scheduler stops at a selector's runtime error: nothing using them can ever be allocated)."""
+        first = None
+        for device in devices:
+            try:
+                for p in programs:
+                    self._cache.matches(p, device)
+            except EvalError as err:
+                first = first or str(err)
+                continue
+            return None
+        return first
+
     def of_class(self, name: str) -> tuple[DeviceBinding, ...] | None:
         """The devices DeviceClass ``name`` selects; None when there is no such class."""
         device_class = self._classes.get(name)
@@ -248,26 +271,41 @@ def _request_of(path: str) -> str:
     return path.split(".exactly")[0].split(".firstAvailable")[0]
 
 
-def _unmatched_requests(obj: TypedObject, devices: _Devices) -> list[str]:
-    """The requests of a claim or template none of whose alternatives can match a device."""
-    alternatives: dict[str, list[tuple[Target, int]]] = {}
+def _unmatched_requests(obj: TypedObject, devices: _Devices) -> tuple[list[str], bool]:
+    """The requests of a claim or template none of whose alternatives can match a device, and
+    whether one of them cannot because its selectors fail on every device they see."""
+    alternatives: dict[str, list[tuple[Target, int, str | None]]] = {}
     for target in targets(obj):
         candidates = devices.of_class(target.class_name)
         if candidates is None:
             continue  # an unknown class: the selectors rule says so
-        matched = len(devices.selected(_programs(target), candidates))
-        alternatives.setdefault(_request_of(target.path), []).append((target, matched))
+        programs = _programs(target)
+        matched = len(devices.selected(programs, candidates))
+        failing = devices.failing_everywhere(programs, candidates) if candidates and not matched else None
+        alternatives.setdefault(_request_of(target.path), []).append((target, matched, failing))
     unmatched = []
+    failed = False
     for request, found in alternatives.items():
-        if not any(count for _, count in found):
-            classes = ", ".join(dict.fromkeys(f'DeviceClass "{t.class_name}"' for t, _ in found))
+        if any(count for _, count, _ in found):
+            continue
+        classes = ", ".join(dict.fromkeys(f'DeviceClass "{t.class_name}"' for t, _, _ in found))
+        errors = [error for _, _, error in found if error is not None]
+        if len(errors) == len(found):
+            failed = True
+            unmatched.append(
+                f"{request}: its selectors fail on every device of {classes} ({errors[0]}), and the "
+                "scheduler stops at such an error: no pod using it can be scheduled"
+            )
+        else:
             unmatched.append(f"{request}: no device of {classes} matches the request's selectors")
-    return unmatched
+    return unmatched, failed
 
 
 def unmatched_selectors(snapshot: Snapshot) -> list[Finding]:
     """DeviceClasses that select no device, and requests of pending claims and templates that no
-    device can satisfy. Nothing is said about a cluster without devices (nothing to compare with)."""
+    device can satisfy: a warning, or a failure when their selectors fail on every device (a
+    runtime error, which aborts the scheduling of every pod using them). Nothing is said about a
+    cluster without devices (nothing to compare with)."""
     devices = _Devices(snapshot)
     if not devices.all:
         return []
@@ -275,18 +313,25 @@ def unmatched_selectors(snapshot: Snapshot) -> list[Finding]:
     for device_class in snapshot.classes.values():
         if devices.of_class(device_class.name):
             findings.append(_health(UNMATCHED_SELECTORS, "pass", "", device_class))
+            continue
+        (target,) = targets(device_class)
+        error = devices.failing_everywhere(_programs(target), devices.all)
+        if error is not None:
+            message = (f"DeviceClass {device_class.name}: its selectors fail on every one of the "
+                       f"{len(devices.all)} devices in the cluster ({error}): no claim of this class can "
+                       "be allocated, and the scheduler stops at such an error")
         else:
-            findings.append(_health(UNMATCHED_SELECTORS, "warn", (
-                f"DeviceClass {device_class.name}: its selectors match none of the {len(devices.all)} "
-                "devices in the cluster, so no claim of this class can be allocated"
-            ), device_class))
+            message = (f"DeviceClass {device_class.name}: its selectors match none of the {len(devices.all)} "
+                       "devices in the cluster, so no claim of this class can be allocated")
+        findings.append(_health(UNMATCHED_SELECTORS, "fail" if error else "warn", message, device_class))
     pending: list[ResourceClaim | ResourceClaimTemplate] = [
         c for c in snapshot.claims.values() if c.status is None or c.status.allocation is None
     ]
     for obj in [*pending, *snapshot.templates.values()]:
-        unmatched = _unmatched_requests(obj, devices)
+        unmatched, failed = _unmatched_requests(obj, devices)
         message = f"{ResourceRef.of(obj)}: " + "; ".join(unmatched) if unmatched else ""
-        findings.append(_health(UNMATCHED_SELECTORS, "warn" if unmatched else "pass", message, obj))
+        result: Result = "fail" if failed else "warn" if unmatched else "pass"
+        findings.append(_health(UNMATCHED_SELECTORS, result, message, obj))
     return findings
 
 
@@ -432,38 +477,30 @@ def noexecute_taints(snapshot: Snapshot) -> list[Finding]:
 
 
 def _pending(snapshot: Snapshot) -> list[Pod]:
-    """Pods waiting for the scheduler with claims: no node yet, not being deleted."""
-    return [
-        p for p in snapshot.pods.values()
-        if not p.spec.node_name and p.spec.resource_claims and not p.metadata.deletion_timestamp
-    ]
+    """Pods waiting for the scheduler with claims: no node yet, not finished, not being deleted."""
+    return [p for p in snapshot.pods.values() if is_pending(p) and p.spec.resource_claims]
 
 
 def _one_line(text: str) -> str:
     return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
-def pending_pod(pod: Pod, snapshot: Snapshot, features: Features) -> list[Finding]:
-    """Whether a pending pod's claims fit on some node now (dra-reference 4.18, as the scheduler
-    asks); ``fail`` with each node's reason when they fit nowhere."""
-    try:
-        claims = pod_claims(snapshot, pod)
-    except DryRunInputError as err:
-        message = f"pod {pod.key} is pending and cannot be scheduled: {err}"
+def pending_pod(pod: Pod, prepared: Prepared) -> list[Finding]:
+    """Whether a pending pod fits on some node now, as kube-scheduler's default profile would judge
+    it (dra-reference 4.18); ``fail`` with the scheduler's message and each node's reason when it
+    fits nowhere."""
+    answer = DryRun(prepared).answer(Question(with_uid(pod)))
+    if answer.error:
+        message = f"pod {pod.key} is pending and cannot be scheduled: {answer.error}"
         return [_health(UNSCHEDULABLE_PODS, "fail", message, pod)]
-    if all(c.status is not None and c.status.allocation is not None for c in claims):
+    if answer.fits:
         return [_health(UNSCHEDULABLE_PODS, "pass", "", pod)]
-    dry = DryRun(snapshot, claims, features, pod=pod)
-    reasons = []
-    for node in snapshot.nodes.values():
-        answer = dry.on_node(node)
-        if answer.allocated:
-            return [_health(UNSCHEDULABLE_PODS, "pass", "", pod)]
-        reasons.append(f"{node.name}: {_one_line(answer.reason or 'does not fit')}")
+    reasons = [f"{n.node}: {_one_line(n.detail or ', '.join(n.reasons))}" for n in answer.nodes]
     more = len(reasons) - LISTED
     shown = "; ".join(reasons[:LISTED]) + (f"; and {more} more" if more > 0 else "")
     return [_health(UNSCHEDULABLE_PODS, "fail", (
-        f"pod {pod.key} is pending and its claims fit on none of the {len(reasons)} nodes now: {shown}"
+        f"pod {pod.key} is pending and fits on none of the {len(reasons)} nodes now: "
+        f"{answer.message} ({shown})"
     ), pod)]
 
 
@@ -471,7 +508,7 @@ def pending_pod(pod: Pod, snapshot: Snapshot, features: Features) -> list[Findin
 
 
 def _steps(
-    objects: Sequence[TypedObject], rules: Sequence[Rule], ctx: Context, features: Features
+    objects: Sequence[TypedObject], rules: Sequence[Rule], ctx: Context, gates: FeatureGates
 ) -> Iterator[Callable[[], list[Finding]]]:
     """The audit as small steps, so that the caller can show progress."""
     for obj in objects:
@@ -479,9 +516,11 @@ def _steps(
     snapshot = ctx.snapshot
     for check in (unmatched_selectors, pool_health, claims_on_missing_nodes, noexecute_taints):
         yield partial(check, snapshot)
-    if snapshot.nodes:
-        for pod in _pending(snapshot):
-            yield partial(pending_pod, pod, snapshot, features)
+    pending = _pending(snapshot) if snapshot.nodes else []
+    if pending:
+        prepared = Prepared.of(snapshot, gates)
+        for pod in pending:
+            yield partial(pending_pod, pod, prepared)
 
 
 def audit(
@@ -489,13 +528,13 @@ def audit(
     rules: Sequence[Rule],
     config: Config,
     now: datetime,
-    features: Features,
+    gates: FeatureGates,
     progress: Progress | None = None,
 ) -> Report:
     """Every finding about ``objects`` (as read from files or the API server; defaulted here)."""
     defaulted = [apply_defaults(o, now) for o in objects]
     ctx = Context(Snapshot.build(defaulted), _audit_config(config), now)
-    steps = list(_steps(defaulted, rules, ctx, features))
+    steps = list(_steps(defaulted, rules, ctx, gates))
     findings: list[Finding] = []
     for done, step in enumerate(steps, start=1):
         findings += step()
@@ -503,6 +542,26 @@ def audit(
             progress(done, len(steps))
     return Report(tuple(findings), len(defaulted))
 
+
+def selector_warnings(
+    objects: Sequence[TypedObject], rules: Sequence[Rule], now: datetime
+) -> list[list[str]]:
+    """For each object: what the selectors rule warns about it, created now among ``objects``
+    (``draguard validate`` given slices, so that it and audit agree): a selector matching no
+    device, an attribute no device publishes (with the closest name), a class that does not exist.
+    Nothing unless ``objects`` hold ResourceSlices and DeviceClasses: a picture of the cluster to
+    compare with, not a claim checked on its own."""
+    warnings: list[list[str]] = [[] for _ in objects]
+    kinds = {type(o) for o in objects}
+    if ResourceSlice not in kinds or DeviceClass not in kinds:
+        return warnings
+    defaulted = [apply_defaults(o, now) for o in objects]
+    selectors = [r for r in rules if r.name == "selectors"]
+    ctx = Context(Snapshot.build(defaulted), Config(), now)
+    for i, obj in enumerate(defaulted):
+        if isinstance(obj, (DeviceClass, ResourceClaim, ResourceClaimTemplate)):
+            warnings[i] = [f.message for f in policy_findings(obj, selectors, ctx) if f.result == "warn"]
+    return warnings
 
 
 # --- PolicyReports -------------------------------------------------------------------------------

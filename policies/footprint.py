@@ -256,11 +256,13 @@ class ClaimUse:
 
 
 def _container_lists(
-    pod: Pod, limits: bool, per_container: Mapping[str, ResourceList]
+    pod: Pod, limits: bool, per_container: Mapping[str, ResourceList], missing: ResourceList = _EMPTY
 ) -> tuple[list[ResourceList], list[tuple[bool, ResourceList]]]:
     def of(c: Container) -> ResourceList:
         r = c.resources
         values = ((r.limits if limits else r.requests) if r is not None else None) or _EMPTY
+        if missing:
+            values = {**missing, **values}
         return add_lists(values, per_container[c.name]) if c.name in per_container else values
 
     regular = [of(c) for c in pod.spec.containers]
@@ -268,11 +270,15 @@ def _container_lists(
     return regular, init
 
 
-def aggregate_containers(pod: Pod, limits: bool = False, dra: DraShares = DraShares()) -> dict[str, Quantity]:
+def aggregate_containers(
+    pod: Pod, limits: bool = False, dra: DraShares = DraShares(), missing: ResourceList = _EMPTY
+) -> dict[str, Quantity]:
     """Container requests (or limits), each with its share of ``dra``, with the sidecar rules
     (KEP-753): regular containers and sidecars add up; each init container needs itself plus the
-    sidecars started before it; the pod needs the larger of the two, plus ``dra.fixed``."""
-    regular, init = _container_lists(pod, limits, dra.per_container)
+    sidecars started before it; the pod needs the larger of the two, plus ``dra.fixed``.
+    ``missing``: amounts for a container that does not name the resource (upstream
+    ``NonMissingContainerRequests``, the scheduler's 100m CPU and 200Mi for scoring)."""
+    regular, init = _container_lists(pod, limits, dra.per_container, missing)
     total = add_lists(*regular)
     sidecars: dict[str, Quantity] = {}
     init_peak: dict[str, Quantity] = {}
@@ -299,10 +305,12 @@ def _pod_level(pod: Pod, limits: bool) -> dict[str, Quantity]:
     return {n: q for n, q in values.items() if n in POD_LEVEL_RESOURCES or n.startswith(HUGEPAGES_PREFIX)}
 
 
-def pod_requests(pod: Pod, claims: Sequence[ClaimUse] = ()) -> dict[str, Quantity]:
+def pod_requests(
+    pod: Pod, claims: Sequence[ClaimUse] = (), missing: ResourceList = _EMPTY
+) -> dict[str, Quantity]:
     """upstream PodRequests (spec resources, with the DRA claims' footprint): what the scheduler
-    fits on a node and the kubelet admits."""
-    requests = aggregate_containers(pod, dra=dra_shares(pod, claims))
+    fits on a node and the kubelet admits; ``missing`` as for :func:`aggregate_containers`."""
+    requests = aggregate_containers(pod, dra=dra_shares(pod, claims), missing=missing)
     requests.update(_pod_level(pod, limits=False))
     return add_lists(requests, pod.spec.overhead or {})
 

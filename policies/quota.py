@@ -43,6 +43,7 @@ from policies.footprint import (
     pod_requests,
     referencing_containers,
 )
+from policies.snapshot import Snapshot
 
 # Upstream quota names (core/v1 types.go; the pod evaluator in pkg/quota/v1/evaluator/core/pods.go).
 STANDARD = ("cpu", "memory", "ephemeral-storage")
@@ -274,6 +275,24 @@ def smallest(charges: Sequence[Charge]) -> dict[str, Quantity]:
 
 ChargeCheck = Callable[[Ledger], Exceeded | None]
 """Given the current ledger, the quota problem a new charge would cause (None: charge it)."""
+
+
+def folded_quotas(snapshot: Snapshot, namespace: str) -> list[ResourceQuota]:
+    """The namespace's quotas that DRA footprints are charged to (unscoped ones)."""
+    return [q for q in snapshot.namespace_quotas(namespace) if folded(q)]
+
+
+def quota_namespaces(snapshot: Snapshot) -> list[str]:
+    """Namespaces with a quota draguard folds into: the only ones whose ledger matters."""
+    return sorted({q.namespace for q in snapshot.quotas if folded(q)})
+
+
+def snapshot_ledger(snapshot: Snapshot, namespace: str | None = None) -> Ledger:
+    """The DRA charges as the snapshot shows them, of one namespace or of all: the ledger offline,
+    the prediction base on pod create, what the shared ledger is reconciled to, and the seed of
+    the in-memory one (``serve --state``)."""
+    claims = (c for c in snapshot.allocated_claims() if namespace is None or c.namespace == namespace)
+    return Ledger.compute(claims, snapshot.devices, snapshot.pods)
 
 
 class LedgerUnavailable(Exception):

@@ -46,7 +46,6 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from policies.allocator import Features
 from policies.api.admission import UserInfo
 from policies.api.base import TypedObject
 from policies.api.core import Pod
@@ -54,7 +53,16 @@ from policies.api.defaults import apply_defaults
 from policies.api.kinds import DecodeError, decode
 from policies.api.resource import ResourceClaim
 from policies.config import Config
-from policies.dryrun import DryRun, DryRunInputError, pod_claims
+from policies.dryrun import (
+    ClaimNotFoundError,
+    DryRun,
+    FeatureGates,
+    Prepared,
+    Question,
+    pod_claims,
+    synthetic_pod,
+    with_uid,
+)
 from policies.rules.engine import Context, Decision, Request, Rule, admit
 from policies.rules.request import RequestError, UndecodableObject, request_from
 from policies.snapshot import Snapshot
@@ -267,15 +275,14 @@ class AdmissionCase:
 class AllocationCase:
     test: AllocationTest
     snapshot: Snapshot
-    claims: tuple[ResourceClaim, ...]
-    pod: Pod | None
+    question: Question
 
 
 @dataclass(frozen=True)
 class PreparedSuite:
     name: str
     context: Context
-    features: Features
+    features: FeatureGates
     cases: tuple[AdmissionCase | AllocationCase, ...]
 
 
@@ -308,9 +315,9 @@ def _config(suite: Suite, read: Reader) -> Config:
         raise SuiteError([f"{where}: {_problem(e, Config)}" for e in err.errors(include_url=False)]) from None
 
 
-def _features(suite: Suite) -> Features:
+def _features(suite: Suite) -> FeatureGates:
     try:
-        return Features() if suite.features is None else Features.parse(suite.features)
+        return FeatureGates() if suite.features is None else FeatureGates.parse(suite.features)
     except ValueError as err:
         raise SuiteError([f"features: {err}"]) from None
 
@@ -352,8 +359,8 @@ def _allocation_case(
                           "state) or ResourceClaims to allocate"])
     if pods:
         try:
-            claims = pod_claims(snapshot, pods[0])
-        except DryRunInputError as err:
+            pod_claims(snapshot, pods[0])
+        except ClaimNotFoundError as err:
             raise SuiteError([f"{where}.allocate: {err}"]) from None
     if not snapshot.nodes:
         raise SuiteError([f"{where}: the state has no Node objects to allocate on"])
@@ -361,7 +368,11 @@ def _allocation_case(
     if unknown:
         raise SuiteError([f"{where}.expectNodes: {', '.join(unknown)}: not a Node of the state "
                           f"(nodes: {', '.join(snapshot.nodes)})"])
-    return AllocationCase(test, snapshot, tuple(claims), pods[0] if pods else None)
+    if pods:
+        question = Question(with_uid(pods[0]))
+    else:
+        question = Question(synthetic_pod(claims[0].namespace or "default"), tuple(claims))
+    return AllocationCase(test, snapshot, question)
 
 
 def _case(
@@ -390,7 +401,7 @@ def prepare(suite: Suite, state: Sequence[TypedObject], read: Reader, now: datet
     that is wrong, so a broken suite is reported before any test runs."""
     problems: list[str] = []
     config = _gather(problems, lambda: _config(suite, read), Config())
-    features = _gather(problems, lambda: _features(suite), Features())
+    features = _gather(problems, lambda: _features(suite), FeatureGates())
     objects = [apply_defaults(o, now) for o in state]
     cases = [
         _gather(problems, partial(_case, f"tests[{i}]", test, objects, read, now), None)
@@ -488,11 +499,10 @@ def _run_admission(case: AdmissionCase, rules: Sequence[Rule], ctx: Context) -> 
     return CaseResult(case.test.name, problem is None, reason, actual)
 
 
-def _run_allocation(case: AllocationCase, features: Features) -> CaseResult:
-    dry = DryRun(case.snapshot, case.claims, features, pod=case.pod)
-    answers = [dry.on_node(node) for node in case.snapshot.nodes.values()]
-    fits = [a.node for a in answers if a.allocated]
-    misses = {a.node: a.reason or "does not fit" for a in answers if not a.allocated}
+def _run_allocation(case: AllocationCase, gates: FeatureGates) -> CaseResult:
+    answer = DryRun(Prepared.of(case.snapshot, gates)).answer(case.question)
+    fits = [n.node for n in answer.nodes if n.fits]
+    misses = {n.node: n.detail or ", ".join(n.reasons) for n in answer.nodes if not n.fits}
     shown = f"fits on {', '.join(fits)}" if fits else "fits on no node"
     expected = sorted(case.test.expect_nodes)
     actual = {"fits": fits, "doesNotFit": misses}

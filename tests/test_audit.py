@@ -12,9 +12,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from policies.allocator import Features
 from policies.api.base import TypedObject
 from policies.api.core import Pod
+from policies.api.defaults import apply_defaults
 from policies.api.kinds import decode
 from policies.audit import (
     AUDIT_USER,
@@ -36,6 +36,7 @@ from policies.audit import (
     unmatched_selectors,
 )
 from policies.config import Config
+from policies.dryrun import FeatureGates, Prepared
 from policies.rules.registry import RULES
 from policies.snapshot import Snapshot
 from webhook.manifests import load
@@ -65,7 +66,7 @@ def problems(findings: Sequence[Finding]) -> list[tuple[str, str, str]]:
 
 
 def run(*extra: dict[str, Any], config: Config | None = None, without: Sequence[str] = ()) -> Report:
-    return audit(objects(*extra, without=without), RULES, config or Config(), NOW, Features())
+    return audit(objects(*extra, without=without), RULES, config or Config(), NOW, FeatureGates())
 
 
 def pod(name: str, node: str | None = None, **claims: str) -> dict[str, Any]:
@@ -319,16 +320,22 @@ def test_claims_allocated_for_nodes_that_are_gone() -> None:
 
 def test_pending_pods_whose_claims_fit_nowhere() -> None:
     eight = claim("eight", count=8)
-    snap = snapshot(eight)
-    (stuck,) = pending_pod(as_pod(pod("big", gpus="claim:eight")), snap, Features())
+    # Defaulted as audit() defaults every object (an undefaulted claim has no allocationMode, which
+    # the allocator refuses as a fatal error).
+    defaulted = Snapshot.build(apply_defaults(o, NOW) for o in objects(eight))
+    prepared = Prepared.of(defaulted, FeatureGates())
+    (stuck,) = pending_pod(as_pod(pod("big", gpus="claim:eight")), prepared)
     assert (stuck.rule, stuck.result) == (UNSCHEDULABLE_PODS, "fail")
+    # The scheduler's own message first (what kubectl describe pod shows), then each node's reason.
     assert stuck.message.startswith(
-        "pod team-a/big is pending and its claims fit on none of the 3 nodes now: node-1: "
+        "pod team-a/big is pending and fits on none of the 3 nodes now: 0/3 nodes are available: "
+        "3 cannot allocate all claims. still not schedulable, preemption: 0/3 nodes are available: "
+        "3 Preemption is not helpful for scheduling. (node-1: cannot allocate all claims on node node-1; "
     )
     assert "; node-2: " in stuck.message and "; node-3: " in stuck.message and "\n" not in stuck.message
-    (fits,) = pending_pod(as_pod(pod("ok", gpus="claim:three-a100")), snap, Features())
+    (fits,) = pending_pod(as_pod(pod("ok", gpus="claim:three-a100")), prepared)
     assert fits.result == "pass"
-    (missing,) = pending_pod(as_pod(pod("lost", gpus="claim:nope")), snap, Features())
+    (missing,) = pending_pod(as_pod(pod("lost", gpus="claim:nope")), prepared)
     assert missing.message == (
         "pod team-a/lost is pending and cannot be scheduled: pod team-a/lost: claim 'gpus': "
         "resource claim team-a/nope not found"
@@ -401,7 +408,8 @@ def test_taints_from_device_taint_rules_count() -> None:
 def test_progress_is_reported_up_to_the_total() -> None:
     seen: list[tuple[int, int]] = []
     audit(
-        objects(), RULES, Config(), NOW, Features(), progress=lambda done, total: seen.append((done, total))
+        objects(), RULES, Config(), NOW, FeatureGates(),
+        progress=lambda done, total: seen.append((done, total)),
     )
     total = seen[-1][1]
     assert seen == [(i, total) for i in range(1, total + 1)]

@@ -22,11 +22,13 @@ def test_table_shows_where_the_waiting_claim_fits_and_why_not(capsys: pytest.Cap
     code, out, _ = run(capsys, "-f", CLUSTER)
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split() == ["NODE", "FITS", "DEVICES", "REASON"]
-    node1, node2, node3 = lines[1:]
-    assert node1.split()[:3] == ["node-1", "no", "-"]
+    # Without a pending pod the unallocated claims are asked about as one pod using them.
+    assert lines[0] == "POD team-a/dryrun: fits on 1 of 3 nodes: node-2"
+    assert lines[1].split() == ["NODE", "FITS", "SCORE", "DEVICES", "REASON"]
+    node1, node2, node3 = lines[2:5]
+    assert node1.split()[:4] == ["node-1", "no", "-", "-"]
     assert "2 are already allocated" in node1
-    assert node2.split()[:3] == ["node-2", "yes", "node-2/gpu-0,node-2/gpu-1,node-2/gpu-2"]
+    assert node2.split()[:4] == ["node-2", "yes", "-", "node-2/gpu-0,node-2/gpu-1,node-2/gpu-2"]
     assert "do not match the request's selectors" in node3
 
 
@@ -34,13 +36,14 @@ def test_json_shape_is_exactly_the_documented_one(capsys: pytest.CaptureFixture[
     code, out, _ = run(capsys, "-f", CLUSTER, "-o", "json")
     assert code == 0
     doc = json.loads(out)
-    assert list(doc) == ["nodes"]
-    assert [n["node"] for n in doc["nodes"]] == ["node-1", "node-2", "node-3"]
-    for entry in doc["nodes"]:
-        assert list(entry) == ["node", "allocated", "results", "error", "explanation"]
-        assert len(entry["results"]) == 1  # one waiting claim
-    fit = doc["nodes"][1]
-    assert fit["allocated"] is True and fit["error"] is None
+    assert list(doc) == ["pods", "features"]
+    (pod,) = doc["pods"]
+    assert (pod["pod"], pod["claims"], pod["fits"]) == ("team-a/dryrun", ["team-a/three-a100"], True)
+    assert [n["node"] for n in pod["nodes"]] == ["node-1", "node-2", "node-3"]
+    miss, fit, _ = pod["nodes"]
+    assert list(miss) == ["node", "fits", "plugin", "reasons", "detail", "explanation", "results"]
+    assert list(fit) == ["node", "fits", "reasons", "results", "rank", "stranded", "footprint", "quota"]
+    assert fit["fits"] is True and fit["rank"] == 1
     result = fit["results"][0]
     assert [r["device"] for r in result["devices"]["results"]] == ["gpu-0", "gpu-1", "gpu-2"]
     assert {r["request"] for r in result["devices"]["results"]} == {"gpus"}
@@ -49,14 +52,14 @@ def test_json_shape_is_exactly_the_documented_one(capsys: pytest.CaptureFixture[
             {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-2"]}]}
         ]
     }
-    miss = doc["nodes"][0]
     assert miss["results"] == [None]
+    assert (miss["plugin"], miss["reasons"]) == ("DynamicResources", ["cannot allocate all claims"])
     assert miss["explanation"]["requests"][0]["rejected"]["allocated"] == 2
 
 
 def test_repeat_adds_timing(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "-f", CLUSTER, "-o", "json", "--repeat", "2", "--node", "node-2")
-    timing = json.loads(out)["nodes"][0]["timing"]
+    timing = json.loads(out)["pods"][0]["nodes"][0]["timing"]
     assert code == 0
     assert set(timing) == {"firstNs", "medianNs"} and timing["medianNs"] > 0
 
@@ -64,7 +67,8 @@ def test_repeat_adds_timing(capsys: pytest.CaptureFixture[str]) -> None:
 def test_exit_1_when_no_node_fits(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "-f", CLUSTER, "--node", "node-1", "--node", "node-3", "-o", "yaml")
     assert code == 1
-    assert "allocated: false" in out and "allocated: true" not in out
+    assert "fits: false" in out and "fits: true" not in out
+    assert "message: '0/2 nodes are available: 2 cannot allocate all claims." in out
 
 
 @pytest.mark.parametrize(
@@ -72,6 +76,8 @@ def test_exit_1_when_no_node_fits(capsys: pytest.CaptureFixture[str]) -> None:
     [
         (["--node", "node-9"], "--node node-9: no such Node in the input (nodes: node-1, node-2, node-3)"),
         (["--features", "gpuMagic"], "unknown allocator feature(s) gpuMagic"),
+        (["--features", "DRAMagic=true"], "DRAMagic=true: unknown feature gate 'DRAMagic'"),
+        (["--pod", "team-a/nope"], "--pod team-a/nope: no such pending pod in the input (pending: none)"),
     ],
 )
 def test_bad_arguments_exit_2(capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
@@ -87,13 +93,13 @@ def test_unreadable_input_exits_2_without_traceback(
     bad.write_text("apiVersion: v1\nkind: Node\nmetadata: [oops]\n")
     code, _, err = run(capsys, "-f", str(bad))
     assert code == 2
-    assert "document 1: metadata: Invalid value" in err and "Traceback" not in err
+    assert "document 1: Node <no name>: metadata: Invalid value" in err and "Traceback" not in err
 
 
 def test_search_budget_gives_up_with_a_reported_error(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "-f", CLUSTER, "-o", "json", "--max-steps", "1")
     assert code == 1
-    node1, node2, node3 = (n["error"] for n in json.loads(out)["nodes"])
+    node1, node2, node3 = (n.get("error") for n in json.loads(out)["pods"][0]["nodes"])
     # node-2 needs a search and runs out of budget; node-1 (2 usable devices for 3) and node-3 (no
     # device passes the selectors) are refused before any search, so the budget does not matter.
     assert node2.startswith("filter operation aborted: search effort limit of 1 steps exceeded")
@@ -103,9 +109,83 @@ def test_search_budget_gives_up_with_a_reported_error(capsys: pytest.CaptureFixt
 
 def test_pod_claims_come_from_its_template(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "-f", CLUSTER, "-f", WORKLOADS, "-o", "json")
-    doc = json.loads(out)
-    fits = [n["node"] for n in doc["nodes"] if n["allocated"]]
+    (pod,) = json.loads(out)["pods"]
+    fits = [n["node"] for n in pod["nodes"] if n["fits"]]
     assert code == 0 and fits == ["node-3"]  # only node-3 has 80Gi GPUs
-    result = doc["nodes"][2]["results"][0]
+    assert pod["pod"] == "team-a/inference" and pod["claims"] == ["team-a/inference-gpu"]
+    result = pod["nodes"][2]["results"][0]
     assert result["devices"]["results"][0]["request"] == "gpu"
     assert result["devices"]["config"][0]["source"] == "FromClass"
+
+
+def one_gpu_cluster() -> list[dict[str, object]]:
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "node-1"},
+        "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "10"}},
+    }
+    gpu_class = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "gpu"},
+        "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]},
+    }
+    pool = {"name": "node-1", "generation": 1, "resourceSliceCount": 1}
+    slice_ = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": "node-1-gpus"},
+        "spec": {
+            "driver": "gpu.example.com",
+            "nodeName": "node-1",
+            "pool": pool,
+            "devices": [{"name": "gpu-0"}],
+        },
+    }
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "one", "namespace": "default"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu"}}]}}},
+    }
+    pods = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {
+                "resourceClaims": [{"name": "g", "resourceClaimTemplateName": "one"}],
+                "containers": [
+                    {
+                        "name": "c",
+                        "image": "app:1",
+                        "resources": {"requests": {"cpu": "1"}, "claims": [{"name": "g"}]},
+                    }
+                ],
+            },
+        }
+        for name in ("first", "second")
+    ]
+    return [node, gpu_class, slice_, template, *pods]
+
+
+def test_every_pending_pod_is_answered_and_in_sequence_each_sees_what_the_previous_took(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "two-pods.yaml"
+    path.write_text("\n---\n".join(json.dumps(o) for o in one_gpu_cluster()))
+    code, out, _ = run(capsys, "-f", str(path), "-o", "json")
+    assert code == 0 and [(p["pod"], p["fits"]) for p in json.loads(out)["pods"]] == [
+        ("default/first", True),
+        ("default/second", True),  # asked alone, each fits
+    ]
+    code, out, _ = run(capsys, "-f", str(path), "-o", "json", "--sequence")
+    first, second = json.loads(out)["pods"]
+    assert code == 1 and first["placedOn"] == "node-1"
+    assert second["message"] == (
+        "0/1 nodes are available: 1 cannot allocate all claims. still not schedulable, preemption: 0/1 nodes "
+        "are available: 1 Preemption is not helpful for scheduling."
+    )
+    code, out, _ = run(capsys, "-f", str(path), "--pod", "default/second", "-o", "json")
+    assert [p["pod"] for p in json.loads(out)["pods"]] == ["default/second"]

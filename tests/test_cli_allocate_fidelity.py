@@ -88,13 +88,15 @@ def result(req: str, driver: str, pool: str, device: str, **extra: Any) -> dict[
 
 
 def run(tmp_path: Path, capsys: pytest.CaptureFixture[str], docs: list[dict[str, Any]], *args: str) -> Any:
-    """``draguard allocate -f <docs> -o json [args]``: the parsed document (key order kept)."""
+    """``draguard allocate -f <docs> -o json [args]``: the answer for the one pod asked about (the
+    pod of the input, or the unallocated claims as one pod), key order kept."""
     path = tmp_path / "input.yaml"
     path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
     code = main(["allocate", "-f", str(path), "-o", "json", *args])
     out, err = capsys.readouterr()
     assert code in (0, 1), err
-    return json.loads(out)
+    (pod,) = json.loads(out)["pods"]
+    return pod
 
 
 def only(document: Any) -> dict[str, Any]:
@@ -156,7 +158,7 @@ def test_share_of_a_multi_allocatable_device_prints_like_the_go_struct(
     # 48828125Ki (4.16a); 1024Mi is within range and on a step, its canonical form is 1Gi.
     # createNodeSelector: the slice has nodeName -> metadata.name In [node-1].
     entry = only(run(tmp_path, capsys, [*shared_gpu_cluster(), shared_gpu_claim()]))
-    assert entry["allocated"] is True and entry["error"] is None
+    assert entry["fits"] is True and entry.get("error") is None
     (allocation,) = entry["results"]
     (device,) = allocation["devices"]["results"]
     share_id = device.pop("shareID")
@@ -213,7 +215,7 @@ def test_claim_without_requests_gets_an_empty_devices_object(
     # are omitempty and createNodeSelector returns nil (empty term), so the JSON is {"devices": {}}.
     docs = [node("node-1"), device_class("gpu", GPU), claim("nothing")]
     entry = only(run(tmp_path, capsys, docs))
-    assert entry["allocated"] is True
+    assert entry["fits"] is True
     assert entry["results"] == [{"devices": {}}]
 
 
@@ -284,7 +286,7 @@ def test_device_with_binding_conditions_is_invisible_without_the_feature(
     # selectable; that is "does not fit", not an error.
     features = "adminAccess,prioritizedList,partitionableDevices,deviceTaints,consumableCapacity"
     entry = only(run(tmp_path, capsys, binding_docs(), "--features", features))
-    assert entry["allocated"] is False and entry["error"] is None
+    assert entry["fits"] is False and entry.get("error") is None
     assert entry["results"] == [None]
 
 
@@ -387,6 +389,11 @@ def taint_rule(name: str, selector: dict[str, Any] | None, effect: str = "NoSche
     }
 
 
+# DeviceTaintRule is served only where the cluster turns it on (v1beta2, the DRADeviceTaintRules gate):
+# the input says so, as the API server's --runtime-config does.
+TAINT_RULES_SERVED = ("--api-versions", "resource.k8s.io/v1beta2")
+
+
 def taint_docs(*rules: dict[str, Any], **exactly: Any) -> list[dict[str, Any]]:
     return [
         node("node-1"),
@@ -432,16 +439,16 @@ def test_device_taint_rule_selectors(
     # The scheduler's resourceslice tracker appends the rule's taint to every device the selector
     # matches (driver, pool, device compared as exact strings, unset = any); allocateDevice then
     # refuses untolerated NoSchedule/NoExecute taints (taintPreventsAllocation).
-    entry = only(run(tmp_path, capsys, taint_docs(taint_rule("r", selector))))
+    entry = only(run(tmp_path, capsys, taint_docs(taint_rule("r", selector)), *TAINT_RULES_SERVED))
     assert picked(entry) == expected
-    assert entry["error"] is None
+    assert entry.get("error") is None
 
 
 def test_device_taint_rule_with_effect_none_does_not_block(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # taintPreventsAllocation: only NoSchedule and NoExecute prevent allocation.
-    entry = only(run(tmp_path, capsys, taint_docs(taint_rule("r", {}, effect="None"))))
+    entry = only(run(tmp_path, capsys, taint_docs(taint_rule("r", {}, effect="None")), *TAINT_RULES_SERVED))
     assert picked(entry) == [f"{GPU}/node-1/dev-0", f"{NIC}/node-1/dev-0"]
 
 
@@ -452,7 +459,7 @@ def test_device_taint_rule_taint_is_tolerated_and_toleration_copied(
     # toleration verbatim. The NIC request does not tolerate and the rule only selects the GPU driver.
     toleration = {"key": "rule", "operator": "Exists", "effect": "NoSchedule"}
     docs = taint_docs(taint_rule("r", {"driver": GPU}), tolerations=[toleration])
-    entry = only(run(tmp_path, capsys, docs))
+    entry = only(run(tmp_path, capsys, docs, *TAINT_RULES_SERVED))
     gpu, nic = entry["results"][0]["devices"]["results"]
     assert gpu == result("gpu", GPU, "node-1", "dev-0", tolerations=[toleration])
     assert nic == result("nic", NIC, "node-1", "dev-0")
@@ -512,7 +519,7 @@ def test_shares_in_use_add_up_their_consumed_capacity(
     # their consumedCapacity is summed into AggregatedCapacity (50Gi). CmpRequestOverCapacity:
     # 50Gi + request <= 80Gi. Without a capacity request a policy-free capacity is consumed whole.
     entry = only(run(tmp_path, capsys, share_docs(wanted)))
-    assert entry["allocated"] is fits and entry["error"] is None
+    assert entry["fits"] is fits and entry.get("error") is None
     if fits:
         (device,) = entry["results"][0]["devices"]["results"]
         assert device["consumedCapacity"] == {"memory": "30Gi"}
@@ -527,7 +534,7 @@ def test_shares_are_exclusive_allocations_without_consumable_capacity(
     # allowMultipleAllocations with the feature off: gpu-0 is simply in use.
     features = "adminAccess,prioritizedList,partitionableDevices,deviceTaints,deviceBindingAndStatus"
     entry = only(run(tmp_path, capsys, share_docs(None), "--features", features))
-    assert entry["allocated"] is False and entry["error"] is None
+    assert entry["fits"] is False and entry.get("error") is None
 
 
 # --- the dry-run layer (scheduler PreFilter/Filter around the allocator, dra-reference 4.18) -------------
@@ -586,9 +593,9 @@ def test_pod_claims_in_pod_order_nodes_in_input_order(
     doc = run(tmp_path, capsys, pod_docs())
     on_node2, on_node1 = doc["nodes"]
     assert on_node2["node"] == "node-2" and on_node1["node"] == "node-1"
-    assert on_node1["allocated"] is False and on_node1["error"] is None
+    assert on_node1["fits"] is False and on_node1.get("error") is None
     assert on_node1["results"] == [None, None]
-    assert on_node2["allocated"] is True and on_node2["error"] is None
+    assert on_node2["fits"] is True and on_node2.get("error") is None
     mine, data = on_node2["results"]
     assert mine == {
         "devices": {"results": [result("gpu", GPU, "node-2", "gpu-1")]},
@@ -617,8 +624,13 @@ def test_without_pod_unallocated_claims_in_file_order(
     assert [r["devices"]["results"][0]["device"] for r in entry["results"]] == ["gpu-0", "gpu-1"]
 
 
-def test_unknown_class_is_an_error_on_every_node(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # validateDeviceRequest: classLister.Get fails -> Allocate returns an error (not "does not fit").
+def test_unknown_class_refuses_the_pod_before_any_node(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The scheduler's DynamicResources PreFilter (validateDeviceClass) checks every class before the
+    # allocator runs: "request gpu: device class no-such-class does not exist" for every node, the
+    # allocator's own "could not retrieve device class" is never reached. PostFilter then finds no
+    # claims in its cycle state.
     docs = [
         node("node-1"),
         node("node-2"),
@@ -628,8 +640,12 @@ def test_unknown_class_is_an_error_on_every_node(tmp_path: Path, capsys: pytest.
     ]
     doc = run(tmp_path, capsys, docs)
     for entry in doc["nodes"]:
-        assert entry["allocated"] is False and entry["results"] == [None]
-        assert "could not retrieve device class no-such-class" in entry["error"]
+        assert entry["fits"] is False and entry["results"] == [None]
+        assert entry["reasons"] == ["request gpu: device class no-such-class does not exist"]
+    assert doc["message"] == (
+        "0/2 nodes are available: request gpu: device class no-such-class does not exist. no new claims to "
+        "deallocate, preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )
 
 
 def test_requested_amounts_taken_as_is_still_print_canonically(
@@ -676,7 +692,7 @@ def test_toleration_matching_follows_resourceclaim_tolerates_taint(
         claim("c", request("gpu", "gpu", tolerations=[toleration])),
     ]
     entry = only(run(tmp_path, capsys, docs))
-    assert entry["allocated"] is tolerated and entry["error"] is None
+    assert entry["fits"] is tolerated and entry.get("error") is None
 
 
 def test_multi_term_slice_node_selector_is_an_error_after_the_search(
@@ -696,10 +712,10 @@ def test_multi_term_slice_node_selector_is_an_error_after_the_search(
         claim("c", request("gpu", "gpu")),
     ]
     entry = only(run(tmp_path, capsys, docs))
-    assert entry["allocated"] is False and entry["results"] == [None]
+    assert entry["fits"] is False and entry["results"] == [None]
     assert (
         "create NodeSelector for claim c: unsupported ResourceSlice.NodeSelector with 2 terms"
-        in entry["error"]
+        in entry.get("error")
     )
 
 
@@ -723,10 +739,16 @@ def test_selector_runtime_error_only_on_nodes_where_the_search_reaches_a_bad_dev
         resource_slice("n2", GPU, "node-2", ["gpu-0"], nodeName="node-2"),
         claim("c", request("gpu", "a100")),
     ]
-    on_node1, on_node2 = run(tmp_path, capsys, docs)["nodes"]
-    assert on_node1["allocated"] is True and on_node1["error"] is None
-    assert on_node2["allocated"] is False and on_node2["results"] == [None]
-    assert "class a100: selector #0" in on_node2["error"] and "CEL runtime error" in on_node2["error"]
+    answer = run(tmp_path, capsys, docs)
+    on_node1, on_node2 = answer["nodes"]
+    assert on_node2["fits"] is False and on_node2["results"] == [None]
+    assert "class a100: selector #0" in on_node2.get("error") and "CEL runtime error" in on_node2.get("error")
+    # The error aborts the scheduler's whole attempt (findNodesThatPassFilters): node-1 is not
+    # chosen although it fits, and the pod's condition says SchedulerError.
+    assert on_node1["fits"] is False
+    assert on_node1["error"].startswith("the scheduling attempt was aborted by node node-2: ")
+    assert answer["reason"] == "SchedulerError"
+    assert answer["message"] == f'running "DynamicResources" filter plugin: {on_node2["error"]}'
 
 
 # --- request validation before the search (validateDeviceRequest, dra-reference 4.5) ---------------------
@@ -748,13 +770,13 @@ def validation_docs(*requests: dict[str, Any]) -> list[dict[str, Any]]:
 def test_every_alternative_is_validated_before_searching(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Allocate validates each subrequest up front (validateDeviceRequest per firstAvailable entry),
-    # so a missing class in the second alternative is fatal although the first would fit. The
-    # subrequest accessor's name() is the subrequest's own name ("fallback", not "gpu/fallback").
+    # The scheduler's PreFilter checks the class of each subrequest up front (validateDeviceClass with
+    # the qualified name "gpu/fallback"), so a missing class in the second alternative refuses the pod
+    # although the first would fit.
     docs = validation_docs({"name": "gpu", "firstAvailable": [sub("big", "gpu"), sub("fallback", "missing")]})
     entry = only(run(tmp_path, capsys, docs))
-    assert entry["allocated"] is False
-    assert "claim default/c, request fallback: could not retrieve device class missing" in entry["error"]
+    assert entry["fits"] is False
+    assert entry["reasons"] == ["request gpu/fallback: device class missing does not exist"]
 
 
 def test_admin_access_false_is_still_refused_without_the_feature(
@@ -766,7 +788,7 @@ def test_admin_access_false_is_still_refused_without_the_feature(
     entry = only(run(tmp_path, capsys, docs, "--features", "prioritizedList,deviceTaints"))
     assert (
         "claim default/c, request gpu: admin access is requested, but the feature is disabled"
-        in entry["error"]
+        in entry.get("error")
     )
 
 
@@ -781,7 +803,7 @@ def test_claim_limit_counts_the_smallest_alternative(
         {"name": "alt", "firstAvailable": [sub("a", "gpu", 20), sub("b", "gpu")]},
     )
     entry = only(run(tmp_path, capsys, fits))
-    assert entry["allocated"] is False and entry["error"] is None
+    assert entry["fits"] is False and entry.get("error") is None
     too_many = validation_docs(
         request("many", "gpu", count=20),
         {"name": "alt", "firstAvailable": [sub("a", "gpu", 20), sub("b", "gpu", 13)]},
@@ -790,12 +812,13 @@ def test_claim_limit_counts_the_smallest_alternative(
     assert "claim default/c: number of requested devices 33 exceeds the claim limit of 32" in entry["error"]
 
 
-def test_objects_sharing_a_name_are_all_allocator_input(
+def test_objects_sharing_a_name_are_refused_as_the_api_server_refuses_them(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # The upstream allocator takes slices and claims as lists and never keys them by name (its own
-    # test table reuses "slice-1" in two pools and "claim-0" twice). Fed the same objects, it uses
-    # both slices and returns one result per claim: claim 1 gets pool-a/gpu-a, claim 2 pool-b/gpu-b.
+    # The upstream allocator takes slices and claims as lists and never keys them by name, but a
+    # cluster cannot hold two objects of one kind, namespace and name (the second create is
+    # AlreadyExists): such input is a mistake, and allocating from it answered with a confusing
+    # "pool is incomplete". allocate refuses it, naming both places, as validate does (exit 2).
     docs = [
         node("node-1"),
         device_class("gpu", GPU),
@@ -804,11 +827,15 @@ def test_objects_sharing_a_name_are_all_allocator_input(
         claim("claim-0", request("gpu", "gpu")),
         claim("claim-0", request("gpu", "gpu")),
     ]
-    entry = only(run(tmp_path, capsys, docs))
-    assert [[r["pool"] for r in res["devices"]["results"]] for res in entry["results"]] == [
-        ["pool-a"],
-        ["pool-b"],
-    ]
+    path = tmp_path / "input.yaml"
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    assert main(["allocate", "-f", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        f'{path}: document 4: ResourceSlice slice-1: metadata.name: Duplicate value: "slice-1": the same '
+        f"ResourceSlice is also in {path}: document 3"
+    ) in err
+    assert 'document 6: ResourceClaim default/claim-0: metadata.name: Duplicate value: "claim-0"' in err
 
 
 def test_binds_to_node_pins_the_result_even_without_the_binding_feature(
@@ -853,7 +880,7 @@ def test_objects_without_namespace_live_in_default_like_kubectl_puts_them(
         ),
     ]
     entry = only(run(tmp_path, capsys, docs))
-    assert entry["allocated"] is True
+    assert entry["fits"] is True
     assert [r["devices"]["results"][0]["device"] for r in entry["results"]] == ["gpu-0", "gpu-1"]
 
 
@@ -876,7 +903,7 @@ def test_taints_ignored_without_the_feature_but_tolerations_still_copied(
         result("gpu", GPU, "node-1", "gpu-0", tolerations=[toleration])
     ]
     with_taints = only(run(tmp_path, capsys, docs))
-    assert with_taints["allocated"] is False and with_taints["error"] is None
+    assert with_taints["fits"] is False and with_taints.get("error") is None
 
 
 @pytest.mark.parametrize(
@@ -938,7 +965,7 @@ def test_unrequested_capacity_with_a_policy_but_no_default_takes_the_whole_value
         claim("c", request("gpu", "gpu")),
     ]
     entry = only(run(tmp_path, capsys, docs))
-    assert entry["allocated"] is fits and entry["error"] is None
+    assert entry["fits"] is fits and entry.get("error") is None
     if fits:
         assert entry["results"][0]["devices"]["results"][0]["consumedCapacity"] == {"memory": "4Gi"}
 
@@ -958,8 +985,8 @@ def test_unparsable_slice_node_selector_is_an_error(
         claim("c", request("gpu", "gpu")),
     ]
     entry = only(run(tmp_path, capsys, docs))
-    assert entry["allocated"] is False and entry["results"] == [None]
-    assert entry["error"].startswith(
+    assert entry["fits"] is False and entry["results"] == [None]
+    assert entry.get("error").startswith(
         "gather pool information: failed to perform node selection for slice s: "
     )
 
@@ -1022,16 +1049,15 @@ def test_explaining_one_node_does_not_change_the_next_nodes_answer(
         claim("c", request("nics", "nic", count=2), request("gpu", "gpu")),
     ]
     on_node1, on_node2 = run(tmp_path, capsys, docs)["nodes"]
-    assert on_node1["allocated"] is False and on_node1["error"] is None
-    assert on_node2["allocated"] is False and on_node2["error"] is None
+    assert on_node1["fits"] is False and on_node1.get("error") is None
+    assert on_node2["fits"] is False and on_node2.get("error") is None
 
 
-def test_selector_compile_error_only_where_a_device_is_checked(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # selectorsMatch compiles through the CEL cache when a device is first checked, so a request
-    # selector that does not compile is an error on node-1 (a GPU passes the class selector and is
-    # checked) but not on node-2, which has no device at all: there the claim simply does not fit.
+def test_selector_compile_error_is_invalid_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The API server refuses a claim whose selector does not compile, so allocate validates its
+    # input first and refuses it with validate's line (exit 2, as the README promises) instead of
+    # answering "fits nowhere" per node as the allocator's CEL cache would (selectorsMatch compiles
+    # only when a device is first checked).
     broken = {"cel": {"expression": "device.attributes[1 +"}}
     docs = [
         node("node-1"),
@@ -1040,10 +1066,15 @@ def test_selector_compile_error_only_where_a_device_is_checked(
         resource_slice("n1", GPU, "node-1", ["gpu-0"], nodeName="node-1"),
         claim("c", request("gpu", "gpu", selectors=[broken])),
     ]
-    on_node1, on_node2 = run(tmp_path, capsys, docs)["nodes"]
-    assert on_node1["allocated"] is False
-    assert "claim default/c: selector #0: CEL compile error" in on_node1["error"]
-    assert on_node2["allocated"] is False and on_node2["error"] is None
+    path = tmp_path / "input.yaml"
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    assert main(["allocate", "-f", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert (
+        f"{path}: document 5: ResourceClaim default/c: spec.devices.requests[0].exactly.selectors[0].cel."
+        'expression: Invalid value: "device.attributes[1 +": compilation failed'
+    ) in err
 
 
 def test_invalid_pool_fails_only_that_node_with_an_error(
@@ -1061,9 +1092,9 @@ def test_invalid_pool_fails_only_that_node_with_an_error(
         claim("c", request("gpu", "gpu")),
     ]
     on_node1, on_node2 = run(tmp_path, capsys, docs)["nodes"]
-    assert on_node1["allocated"] is True and on_node1["error"] is None
-    assert on_node2["allocated"] is False and on_node2["results"] == [None]
-    assert on_node2["error"] == "invalid resource pools were encountered"
+    assert on_node1["fits"] is True and on_node1.get("error") is None
+    assert on_node2["fits"] is False and on_node2["results"] == [None]
+    assert on_node2.get("error") == "invalid resource pools were encountered"
 
 
 def test_error_text_names_a_namespace_less_claim_as_given(
@@ -1072,25 +1103,26 @@ def test_error_text_names_a_namespace_less_claim_as_given(
     # validateDeviceRequest formats the claim with klog.KObj, which prints "name" for an object
     # without namespace and "namespace/name" otherwise. Upstream's allocator fed these manifests sees
     # metadata.namespace unset (as in its own fixtures), so the error starts "claim c, request gpu:".
-    bare = claim("c", request("gpu", "no-such-class"))
+    bare = claim("c", request("gpu", "gpu", adminAccess=True))
     del bare["metadata"]["namespace"]
     docs = [node("node-1"), device_class("gpu", GPU), bare]
-    entry = only(run(tmp_path, capsys, docs))
-    assert entry["error"].startswith("claim c, request gpu: could not retrieve device class no-such-class")
+    entry = only(run(tmp_path, capsys, docs, "--features", "DRAAdminAccess=false"))
+    disabled = "claim c, request gpu: admin access is requested, but the feature is disabled"
+    assert entry["error"].startswith(disabled)
 
 
 def test_every_allocated_claim_in_the_input_holds_its_devices(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # The allocated state is built from every allocated claim handed over (foreachAllocatedDevice per
-    # claim); two allocated claims that happen to share a name both keep their devices busy, so the
-    # new claim gets gpu-2.
+    # claim); both keep their devices busy, so the new claim gets gpu-2. (Two claims sharing a name
+    # are refused as input: a cluster cannot hold them, see the duplicate test above.)
     docs = [
         node("node-1"),
         device_class("gpu", GPU),
         resource_slice("s", GPU, "node-1", ["gpu-0", "gpu-1", "gpu-2"], nodeName="node-1"),
         allocated(claim("holder", request("gpu", "gpu")), result("gpu", GPU, "node-1", "gpu-0")),
-        allocated(claim("holder", request("gpu", "gpu")), result("gpu", GPU, "node-1", "gpu-1")),
+        allocated(claim("holder-2", request("gpu", "gpu")), result("gpu", GPU, "node-1", "gpu-1")),
         claim("c", request("gpu", "gpu")),
     ]
     assert picked(only(run(tmp_path, capsys, docs))) == [f"{GPU}/node-1/gpu-2"]

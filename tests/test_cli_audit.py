@@ -80,7 +80,10 @@ def test_findings_are_listed_with_rule_resource_and_message(
 ) -> None:
     code, out, err = run(capsys, "-f", str(CLUSTER), "-f", str(troubled))
     assert code == 1
-    assert err == "note: skipped objects of kinds draguard does not check: Deployment\n"
+    assert err == (
+        "note: skipped 1 Deployment document: a workload, not a pod of the cluster (validate and allocate "
+        "check its pod template) (--skip-kinds Deployment to silence this)\n"
+    )
     header, *rows, summary = out.splitlines()
     assert header.split() == ["RESULT", "RULE", "RESOURCE", "MESSAGE"]
     by_rule = {row.split()[1]: row for row in rows}

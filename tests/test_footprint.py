@@ -11,12 +11,11 @@ from typing import Any
 import pytest
 import yaml
 
-from policies.allocator import Features
 from policies.api.core import Pod
 from policies.api.kinds import decode
 from policies.api.quantity import Quantity
 from policies.api.resource import AllocationResult, Device, ResourceSlice
-from policies.dryrun import DryRun
+from policies.dryrun import DryRun, FeatureGates, Prepared, Question, synthetic_pod
 from policies.footprint import (
     ClaimFootprint,
     ClaimUse,
@@ -242,11 +241,12 @@ spec:
 
 def test_worked_example_cpu_1_plus_4_and_two_gpu_containers_1gi_plus_2x500mi() -> None:
     snapshot = Snapshot.build(decode(o) for o in yaml.safe_load_all(WORKED))
-    claims = [snapshot.claims[("ns", "cores")], snapshot.claims[("ns", "gpu")]]
-    answer = DryRun(snapshot, claims, Features()).on_node(snapshot.nodes["node-1"])
-    assert answer.allocated
+    claims = (snapshot.claims[("ns", "cores")], snapshot.claims[("ns", "gpu")])
+    dry = DryRun(Prepared.of(snapshot, FeatureGates()))
+    outcome = dry.outcome(Question(synthetic_pod("ns"), claims), ["node-1"])
+    assert [v.node for v in outcome.fitting] == ["node-1"]
     index = device_index(snapshot.slices)
-    cores, gpu = (claim_footprint(r, index) for r in answer.results)
+    cores, gpu = (claim_footprint(r, index) for r in outcome.dra.results("node-1"))
     assert cores.mapped == q(cpu="4")
     assert gpu == ClaimFootprint({}, q(memory="1Gi"), q(memory="500Mi"))
 

@@ -17,6 +17,7 @@ import pytest
 
 from policies.api.base import TypedObject
 from policies.api.resource import ResourceClaim
+from policies.dryrun import pod_claims
 from policies.rules.engine import Context, Finding, Request
 from policies.rules.registry import RULES
 from policies.testsuite import (
@@ -202,8 +203,8 @@ def test_allocation_of_a_pod_uses_the_templates_of_the_state() -> None:
         state(), no_files, NOW,
     )
     (case,) = prepared.cases
-    assert isinstance(case, AllocationCase) and case.pod is not None
-    assert [c.name for c in case.claims] == ["p-gpu"]
+    assert isinstance(case, AllocationCase) and case.question.claims is None
+    assert [c.name for c in pod_claims(case.snapshot, case.question.pod)] == ["p-gpu"]
     assert run_suite(prepared, RULES).results[0].passed
 
 

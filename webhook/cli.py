@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-COMMANDS = ("validate", "allocate", "certs", "test", "audit", "serve")
+COMMANDS = ("validate", "allocate", "convert", "certs", "test", "audit", "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -49,9 +49,18 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
 from policies.api.quantity import Quantity, QuantityError
-from policies.quota import Charge, ChargeCheck, Exceeded, Ledger, LedgerStore, LedgerUnavailable
+from policies.quota import (
+    Charge,
+    ChargeCheck,
+    Exceeded,
+    Ledger,
+    LedgerStore,
+    LedgerUnavailable,
+    quota_namespaces,
+    snapshot_ledger,
+)
 from policies.rules.engine import Rule
-from policies.rules.quota import QuotaRule, quota_namespaces, snapshot_ledger
+from policies.rules.quota import QuotaRule
 from policies.snapshot import Snapshot
 
 LEDGER_NAME = "draguard-quota-ledger"

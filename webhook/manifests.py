@@ -1,29 +1,41 @@
-"""Reading manifests from files: YAML or JSON, multi-document, ``kind: List``, directories.
+"""Reading manifests as kubectl reads them: files, directories (``-R`` to recurse), ``-`` for stdin;
+YAML or JSON, multi-document, ``kind: List``.
 
-This is the file-system edge of the offline commands (validate, allocate, test, audit) and of
-``serve --state``. It only reads and splits documents; turning a document into a model is
-:func:`policies.api.kinds.decode`, so files and the API server are decoded the same way.
-Errors name the file and the document (1-based, as a person counts them in an editor).
+This is the file-system edge of the offline commands (validate, allocate, convert, test, audit)
+and of ``serve --state``. It reads and splits documents; what a document is, and whether the API
+server would take it, is :func:`policies.reading.read`'s to say, so files and every command read
+the same way. A file that cannot be read or parsed is one error about that file: the others are
+still read. Errors name the file and the document (1-based, as a person counts them in an editor).
+
+YAML goes through libyaml when PyYAML has it (several times faster on big ``kubectl get -o yaml``
+dumps); a key written twice in one object is remembered (:class:`policies.api.schema.DuplicateKeys`),
+because strict decoding refuses it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TextIO, TypeVar
 
 import yaml
 
 from policies.api.base import TypedObject
 from policies.api.kinds import DecodeError, decode
+from policies.api.schema import DuplicateKeys
+from policies.reading import DEFAULTS, Reading, ReadOptions, read
+from policies.validation.documents import duplicates
 
 SUFFIXES = (".yaml", ".yml", ".json")
+STDIN = "-"
+STDIN_NAME = "<stdin>"
 
 
 class ManifestError(Exception):
-    """A file that cannot be read or parsed at all (exit code 2 territory)."""
+    """Input that cannot be used (exit code 2 territory for the commands that need all of it)."""
 
 
 @dataclass(frozen=True)
@@ -46,44 +58,106 @@ class Document:
 
 
 @dataclass(frozen=True)
+class Unreadable:
+    """A path that gave no documents: missing, unreadable, or not YAML/JSON. ``message`` names it."""
+
+    path: str
+    message: str
+
+
+@dataclass(frozen=True)
 class Loaded:
     obj: TypedObject
     source: Source
 
 
-def _files(path: str) -> list[str]:
-    if os.path.isdir(path):
-        found = []
-        for root, dirs, names in os.walk(path):
-            dirs.sort()
-            found += [os.path.join(root, n) for n in sorted(names) if n.endswith(SUFFIXES)]
-        return found
-    if os.path.exists(path):
+# --- files -----------------------------------------------------------------------------------------
+
+
+def _files(path: str, recursive: bool) -> list[str]:
+    """The manifest files of ``path``: itself, or a directory's ``*.yaml|*.yml|*.json`` files in
+    name order (and its subdirectories' with ``recursive``, as ``kubectl -R``)."""
+    if path == STDIN or not os.path.isdir(path):
         return [path]
-    raise ManifestError(f"{path}: no such file or directory")
+    found = []
+    for root, dirs, names in os.walk(path):
+        dirs.sort()
+        found += [os.path.join(root, n) for n in sorted(names) if n.endswith(SUFFIXES)]
+        if not recursive:
+            break
+    return found
 
 
-class _Loader(yaml.SafeLoader):
+def _text(file: str, stdin: TextIO) -> str:
+    if file == STDIN:
+        return stdin.read()
+    if not os.path.exists(file):
+        raise ManifestError(f"{file}: no such file or directory")
+    try:
+        with open(file, encoding="utf-8") as fh:
+            return fh.read()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ManifestError(f"{file}: cannot read: {err}") from None
+
+
+# --- parsing -----------------------------------------------------------------------------------------
+
+K = TypeVar("K")
+_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc]
     """YAML as Kubernetes reads it: timestamps stay strings (``creationTimestamp: 2026-01-01T00:00:00Z``
-    is a string field, and kubectl accepts it unquoted)."""
+    is a string field, and kubectl accepts it unquoted); a mapping with a key written twice becomes
+    a :class:`DuplicateKeys` (the last value wins, as in Go)."""
+
+    def construct_yaml_map(self, node: yaml.MappingNode) -> Iterator[dict[str, Any]]:
+        keys = [(k.tag, k.value) for k, _ in node.value if isinstance(k, yaml.ScalarNode) and k.tag != _MERGE]
+        if len(set(keys)) == len(keys):
+            yield from super().construct_yaml_map(node)
+            return
+        data = DuplicateKeys(duplicates=tuple(str(value) for _, value in _repeated(keys)))
+        yield data
+        data.update(self.construct_mapping(node))
 
 
+_Loader.add_constructor("tag:yaml.org,2002:map", _Loader.construct_yaml_map)
 _Loader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 
 
-def _parse(path: str, text: str) -> list[Any]:
+def _repeated(keys: list[K]) -> list[K]:
+    """The keys that appear more than once, each once, in the order they repeat."""
+    seen: set[K] = set()
+    repeated: dict[K, None] = {}
+    for key in keys:
+        if key in seen:
+            repeated[key] = None
+        seen.add(key)
+    return list(repeated)
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data = dict(pairs)
+    if len(data) == len(pairs):
+        return data
+    return DuplicateKeys(data, tuple(_repeated([k for k, _ in pairs])))
+
+
+def _parse(name: str, text: str) -> list[Any]:
     try:
-        if path.endswith(".json"):
-            return [json.loads(text)]
+        if name.endswith(".json"):
+            return [json.loads(text, object_pairs_hook=_json_object)]
         return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
     except (yaml.YAMLError, json.JSONDecodeError) as err:
         mark = getattr(err, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise ManifestError(f"{path}: not valid YAML or JSON{where}: {problem}") from None
+        hint = "; a Helm chart's template must be rendered first (helm template)" if "{{" in text else ""
+        raise ManifestError(f"{name}: not valid YAML or JSON{where}: {problem}{hint}") from None
 
 
 def _released(values: list[Any]) -> Iterator[Any]:
@@ -108,29 +182,43 @@ def _expand(raw: Any, source: Source) -> Iterator[Document]:
         yield Document(raw, source)
 
 
-def iter_documents(paths: Sequence[str]) -> Iterator[Document]:
-    """Every document under ``paths``, in order, one at a time; raises :class:`ManifestError` on
-    unreadable input."""
+def iter_inputs(
+    paths: Sequence[str], recursive: bool = False, stdin: TextIO | None = None
+) -> Iterator[Document | Unreadable]:
+    """Every document under ``paths``, in order, one at a time; a path or file that gives none is
+    one :class:`Unreadable`, and the others are still read."""
     for path in paths:
-        for file in _files(path):
+        files = _files(path, recursive)
+        if not files:
+            yield Unreadable(path, f"{path}: a directory with no .yaml, .yml or .json files")
+        for file in files:
+            name = STDIN_NAME if file == STDIN else file
             try:
-                with open(file, encoding="utf-8") as fh:
-                    text = fh.read()
-            except (OSError, UnicodeDecodeError) as err:
-                raise ManifestError(f"{file}: cannot read: {err}") from None
-            parsed = _parse(file, text)
-            del text
+                parsed = _parse(name, _text(file, stdin or sys.stdin))
+            except ManifestError as err:
+                yield Unreadable(name, str(err))
+                continue
             for i, raw in enumerate(_released(parsed), start=1):
-                yield from _expand(raw, Source(file, i))
+                yield from _expand(raw, Source(name, i))
 
 
-def read_documents(paths: Sequence[str]) -> list[Document]:
+def iter_documents(paths: Sequence[str], recursive: bool = True) -> Iterator[Document]:
+    """Every document under ``paths``; raises :class:`ManifestError` on the first unreadable one
+    (for inputs that must be read whole: a config, a test suite)."""
+    for item in iter_inputs(paths, recursive):
+        if isinstance(item, Unreadable):
+            raise ManifestError(item.message)
+        yield item
+
+
+def read_documents(paths: Sequence[str], recursive: bool = True) -> list[Document]:
     """:func:`iter_documents` as a list, for commands that look at documents more than once."""
-    return list(iter_documents(paths))
+    return list(iter_documents(paths, recursive))
 
 
 def decode_documents(docs: Iterable[Document]) -> tuple[list[Loaded], list[str]]:
-    """Decode what can be decoded; problems come back as ``source: path: message`` lines."""
+    """Decode what can be decoded, leniently (no strictness, no conversion: for documents that
+    are not a user's input, such as the bundled demo); problems are ``source: path: message``."""
     loaded: list[Loaded] = []
     problems: list[str] = []
     for doc in docs:
@@ -141,9 +229,81 @@ def decode_documents(docs: Iterable[Document]) -> tuple[list[Loaded], list[str]]
     return loaded, problems
 
 
-def load(paths: Sequence[str]) -> list[Loaded]:
-    """Read and decode; any problem is a :class:`ManifestError` (for commands that need all input)."""
-    loaded, problems = decode_documents(iter_documents(paths))
-    if problems:
-        raise ManifestError("\n".join(problems))
-    return loaded
+# --- documents as the commands read them --------------------------------------------------------
+
+
+@dataclass
+class Entry:
+    """One document as read (``source``, ``reading``), or one path that could not be read
+    (``path``, ``problem`` saying why)."""
+
+    source: Source | None = None
+    reading: Reading | None = None
+    path: str = ""
+    problem: str | None = None
+
+    @property
+    def where(self) -> str:
+        return str(self.source) if self.source is not None else self.path
+
+    @property
+    def label(self) -> str:
+        return f"{self.where}: {self.reading.label}" if self.reading is not None else self.where
+
+
+def read_entries(
+    paths: Sequence[str],
+    options: ReadOptions = DEFAULTS,
+    recursive: bool = False,
+    stdin: TextIO | None = None,
+) -> list[Entry]:
+    """Every document under ``paths`` read as the API server would read it, and every path that
+    could not be read; a document naming an object an earlier one names gets the duplicate error."""
+    entries = [
+        Entry(path=item.path, problem=item.message)
+        if isinstance(item, Unreadable)
+        else Entry(item.source, read(item.raw, options))
+        for item in iter_inputs(paths, recursive, stdin)
+    ]
+    documents = [e for e in entries if e.reading is not None]
+    readings = [e.reading for e in documents if e.reading is not None]
+    for i, line in duplicates(readings, [e.where for e in documents]).items():
+        readings[i].errors.append(line)
+    return entries
+
+
+def problems(entries: Iterable[Entry]) -> list[str]:
+    """Every problem of the entries as ``where: kind name: message`` lines."""
+    lines: list[str] = []
+    for entry in entries:
+        if entry.reading is None:
+            lines.append(entry.problem or entry.where)
+        else:
+            lines += [f"{entry.label}: {e}" for e in entry.reading.errors]
+    return lines
+
+
+def skipped_kinds(entries: Iterable[Entry]) -> dict[str, str]:
+    """Kind -> why documents of it were skipped, once per kind, in the order first seen."""
+    found: dict[str, str] = {}
+    for entry in entries:
+        reading = entry.reading
+        if reading is not None and reading.skipped is not None:
+            found.setdefault(reading.kind, reading.skipped)
+    return found
+
+
+def load(paths: Sequence[str], options: ReadOptions = DEFAULTS, recursive: bool = True) -> list[Loaded]:
+    """The objects of a cluster state (``serve --state``, a test suite's state): read as the
+    commands read them, workloads' templates left out (they are not pods of the cluster); any
+    problem is a :class:`ManifestError` listing them all."""
+    entries = read_entries(paths, options, recursive)
+    found = problems(entries)
+    if found:
+        raise ManifestError("\n".join(found))
+    return [
+        Loaded(e.reading.obj, e.source)
+        for e in entries
+        if e.source is not None and e.reading is not None and e.reading.obj is not None
+        and e.reading.template is None
+    ]

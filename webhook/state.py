@@ -26,7 +26,9 @@ from policies.api.base import TypedObject
 from policies.api.core import Pod
 from policies.api.defaults import apply_defaults
 from policies.config import Config
+from policies.reading import DEFAULTS, ReadOptions
 from policies.rules.drain import is_driver_pod
+from policies.scheduler.cluster import is_bound
 from policies.snapshot import Snapshot
 from webhook.kube import ApiResource, KubeReader
 from webhook.manifests import load
@@ -53,16 +55,18 @@ Keep = Callable[[TypedObject], bool]
 
 
 def relevance(config: Config) -> Keep:
-    """Which objects the snapshot holds: every object except pods that no rule reads.
+    """Which objects the snapshot holds: every object except pods that nothing reads.
 
     A cluster has far more pods than DRA objects. The rules read pods that reference claims, and
     the drain rule the DRA driver pods its ``driverPodSelector`` names (they usually reference no
-    claim); the API server cannot filter on either, so the filter runs here.
+    claim); the dry run's scheduler filters read every pod bound to a node (its requests, host
+    ports and labels are load on that node); the API server cannot filter on these, so the filter
+    runs here. Pending and finished pods without claims are left out.
     """
     selector = config.rules.drain.driver_pod_selector
 
     def relevant(obj: TypedObject) -> bool:
-        if not isinstance(obj, Pod) or obj.spec.resource_claims:
+        if not isinstance(obj, Pod) or obj.spec.resource_claims or is_bound(obj):
             return True
         return selector is not None and is_driver_pod(obj, selector.match_labels)
 
@@ -104,9 +108,16 @@ class FileState:
         return cls(indexed(Snapshot.build(obj for obj in defaulted if keep(obj))))
 
     @classmethod
-    def load(cls, paths: Sequence[str], now: datetime, keep: Keep = DEFAULT_RELEVANCE) -> FileState:
-        """The objects of manifest files or directories; raises ManifestError."""
-        return cls.from_objects((loaded.obj for loaded in load(paths)), now, keep)
+    def load(
+        cls,
+        paths: Sequence[str],
+        now: datetime,
+        keep: Keep = DEFAULT_RELEVANCE,
+        options: ReadOptions = DEFAULTS,
+    ) -> FileState:
+        """The objects of manifest files or directories, read as the offline commands read them
+        (``options``: the reading flags); raises ManifestError."""
+        return cls.from_objects((loaded.obj for loaded in load(paths, options)), now, keep)
 
     @property
     def snapshot(self) -> Snapshot:

@@ -112,6 +112,7 @@ class Allocator:
         *,
         explain: bool = True,
         quick_reject: bool = False,
+        build_results: bool = True,
     ) -> AllocationOutcome:
         """Try to allocate all ``claims`` on ``node`` (``None``: only devices usable everywhere).
 
@@ -119,6 +120,8 @@ class Allocator:
         ``quick_reject=True`` skips the search when some request cannot find enough usable devices
         on the node at all: same answer as upstream, but without its exhaustive (exponential) search
         of every combination, so ``invocations`` is 0 then instead of upstream's count.
+        ``build_results=False`` answers "fits" with ``results == []`` without assembling the
+        AllocationResults (a whole-cluster question that lists only a few nodes' devices).
         """
         node_name = node.name if node is not None else None
         view = self._view(node_name, node.labels if node is not None else {})
@@ -128,6 +131,8 @@ class Allocator:
         try:
             search.prepare()
             if not (quick_reject and search.hopeless()) and search.run():
+                if not build_results:
+                    return AllocationOutcome([], None, search.invocations, None)
                 results = [build_result(data, self._features, node_name or "") for data in search.claims]
                 return AllocationOutcome(results, None, search.invocations, None)
         except SearchAbortedError as err:

@@ -194,3 +194,26 @@ def _merge(new: Iterable[NodeSelectorRequirement], into: list[NodeSelectorRequir
             for old in into
         ):
             into.append(req)
+
+
+def term_parses(term: NodeSelectorTerm) -> bool:
+    """Whether nodeaffinity would parse the term."""
+    try:
+        _check_term(term)
+    except NodeSelectorError:
+        return False
+    return True
+
+
+def term_matches(term: NodeSelectorTerm, node_name: str, labels: Mapping[str, str]) -> bool:
+    """Whether a term that parses matches the node."""
+    return _term_matches(term, node_name, labels)
+
+
+def lazy_selector_matches(selector: NodeSelector, node_name: str, labels: Mapping[str, str]) -> bool:
+    """nodeaffinity's ``LazyErrorNodeSelector``: a term that does not parse is skipped, not fatal.
+
+    The scheduler's NodeAffinity plugin matches a pod's node affinity this way ("ignore parsing
+    errors for backwards compatibility"), unlike a claim's or slice's node selector.
+    """
+    return any(term_parses(t) and _term_matches(t, node_name, labels) for t in selector.node_selector_terms)

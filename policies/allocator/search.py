@@ -538,7 +538,8 @@ class Search:
             except CompileError as err:
                 raise AllocationError(f"{where}: selector #{i}: CEL compile error: {err}") from None
             except EvalError as err:
-                raise AllocationError(f"{where}: selector #{i}: CEL runtime error: {err}") from None
+                # Upstream's wording: the error alone (EvalError's str adds the device for logs).
+                raise AllocationError(f"{where}: selector #{i}: CEL runtime error: {err.message}") from None
         return True
 
     def _consumption(self, rd: RequestData, device: DeviceInfo) -> Consumption:

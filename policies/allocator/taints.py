@@ -8,6 +8,7 @@ DeviceTaintRule overlay (a rule's taint is added to every device its selector ma
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 from policies.api.resource import Device, DeviceTaint, DeviceTaintRule, DeviceToleration
 
@@ -15,8 +16,33 @@ from policies.api.resource import Device, DeviceTaint, DeviceTaintRule, DeviceTo
 BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 
 
-def tolerates(toleration: DeviceToleration, taint: DeviceTaint) -> bool:
-    """Whether one toleration covers one taint (empty effect or key match all; Exists ignores value)."""
+class Tolerating(Protocol):
+    """A toleration: a device request's, or a pod's (the same matching, core/v1 and resource/v1)."""
+
+    @property
+    def key(self) -> str | None: ...
+    @property
+    def operator(self) -> str | None: ...
+    @property
+    def value(self) -> str | None: ...
+    @property
+    def effect(self) -> str | None: ...
+
+
+class Tainting(Protocol):
+    """A taint: a device's, or a node's."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def value(self) -> str | None: ...
+    @property
+    def effect(self) -> str: ...
+
+
+def tolerates(toleration: Tolerating, taint: Tainting) -> bool:
+    """Whether one toleration covers one taint (empty effect or key match all; Exists ignores value).
+    Devices and nodes match alike (upstream resourceclaim and core/v1 ``ToleratesTaint``)."""
     if toleration.effect and toleration.effect != taint.effect:
         return False
     if toleration.key and toleration.key != taint.key:

@@ -151,6 +151,19 @@ class NodeSelector(ApiModel):
     node_selector_terms: list[NodeSelectorTerm] = Field(default_factory=list)
 
 
+class LabelSelectorRequirement(ApiModel):
+    key: str = ""
+    operator: str = ""
+    values: list[str] | None = None
+
+
+class LabelSelector(ApiModel):
+    """metav1.LabelSelector: pod affinity terms and topology spread constraints select pods with it."""
+
+    match_labels: dict[str, str] | None = None
+    match_expressions: list[LabelSelectorRequirement] | None = None
+
+
 class Condition(ApiModel):
     """metav1.Condition."""
 

@@ -1,4 +1,5 @@
-"""The parts of core/v1 that DRA decisions read: Pod, Node, Namespace, ResourceQuota.
+"""The parts of core/v1 that DRA decisions and the scheduler's filters read: Pod, Node, Namespace,
+ResourceQuota.
 
 Only the fields draguard looks at are typed; everything else a Pod carries (volumes, probes, ...)
 rides along as preserved extra data, so a mutating patch or a dry-run echo never drops it.
@@ -6,9 +7,11 @@ rides along as preserved extra data, so a mutating patch or a dry-run echo never
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
-from policies.api.base import ApiModel, NodeSelector, NodeSelectorTerm, TypedObject
+from policies.api.base import ApiModel, LabelSelector, NodeSelector, NodeSelectorTerm, TypedObject
 from policies.api.quantity import Quantity
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -30,11 +33,25 @@ class ResourceRequirements(ApiModel):
     claims: list[ContainerResourceClaim] | None = None
 
 
+class ContainerPort(ApiModel):
+    name: str | None = None
+    host_port: int | None = None
+    container_port: int = 0
+    protocol: str | None = None
+    host_ip: str | None = Field(default=None, alias="hostIP")
+
+
+class SecurityContext(ApiModel):
+    privileged: bool | None = None
+
+
 class Container(ApiModel):
     name: str = ""
     image: str | None = None
+    ports: list[ContainerPort] | None = None
     resources: ResourceRequirements | None = None
     restart_policy: str | None = None
+    security_context: SecurityContext | None = None
 
 
 class PodResourceClaim(ApiModel):
@@ -53,8 +70,42 @@ class NodeAffinity(ApiModel):
     preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] | None = None
 
 
+class PodAffinityTerm(ApiModel):
+    label_selector: LabelSelector | None = None
+    namespaces: list[str] | None = None
+    topology_key: str = ""
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: list[str] | None = None
+    mismatch_label_keys: list[str] | None = None
+
+
+class WeightedPodAffinityTerm(ApiModel):
+    weight: int = 0
+    pod_affinity_term: PodAffinityTerm = Field(default_factory=PodAffinityTerm)
+
+
+class PodAffinity(ApiModel):
+    """Also the shape of PodAntiAffinity."""
+
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] | None = None
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] | None = None
+
+
 class Affinity(ApiModel):
     node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+class TopologySpreadConstraint(ApiModel):
+    max_skew: int = 0
+    topology_key: str = ""
+    when_unsatisfiable: str = ""
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: str | None = None
+    node_taints_policy: str | None = None
+    match_label_keys: list[str] | None = None
 
 
 class Toleration(ApiModel):
@@ -70,6 +121,12 @@ class PodSpec(ApiModel):
     node_selector: dict[str, str] | None = None
     affinity: Affinity | None = None
     tolerations: list[Toleration] | None = None
+    topology_spread_constraints: list[TopologySpreadConstraint] | None = None
+    host_network: bool | None = None
+    priority: int | None = None
+    preemption_policy: str | None = None
+    scheduling_gates: list[dict[str, Any]] | None = None
+    volumes: list[dict[str, Any]] | None = None
     containers: list[Container] = Field(default_factory=list)
     init_containers: list[Container] | None = None
     resource_claims: list[PodResourceClaim] | None = None
@@ -77,6 +134,7 @@ class PodSpec(ApiModel):
     overhead: dict[str, Quantity] | None = None
     scheduler_name: str | None = None
     service_account_name: str | None = None
+    restart_policy: str | None = None
 
 
 class PodResourceClaimStatus(ApiModel):
@@ -140,12 +198,25 @@ class Pod(TypedObject):
 # --- Node, Namespace, ResourceQuota -------------------------------------------------------------------
 
 
+class Taint(ApiModel):
+    key: str = ""
+    value: str | None = None
+    effect: str = ""
+    time_added: str | None = None
+
+
+class NodeSpec(ApiModel):
+    unschedulable: bool | None = None
+    taints: list[Taint] | None = None
+
+
 class NodeStatus(ApiModel):
     allocatable: dict[str, Quantity] | None = None
     capacity: dict[str, Quantity] | None = None
 
 
 class Node(TypedObject):
+    spec: NodeSpec | None = None
     status: NodeStatus | None = None
 
     @property

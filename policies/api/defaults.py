@@ -1,9 +1,11 @@
 """Defaulting exactly as the API server applies it before validation and storage.
 
 Upstream: ``pkg/apis/resource/v1/defaults.go`` plus the ``+default`` markers in
-``staging/src/k8s.io/api/resource/v1/types.go``. The allocator does *not* default (it trusts stored
-objects), so offline input must pass through here first: a claim written with ``count: 0`` is
-stored with ``count: 1``, and its validation error, if any, must be about the defaulted value.
+``staging/src/k8s.io/api/resource/v1/types.go``; for pods, the parts of ``pkg/apis/core/v1/defaults.go``
+the scheduler's filters read (requests from limits, port protocols, host-network ports). The
+allocator does *not* default (it trusts stored objects), so offline input must pass through here
+first: a claim written with ``count: 0`` is stored with ``count: 1``, and its validation error, if
+any, must be about the defaulted value.
 Time comes in as an argument: policies/ has no clock.
 """
 
@@ -14,6 +16,7 @@ from typing import TypeVar
 
 from policies.api import resource as r
 from policies.api.base import TypedObject
+from policies.api.core import Container, Pod, PodSpec
 from policies.api.quantity import Quantity
 
 T = TypeVar("T", r.ExactDeviceRequest, r.DeviceSubRequest)
@@ -92,6 +95,36 @@ def _claim_status(status: r.ResourceClaimStatus | None) -> r.ResourceClaimStatus
     return status.model_copy(update={"allocation": allocation.model_copy(update={"devices": devices})})
 
 
+def _container(c: Container, host_network: bool) -> Container:
+    """upstream SetDefaults_Pod and SetDefaults_ContainerPort: a limit without a request is also the
+    request; a port's protocol is TCP; on the host network, the host port is the container port."""
+    update: dict[str, object] = {}
+    resources = c.resources
+    limits = (resources.limits or {}) if resources is not None else {}
+    requests = (resources.requests or {}) if resources is not None else {}
+    if resources is not None and any(k not in requests for k in limits):
+        update["resources"] = resources.model_copy(update={"requests": {**limits, **requests}})
+    if c.ports:
+        update["ports"] = [
+            port.model_copy(
+                update={
+                    "protocol": port.protocol or "TCP",
+                    "host_port": port.host_port or (port.container_port if host_network else port.host_port),
+                }
+            )
+            for port in c.ports
+        ]
+    return c.model_copy(update=update) if update else c
+
+
+def _pod_spec(spec: PodSpec) -> PodSpec:
+    host_network = bool(spec.host_network)
+    update: dict[str, object] = {"containers": [_container(c, host_network) for c in spec.containers]}
+    if spec.init_containers is not None:
+        update["init_containers"] = [_container(c, host_network) for c in spec.init_containers]
+    return spec.model_copy(update=update)
+
+
 def apply_defaults(obj: ObjT, now: datetime) -> ObjT:
     """The object as the API server would store it; other kinds come back unchanged."""
     if isinstance(obj, r.ResourceClaim):
@@ -105,6 +138,8 @@ def apply_defaults(obj: ObjT, now: datetime) -> ObjT:
     if isinstance(obj, r.ResourceSlice) and obj.spec.devices is not None:
         devices = [_device(d, now) for d in obj.spec.devices]
         return obj.model_copy(update={"spec": obj.spec.model_copy(update={"devices": devices})})
+    if isinstance(obj, Pod):
+        return obj.model_copy(update={"spec": _pod_spec(obj.spec)})
     if isinstance(obj, r.DeviceTaintRule):
         rule_spec = obj.spec.model_copy(update={"taint": _taint(obj.spec.taint, now)})
         return obj.model_copy(update={"spec": rule_spec})

@@ -41,6 +41,7 @@ class CelpyEngine(Engine):
         cross_numeric=False,
         presence_errors=False,
         max_nesting=10,  # its tree-walking evaluator recurses deeply per level
+        typed_values=True,
         conversions=frozenset(
             {
                 "int64_to_int64",
@@ -133,7 +134,7 @@ class CelpyEngine(Engine):
             return str(value)
         if isinstance(value, celtypes.BytesType):
             return bytes(value)
-        if isinstance(value, celtypes.ListType):
+        if isinstance(value, list):  # a ListType, or the plain list cel-python's "+" builds
             return [self.decode(v, frame) for v in value]
         if isinstance(value, celtypes.MapType):
             return {self.decode(k, frame): self.decode(v, frame) for k, v in value.items()}

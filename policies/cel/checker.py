@@ -22,7 +22,7 @@ from policies.cel.conversions import fold_conversion
 from policies.cel.environment import Environment
 from policies.cel.errors import CompileError
 from policies.cel.library import CELEvalError, StaticArg, compile_regex, format_static_error
-from policies.cel.parser import format_error
+from policies.cel.parser import join_errors
 from policies.cel.syntax import (
     OPT_SELECT,
     Call,
@@ -496,8 +496,5 @@ def check(root: Expr, source: str, env: Environment) -> Checked:
 
 def _compile_error(source: str, errors: list[tuple[int, str]]) -> CompileError:
     """All issues, sorted by position, joined like cel-go's Issues.String()."""
-    parts = [format_error(source, offset, message) for offset, message in sorted(errors, key=lambda x: x[0])]
-    first = parts[0]
-    return CompileError(
-        "compilation failed: " + "\n".join(p.message for p in parts), first.column, first.line
-    )
+    joined = join_errors(source, errors)
+    return CompileError("compilation failed: " + joined.message, joined.column, joined.line)

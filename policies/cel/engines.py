@@ -188,6 +188,7 @@ class RustEngine(Engine):
         cross_numeric=True,
         presence_errors=True,
         max_nesting=40,  # its parser fails near 100 nested brackets
+        typed_values=False,
         conversions=_RUST_CONVERSIONS,
     )
 

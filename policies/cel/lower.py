@@ -88,6 +88,7 @@ class Capabilities:
     cross_numeric: bool  # 1 == 1.0, 1 < 2u
     presence_errors: bool  # has(a.b.c) fails when a.b does, instead of being false
     max_nesting: int  # deepest bracket nesting one program may have (deeper parts run separately)
+    typed_values: bool  # uints and type values come back as such, not as ints and type names
     conversions: frozenset[str]  # conversion overload ids it implements like cel-go
 
 
@@ -702,7 +703,7 @@ class _Lowering:
         uints = tuple(i for i, x in enumerate(operands) if _holds_uint(self.type(x)))
         if uints and self.caps.name == "rust":
             suffix += "_u" + "_".join(map(str, uints))
-        if len(overloads) == 1:
+        if len(overloads) == 1 and not any(_loose(self.type(x)) for x in operands):
             o = overloads[0]
             assert o.impl is not None
             name = re.sub(r"\W", "_", f"_f_{o.id}{suffix}")
@@ -712,7 +713,7 @@ class _Lowering:
             f"_d_{e.function.replace('.', '_').replace('@', '')}_{len(operands)}_{int(e.target is not None)}"
             f"{suffix}"
         )
-        dispatch = _dispatcher(overloads)
+        dispatch = _dispatcher(e.function, overloads)
         return self.call(self.helper(name, _retag(dispatch, uints) if suffix.count("_u") else dispatch), args)
 
     def fold(self, overloads: list[OverloadDecl], operands: list[Expr]) -> _Frag | None:
@@ -957,17 +958,24 @@ def _retag(fn: Callable[..., Any], positions: tuple[int, ...]) -> Callable[..., 
     return retagged
 
 
-def _dispatcher(overloads: list[OverloadDecl]) -> Callable[..., Any]:
-    """Pick the overload whose parameter types match the runtime values (dynamic dispatch)."""
-    from policies.cel.dispatch import matches_type
-    from policies.cel.library import CELEvalError
+def _loose(typ: t.Type) -> bool:
+    """Whether a value of static type ``typ`` may not fit the parameter the checker chose for it
+    (``dyn``, ``any`` or a type parameter somewhere in it): such calls check their arguments."""
+    return typ.kind in ("dyn", "any", "error", t.PARAM) or any(_loose(p) for p in typ.params)
+
+
+def _dispatcher(function: str, overloads: list[OverloadDecl]) -> Callable[..., Any]:
+    """Pick the overload whose parameter types match the runtime values, as cel-go's runtime type
+    guards do (common/decls/decls.go): a single overload is checked too, and no match is
+    ``no such overload: <function>(<argument types>)``."""
+    from policies.cel.dispatch import matches_type, no_such_overload
 
     def dispatch(*args: Any) -> Any:
         for o in overloads:
             if all(matches_type(a, p) for a, p in zip(args, o.params, strict=True)):
                 assert o.impl is not None
                 return o.impl(*args)
-        raise CELEvalError(runtime.NO_SUCH_OVERLOAD)
+        raise no_such_overload(function, args)
 
     return dispatch
 

@@ -24,7 +24,6 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 from policies.cel.errors import CompileError
 from policies.cel.syntax import (
@@ -53,6 +52,7 @@ from policies.cel.syntax import (
     StructExpr,
     children,
 )
+from policies.cel.syntax_errors import Token, syntax_errors
 
 # cel-go's parser limits (parser/parser.go): maxRecursionDepth and the expression size in code
 # points (the API's 10 KiB byte limit is checked before parsing and is always smaller).
@@ -116,13 +116,6 @@ _TOKEN = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class Token:
-    kind: str  # INT UINT FLOAT STRING BYTES IDENT TRUE FALSE NULL IN EOF or the operator text
-    text: str
-    offset: int
-
-
 def _location(source: str, offset: int) -> tuple[int, int]:
     """1-based line and column (in code points) of an offset, as cel-go prints them."""
     line = source.count("\n", 0, offset) + 1
@@ -131,13 +124,19 @@ def _location(source: str, offset: int) -> tuple[int, int]:
 
 
 def format_error(source: str, offset: int | None, message: str) -> CompileError:
-    """A CompileError worded like cel-go's issue list: ``ERROR: <input>:L:C: msg`` + snippet."""
+    """A CompileError worded like cel-go's issue list: ``ERROR: <input>:L:C: msg`` + snippet.
+
+    As ``common/error.go`` draws it: tabs in the line shown as spaces, and under a character of
+    more than one UTF-8 byte a full-width dot (U+FF0E) or caret (U+FF3E)."""
     if offset is None:
         return CompileError(f"ERROR: <input>:-1:0: {message}")
     line, column = _location(source, offset)
-    text = source.split("\n")[line - 1] if source else ""
-    caret = "." * (column - 1) + "^"
-    return CompileError(f"ERROR: <input>:{line}:{column}: {message}\n | {text}\n | {caret}", column, line)
+    text = (source.split("\n")[line - 1] if source else "").replace("\t", " ")
+    dots = "".join("\uff0e" if len(ch.encode()) > 1 else "." for ch in text[: column - 1])
+    under = text[column - 1 : column]
+    caret = "\uff3e" if len(under.encode()) > 1 else "^"
+    snippet = f"\n | {text}\n | {dots}{caret}"
+    return CompileError(f"ERROR: <input>:{line}:{column}: {message}{snippet}", column, line)
 
 
 _SIMPLE_ESCAPE_CHARS = frozenset("abfnrtv\"'\\?`")
@@ -148,8 +147,11 @@ def _unrecognized(source: str, pos: int) -> str:
     """The text of ANTLR's "token recognition error" at ``pos``: what the lexer consumed before
     it got stuck, up to and including the character it could not take (or to the end of the
     input). For a quote that is the broken string literal (cel-go reports ``'"\\xFh'`` for
-    ``"\\xFh"``); for anything else the single character."""
+    ``"\\xFh"``); for the first character of a two-character operator the character after it
+    (``'& '``); for anything else the single character. The lexer goes on after that text."""
     quote = source[pos]
+    if quote in "&|=":
+        return source[pos : pos + 2]
     if quote == "`":  # ESC_IDENTIFIER: '`' (LETTER | DIGIT | '_' | '.' | '-' | '/' | ' ')+ '`'
         i = pos + 1
         while i < len(source) and (source[i].isascii() and (source[i].isalnum() or source[i] in "_./- ")):
@@ -190,16 +192,20 @@ def _unrecognized(source: str, pos: int) -> str:
     return source[pos:]
 
 
-def tokenize(source: str) -> list[Token]:
-    """Split into tokens; an unknown character is ANTLR's 'token recognition error'."""
+def tokenize(source: str) -> tuple[list[Token], list[tuple[int, str]]]:
+    """Split into tokens, and ANTLR's "token recognition error" for each stretch the lexer could
+    not take (skipped, as ANTLR's lexer skips it)."""
     tokens: list[Token] = []
+    errors: list[tuple[int, str]] = []
     pos = 0
     n = len(source)
     while pos < n:
         m = _TOKEN.match(source, pos)
         if m is None:
             text = _unrecognized(source, pos)
-            raise format_error(source, pos, f"Syntax error: token recognition error at: '{text}'")
+            errors.append((pos, f"Syntax error: token recognition error at: '{text}'"))
+            pos += len(text)
+            continue
         kind = m.lastgroup or ""
         text = m.group()
         if kind == "ident":
@@ -210,7 +216,7 @@ def tokenize(source: str) -> list[Token]:
             tokens.append(Token(kind.upper(), text, pos))
         pos = m.end()
     tokens.append(Token("EOF", "<EOF>", n))
-    return tokens
+    return tokens, errors
 
 
 # --- literals ---------------------------------------------------------------------------------------
@@ -294,9 +300,9 @@ def stack_headroom(frames: int) -> Iterator[None]:
 class _Parser:
     """Recursive descent over the token list; ids are assigned in creation order."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, tokens: list[Token]) -> None:
         self.source = source
-        self.tokens = tokenize(source)
+        self.tokens = tokens
         self.pos = 0
         self.next_id = 1
         self.expr_depth = 0
@@ -736,7 +742,7 @@ MacroFn = Callable[[_Parser, "Expr | None", list[Expr], int], "Expr | None"]
 def _has(p: _Parser, target: Expr | None, args: list[Expr], offset: int) -> Expr:
     arg = args[0]
     if not isinstance(arg, Select) or arg.test_only:
-        raise p.error(offset, "invalid argument to has() macro")
+        raise p.error(arg.offset, "invalid argument to has() macro")
     return Select(p.new_id(), arg.offset, arg.operand, arg.field, True)
 
 
@@ -908,8 +914,34 @@ _MACROS: dict[tuple[str, int, bool], MacroFn] = {
 
 
 def parse(source: str) -> Expr:
-    """Parse and expand macros; raises CompileError with cel-go's wording and position."""
-    return _Parser(source).parse()
+    """Parse and expand macros; raises CompileError with cel-go's wording and position.
+
+    A syntax error is reported together with every other syntax error of the expression, found
+    the way cel-go's parser recovers (``syntax_errors``); other errors (a reserved identifier, a
+    macro's arguments, the limits) one at a time, as the parser meets them."""
+    tokens, errors = tokenize(source)
+    first: CompileError | None = None
+    try:
+        root = _Parser(source, tokens).parse()  # over the tokens the lexer could take
+    except CompileError as error:
+        if "Syntax error: " not in error.message:
+            raise
+        first = error
+    else:
+        if not errors:
+            return root
+    with stack_headroom(40 * MAX_RECURSION_DEPTH):
+        errors += syntax_errors(source, tokens)
+    if first is not None and not errors:  # the recognizer saw nothing wrong: report the parser's
+        raise first
+    raise join_errors(source, errors)
+
+
+def join_errors(source: str, errors: list[tuple[int, str]]) -> CompileError:
+    """Several errors as cel-go's ``Errors.ToDisplayString`` prints them: sorted by position,
+    one after the other (the first one's position is the error's)."""
+    parts = [format_error(source, offset, message) for offset, message in sorted(errors, key=lambda e: e[0])]
+    return CompileError("\n".join(p.message for p in parts), parts[0].column, parts[0].line)
 
 
 def check_depth(source: str, root: Expr) -> None:

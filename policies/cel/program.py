@@ -144,7 +144,25 @@ class Program:
             return exc.message
         if isinstance(value, bool):
             return value
-        return f"CEL result of type {_type_name(value)} could not be converted to bool"
+        return f"CEL result of type {self._result_type(value, device)} could not be converted to bool"
+
+    def _result_type(self, value: Any, device: DeviceBinding) -> str:
+        """The cel-go type name of a non-bool result (``compile.go``'s ``result.Type().TypeName()``).
+
+        An engine without ``typed_values`` hands a uint back as an int and a type value as its
+        name; for those two the engine is asked what ``type()`` of the result is."""
+        name = _type_name(value)
+        if self.runner.engine.caps.typed_values or name not in _UNTYPED:
+            return name
+        probe = compile_expression(f"type(dyn({self.expression})) == {_UNTYPED[name]}", self.env)
+        try:
+            return _UNTYPED[name] if probe.matches(device) else name
+        except EvalError:
+            return name
+
+
+# What an int or a string result may really be on an engine without typed values.
+_UNTYPED = {"int": "uint", "string": "type"}
 
 
 def _type_name(value: Any) -> str:

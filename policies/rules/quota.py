@@ -24,18 +24,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from policies.allocator import Features
 from policies.api.core import Pod, ResourceQuota
 from policies.api.quantity import Quantity
 from policies.api.resource import ResourceClaim
-from policies.dryrun import DryRun, DryRunInputError, pod_claims
+from policies.dryrun import ClaimNotFoundError, Costs, DryRun, FeatureGates, Prepared, Question, pod_claims
 from policies.footprint import (
-    ClaimUse,
     FootprintError,
     add_lists,
-    claim_footprint,
     difference,
-    referencing_containers,
     yields_node_resources,
 )
 from policies.quota import (
@@ -48,10 +44,11 @@ from policies.quota import (
     claim_charge,
     claim_object_usage,
     first_exceeded,
-    folded,
+    folded_quotas,
     hard_of,
     pod_charge,
     smallest,
+    snapshot_ledger,
 )
 from policies.rules.common import a_few, object_key
 from policies.rules.engine import Context, Finding, Request, RuleUnavailable
@@ -62,24 +59,6 @@ def _node_key(key: str) -> bool:
     """Quota keys that node-allocatable footprints are charged to."""
     name = key.removeprefix("requests.").removeprefix("limits.")
     return name in STANDARD or (key.startswith("requests.") and name.startswith("hugepages-"))
-
-
-def folded_quotas(snapshot: Snapshot, namespace: str) -> list[ResourceQuota]:
-    """The namespace's quotas that DRA footprints are charged to (unscoped ones)."""
-    return [q for q in snapshot.namespace_quotas(namespace) if folded(q)]
-
-
-def quota_namespaces(snapshot: Snapshot) -> list[str]:
-    """Namespaces with a quota draguard folds into: the only ones whose ledger matters."""
-    return sorted({q.namespace for q in snapshot.quotas if folded(q)})
-
-
-def snapshot_ledger(snapshot: Snapshot, namespace: str | None = None) -> Ledger:
-    """The DRA charges as the snapshot shows them, of one namespace or of all: the ledger offline,
-    the prediction base on pod create, what the shared ledger is reconciled to, and the seed of
-    the in-memory one (``serve --state``)."""
-    claims = (c for c in snapshot.allocated_claims() if namespace is None or c.namespace == namespace)
-    return Ledger.compute(claims, snapshot.devices, snapshot.pods)
 
 
 class QuotaRule:
@@ -188,14 +167,14 @@ def _pod_findings(pod: Pod, snapshot: Snapshot) -> list[Finding]:
         return []
     try:
         claims = pod_claims(snapshot, pod)
-    except DryRunInputError:
+    except ClaimNotFoundError:
         return []  # a missing claim or template: the pod waits for it, nothing to charge yet
     used = snapshot_ledger(snapshot, pod.namespace).usage(pod.namespace)
     if first_exceeded(quotas, pod_charge(pod, []), used) is not None:
         return []  # over quota without any device: upstream's quota admission says so itself
     created = [c for c in claims if (c.namespace, c.name) not in snapshot.claims]
     counts = add_lists(*(claim_object_usage(c.spec.devices, snapshot.classes) for c in created))
-    footprint, node = _smallest_footprint(pod, claims, snapshot, quotas)
+    footprint, node = _smallest_footprint(pod, snapshot, quotas)
     exceeded = first_exceeded(quotas, add_lists(footprint, counts), used)
     if exceeded is None:
         return []
@@ -209,31 +188,26 @@ def _pod_findings(pod: Pod, snapshot: Snapshot) -> list[Finding]:
 
 def _smallest_footprint(
     pod: Pod,
-    claims: Sequence[ResourceClaim],
     snapshot: Snapshot,
     quotas: Sequence[ResourceQuota],
 ) -> tuple[dict[str, Quantity], str]:
-    """The pod's charge with its claims allocated, at its smallest over the nodes where they fit,
-    and which nodes gave it; nothing when no quota limits node resources, no device yields any (the
-    pod's own requests are then upstream's business alone) or no node fits."""
+    """The pod's charge with its claims allocated, at its smallest over the nodes where the
+    scheduler would fit it (the dry run), and which nodes gave it; nothing when no quota limits
+    node resources, no device yields any (the pod's own requests are then upstream's business
+    alone) or no node fits."""
     if not any(_node_key(k) for q in quotas for k in hard_of(q)):
         return {}, ""
-    devices = snapshot.devices
-    if not any(yields_node_resources(d) for d in devices.values()):
-        return {}, ""  # every footprint would be zero: spare the node loop
-    references = [referencing_containers(pod, ref.name) for ref in pod.spec.resource_claims or ()]
-    dry = DryRun(snapshot, claims, Features(), pod=pod)
+    if not any(yields_node_resources(d) for d in snapshot.devices.values()):
+        return {}, ""  # every footprint would be zero: spare the dry run
+    outcome = DryRun(Prepared.of(snapshot, FeatureGates())).outcome(Question(pod))
+    costs = Costs.of(pod, outcome.dra.claims, snapshot, outcome.prepared.inventory)
     candidates: list[Charge] = []
     nodes = []
-    for name in sorted(snapshot.nodes):
-        answer = dry.on_node(snapshot.nodes[name])
-        if not answer.allocated:
-            continue
-        results = zip(answer.results, references, strict=True)
+    for verdict in sorted(outcome.fitting, key=lambda v: v.node):
         try:
-            uses = [ClaimUse(claim_footprint(r, devices), n) for r, n in results]
+            uses = costs.uses(outcome.dra.results(verdict.node))
         except FootprintError:
             continue  # the scheduler cannot place the pod there either
         candidates.append(pod_charge(pod, uses))
-        nodes.append(name)
+        nodes.append(verdict.node)
     return smallest(candidates), a_few(nodes)

@@ -326,3 +326,49 @@ def _validate_claim_statuses(pod: Pod, pod_claims: set[str]) -> ErrorList:
                 for msg in is_dns1123_subdomain(status.resource_claim_name)
             ]
     return errs
+
+
+# --- Pod: the containers every pod must have ------------------------------------------------------------
+
+_RESTART_POLICIES = ("Always", "OnFailure", "Never")
+
+
+def _validate_containers(containers: list[Container], seen: set[str], path: Path, errs: ErrorList) -> None:
+    for i, container in enumerate(containers):
+        name_path = path.index(i).child("name")
+        if not container.name:
+            errs.append(required(name_path))
+        elif container.name in seen:
+            errs.append(duplicate(name_path, container.name))
+        else:
+            errs += validate_dns_label(container.name, name_path)
+        seen.add(container.name)
+        if not container.image:
+            errs.append(required(path.index(i).child("image")))
+
+
+def validate_pod_containers(pod: Pod) -> ErrorList:
+    """The parts of ``ValidatePodSpec`` every pod is refused for, DRA or not: no containers, a
+    container without a name or an image, a name used twice (init containers included), an
+    unknown restart policy (``pkg/apis/core/validation/validation.go``)."""
+    spec = Path("spec")
+    errs: ErrorList = []
+    if not pod.spec.containers:
+        errs.append(required(spec.child("containers")))
+    seen: set[str] = set()
+    _validate_containers(pod.spec.containers, seen, spec.child("containers"), errs)
+    _validate_containers(pod.spec.init_containers or [], seen, spec.child("initContainers"), errs)
+    policy = pod.spec.restart_policy
+    if policy and policy not in _RESTART_POLICIES:
+        errs.append(not_supported(spec.child("restartPolicy"), policy, _RESTART_POLICIES))
+    return errs
+
+
+def refuse_privileged(pod: Pod) -> ErrorList:
+    """What an API server running without ``--allow-privileged`` (kube-apiserver's default; kubeadm
+    and most distributions set it) says about privileged containers (``ValidateSecurityContext``)."""
+    return [
+        forbidden(path.child("securityContext", "privileged"), "disallowed by cluster policy")
+        for path, container in _containers(pod)
+        if container.security_context is not None and container.security_context.privileged
+    ]

@@ -33,8 +33,10 @@ class ErrorType(enum.Enum):
     TOO_LONG = "Too long"
     TOO_MANY = "Too many"
     INTERNAL = "Internal error"
-    # Not an apimachinery type: strict decoding's `unknown field "spec.foo"` (kubectl --validate=strict).
+    # Not apimachinery types: strict decoding's `unknown field "spec.foo"` and `duplicate field
+    # "spec.foo"` (sigs.k8s.io/json, as kubectl --validate=strict shows them).
     UNKNOWN_FIELD = "unknown field"
+    DUPLICATE_FIELD = "duplicate field"
 
 
 class _Omit:
@@ -48,6 +50,8 @@ OMIT: Final = _Omit()
 
 # Types whose value is never printed, whatever was passed.
 _VALUELESS = {ErrorType.REQUIRED, ErrorType.FORBIDDEN, ErrorType.TOO_LONG, ErrorType.INTERNAL}
+# Strict decoding's errors: the path is inside the message.
+_DECODING = {ErrorType.UNKNOWN_FIELD, ErrorType.DUPLICATE_FIELD}
 
 
 class Path:
@@ -63,6 +67,11 @@ class Path:
         path = cls()
         path._text = text
         return path
+
+    @classmethod
+    def from_text(cls, text: str) -> Path:
+        """A path already written out (``spec.containers[0].name``)."""
+        return cls._of(text)
 
     def child(self, *names: str) -> Path:
         text = self._text
@@ -104,8 +113,9 @@ class FieldError:
 
     def body(self) -> str:
         """The message without the field path (apimachinery ``ErrorBody``)."""
-        if self.type is ErrorType.UNKNOWN_FIELD:
-            return f"unknown field {go_quote(self.field)}"
+        if self.type in _DECODING:
+            text = f"{self.type.value} {go_quote(self.field)}"
+            return f"{text}: {self.detail}" if self.detail else text
         text = str(self.type.value)
         if self.type not in _VALUELESS and self.bad_value is not OMIT:
             text += f": {format_value(self.bad_value)}"
@@ -114,7 +124,7 @@ class FieldError:
         return text
 
     def __str__(self) -> str:
-        if self.type is ErrorType.UNKNOWN_FIELD:
+        if self.type in _DECODING:
             return self.body()
         return f"{self.field}: {self.body()}"
 
@@ -167,8 +177,13 @@ def internal(path: Path, message: str) -> FieldError:
     return FieldError(ErrorType.INTERNAL, str(path), None, message)
 
 
-def unknown_field(path: Path) -> FieldError:
-    return FieldError(ErrorType.UNKNOWN_FIELD, str(path), OMIT)
+def unknown_field(path: Path, detail: str = "") -> FieldError:
+    """``detail``, when given, says what to write instead (not part of the server's wording)."""
+    return FieldError(ErrorType.UNKNOWN_FIELD, str(path), OMIT, detail)
+
+
+def duplicate_field(path: Path) -> FieldError:
+    return FieldError(ErrorType.DUPLICATE_FIELD, str(path), OMIT)
 
 
 # --- Go-compatible value printing -------------------------------------------------------------------

@@ -26,7 +26,7 @@ from policies.api.defaults import apply_defaults
 from policies.api.kinds import DEFAULT_NAMESPACE
 from policies.validation import gosyntax
 from policies.validation.claims import validate_claim_spec, validate_claim_status
-from policies.validation.core import validate_pod_claims
+from policies.validation.core import validate_pod_claims, validate_pod_containers
 from policies.validation.fielderrors import ErrorList, Path, forbidden, internal, invalid
 from policies.validation.meta import (
     validate_object_meta,
@@ -60,8 +60,13 @@ def validate(
     *,
     namespace_labels: Labels = None,
     now: datetime = EPOCH,
+    check_fields: bool = True,
 ) -> ErrorList:
-    """All problems with ``obj`` (an update of ``old`` if given), as kubectl would print them."""
+    """All problems with ``obj`` (an update of ``old`` if given), as kubectl would print them.
+    Unknown fields are the ones draguard's models do not know (they know the 1.37 shapes some
+    clusters serve); ``check_fields=False`` leaves them out, for a caller that decoded ``obj``
+    strictly from its document against the 1.36 API server's fields already
+    (:mod:`policies.validation.strict`)."""
     obj = apply_defaults(obj, now)
     if old is not None:
         if type(old) is not type(obj):
@@ -69,7 +74,8 @@ def validate(
                 invalid(Path("kind"), obj.kind or "", f"must be the same kind as the old object ({old.kind})")
             ]
         old = apply_defaults(old, now)
-    errs = unknown_fields(obj) if obj.api_version and obj.api_version.startswith(resource.GROUP + "/") else []
+    resource_kind = bool(obj.api_version and obj.api_version.startswith(resource.GROUP + "/"))
+    errs = unknown_fields(obj) if check_fields and resource_kind else []
     validator = _VALIDATORS.get(type(obj))
     return errs + validator(obj, old, namespace_labels) if validator is not None else errs
 
@@ -96,12 +102,13 @@ def _admin_denied(path: Path, namespace: str, labels: Labels) -> ErrorList:
 
 
 def _admin_requests(spec: resource.ResourceClaimSpec, namespace: str, labels: Labels) -> ErrorList:
-    # Upstream names this path "spec.devices..." for templates too (the same helper serves both).
+    # The registry strategy names the request's own path, without "exactly" (the field's v1beta1
+    # place), and "spec.devices..." for templates too (the same helper serves both); checked
+    # against kube-apiserver 1.36.2.
     for i, req in enumerate(spec.devices.requests or []):
         if req.exactly is not None and req.exactly.admin_access:
-            return _admin_denied(
-                SPEC.child("devices", "requests").index(i).child("exactly", "adminAccess"), namespace, labels
-            )
+            path = SPEC.child("devices", "requests").index(i).child("adminAccess")
+            return _admin_denied(path, namespace, labels)
     return []
 
 
@@ -209,7 +216,8 @@ def _taint_rule(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> E
 
 def _pod(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> ErrorList:
     assert isinstance(obj, core.Pod)
-    return _meta(obj, old, True, recheck_on_update=False) + validate_pod_claims(obj)
+    errs = _meta(obj, old, True, recheck_on_update=False)
+    return errs + validate_pod_containers(obj) + validate_pod_claims(obj)
 
 
 def _namespace(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> ErrorList:

@@ -276,6 +276,20 @@ DEVICE_TAINT_RULE: dict[str, Any] = {
     "status": {"conditions": [CONDITION]},
 }
 
+LABEL_SELECTOR: dict[str, Any] = {
+    "matchLabels": {"app": "train"},
+    "matchExpressions": [{"key": "tier", "operator": "In", "values": ["gpu"]}],
+}
+
+POD_AFFINITY_TERM: dict[str, Any] = {
+    "labelSelector": LABEL_SELECTOR,
+    "namespaces": ["team-a"],
+    "topologyKey": "zone",
+    "namespaceSelector": {"matchLabels": {"team": "a"}},
+    "matchLabelKeys": ["pod-template-hash"],
+    "mismatchLabelKeys": ["tenant"],
+}
+
 POD: dict[str, Any] = {
     "apiVersion": "v1",
     "kind": "Pod",
@@ -289,8 +303,32 @@ POD: dict[str, Any] = {
                 "preferredDuringSchedulingIgnoredDuringExecution": [
                     {"weight": 10, "preference": NODE_SELECTOR["nodeSelectorTerms"][0]}
                 ],
-            }
+            },
+            "podAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [POD_AFFINITY_TERM],
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 5, "podAffinityTerm": POD_AFFINITY_TERM}
+                ],
+            },
+            "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [POD_AFFINITY_TERM]},
         },
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": "zone",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": LABEL_SELECTOR,
+                "minDomains": 2,
+                "nodeAffinityPolicy": "Honor",
+                "nodeTaintsPolicy": "Ignore",
+                "matchLabelKeys": ["pod-template-hash"],
+            }
+        ],
+        "hostNetwork": False,
+        "priority": 0,
+        "preemptionPolicy": "PreemptLowerPriority",
+        "schedulingGates": [{"name": "example.com/wait"}],
+        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
         "tolerations": [
             {"key": "k", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 5},
             {"key": "gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"},
@@ -300,6 +338,16 @@ POD: dict[str, Any] = {
             {
                 "name": "main",
                 "image": "registry.example.com/train:1",
+                "ports": [
+                    {
+                        "name": "http",
+                        "containerPort": 80,
+                        "hostPort": 8080,
+                        "protocol": "TCP",
+                        "hostIP": "10.0.0.1",
+                    }
+                ],
+                "securityContext": {"privileged": False},
                 "resources": {
                     "limits": {"memory": "8Gi"},
                     "requests": {"cpu": "500m", "memory": "8Gi"},
@@ -315,6 +363,7 @@ POD: dict[str, Any] = {
         "overhead": {"memory": "10Mi"},
         "schedulerName": "default-scheduler",
         "serviceAccountName": "trainer",
+        "restartPolicy": "Always",
     },
     "status": {
         "phase": "Running",
@@ -345,6 +394,12 @@ NODE: dict[str, Any] = {
     "apiVersion": "v1",
     "kind": "Node",
     "metadata": {"name": "node-1", "labels": {"kubernetes.io/hostname": "node-1"}},
+    "spec": {
+        "unschedulable": True,
+        "taints": [
+            {"key": "gpu", "value": "true", "effect": "NoSchedule", "timeAdded": "2025-01-01T00:00:00Z"}
+        ],
+    },
     "status": {"allocatable": {"cpu": "16", "memory": "64Gi"}, "capacity": {"cpu": 16, "memory": "64Gi"}},
 }
 

@@ -143,7 +143,7 @@ TEMPLATE_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
         "admin access outside an admin namespace, under upstream's claim path",
         template(exact(adminAccess=True)),
         [
-            "spec.devices.requests[0].exactly.adminAccess: Forbidden: admin access to devices requires the "
+            "spec.devices.requests[0].adminAccess: Forbidden: admin access to devices requires the "
             "`resource.kubernetes.io/admin-access: true` label on the containing namespace"
         ],
     ),
@@ -345,7 +345,7 @@ POD_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
         pod(
             [],
             {"name": "c", "image": "i"},
-            initContainers=[{"name": "i", "resources": {"claims": [{"name": "x"}]}}],
+            initContainers=[{"name": "i", "image": "i", "resources": {"claims": [{"name": "x"}]}}],
         ),
         [
             'spec.initContainers[0].resources.claims[0]: Not found: "x": must be one of the names in '

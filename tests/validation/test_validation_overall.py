@@ -330,7 +330,7 @@ ADMIN = claim(exact("a"), exact("b", adminAccess=True), exact("c", adminAccess=T
         pytest.param(
             {"resource.kubernetes.io/admin-access": "True"},
             [
-                "spec.devices.requests[1].exactly.adminAccess: Forbidden: admin access to devices requires "
+                "spec.devices.requests[1].adminAccess: Forbidden: admin access to devices requires "
                 "the "
                 "`resource.kubernetes.io/admin-access: true` label on the containing namespace"
             ],
@@ -339,7 +339,7 @@ ADMIN = claim(exact("a"), exact("b", adminAccess=True), exact("c", adminAccess=T
         pytest.param(
             None,
             [
-                "spec.devices.requests[1].exactly.adminAccess: Internal error: could not retrieve namespace "
+                "spec.devices.requests[1].adminAccess: Internal error: could not retrieve namespace "
                 "to "
                 'verify admin access: labels of namespace "ns" are not known'
             ],

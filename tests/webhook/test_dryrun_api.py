@@ -157,11 +157,29 @@ def cluster_objects() -> list[dict[str, Any]]:
         },
     ]
     for node, taken in TAKEN.items():
-        objects.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
+        objects.append(node_object(node))
         objects.append(gpu_slice(node))
         if taken:
             objects.append(claim(f"busy-{node}", taken, node))
+    objects.append(BUSY_CPU)
     return objects
+
+
+def node_object(name: str) -> dict[str, Any]:
+    status = {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "status": status}
+
+
+# Load on node-b: 6 of its 8 CPUs, so the default scoring (least allocated, balanced) ranks it last.
+BUSY_CPU = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "busy-cpu", "namespace": "other"},
+    "spec": {
+        "nodeName": "node-b",
+        "containers": [{"name": "c", "image": "batch:1", "resources": {"requests": {"cpu": "6"}}}],
+    },
+}
 
 
 def snapshot_of(objects: list[dict[str, Any]]) -> Snapshot:
@@ -288,18 +306,30 @@ ONE_GPU_POD = {"pod": pod({"name": "gpu", "resourceClaimTemplateName": "one-gpu"
 # --- answers ------------------------------------------------------------------------------------------
 
 
-async def test_fitting_nodes_come_ranked_by_stranded_devices_with_footprint_and_quota(serve: Any) -> None:
+async def test_fitting_nodes_come_ranked_by_the_default_scoring_with_footprint_and_quota(serve: Any) -> None:
     served = await serve()
     status, body, _ = await served.post(ONE_GPU_POD)
     assert status == 200, body
     assert body["claims"] == [f"{NS}/trainer-gpu"]
     assert (body["checked"], body["total"], body["fitting"], body["complete"]) == (3, 3, 3, True)
+    # node-b's bound pod takes 6 of its 8 CPUs: least allocated and balanced allocation score it
+    # lower; node-a and node-c tie (the scheduler picks one at random), listed by name.
     assert [(n["node"], n["rank"], n["stranded"]) for n in body["nodes"]] == [
+        ("node-a", 1, 1),
         ("node-c", 1, 0),
-        ("node-a", 2, 1),
         ("node-b", 3, 3),
     ]
-    best = body["nodes"][0]
+    assert body["preferred"] == ["node-a", "node-c"]
+    assert body["nodes"][0]["scores"] == {
+        "TaintToleration": 300,
+        "NodeAffinity": 0,
+        "NodeResourcesFit": 93,
+        "DynamicResources": 0,
+        "NodeResourcesBalancedAllocation": 93,
+    }
+    assert body["nodes"][2]["scores"]["NodeResourcesFit"] == 55
+    assert body["nodes"][2]["scores"]["NodeResourcesBalancedAllocation"] == 56
+    best = body["nodes"][1]
     chosen = best["results"][0]["devices"]["results"]
     assert [(r["pool"], r["device"]) for r in chosen] == [("node-c", "gpu-3")]
     # one device mapping 2Gi of memory (KEP-5517), and the pod's own cpu request next to it
@@ -319,14 +349,15 @@ async def test_nodes_that_do_not_fit_come_last_with_their_explanation(serve: Any
     }
     status, body, _ = await served.post(three)
     assert status == 200, body
-    assert [(n["node"], n["allocated"]) for n in body["nodes"]] == [
+    assert [(n["node"], n["fits"]) for n in body["nodes"]] == [
         ("node-b", True),
         ("node-a", False),
         ("node-c", False),
     ]
     refused = body["nodes"][1]
     assert refused["results"] == [None]
-    assert "needs 3 device(s)" in refused["reason"]
+    assert (refused["plugin"], refused["reasons"]) == ("DynamicResources", ["cannot allocate all claims"])
+    assert "needs 3 device(s)" in refused["detail"]
     assert refused["explanation"]["requests"][0]["wanted"] == 3
     assert "rank" not in refused and "footprint" not in refused
 
@@ -352,26 +383,25 @@ async def test_the_answer_is_the_allocate_commands_on_the_same_state(serve: Any,
     with redirect_stdout(out):
         code = cli.main(["allocate", "-f", str(tmp_path), "-o", "json"])
     assert code == 0
-    expected = {n["node"]: n for n in json.loads(out.getvalue())["nodes"]}
-    got = {
-        n["node"]: {k: n[k] for k in ("node", "allocated", "results", "error", "explanation")}
-        for n in body["nodes"]
+    (answer,) = json.loads(out.getvalue())["pods"]
+    assert {n["node"]: n for n in body["nodes"]} == {n["node"]: n for n in answer["nodes"]}
+    assert {k: v for k, v in body.items() if k not in ("nodes", "elapsedMs")} == {
+        k: v for k, v in answer.items() if k != "nodes"
     }
-    assert got == expected
 
 
 async def test_a_claim_allocated_already_is_checked_on_its_node_not_allocated_again(serve: Any) -> None:
     served = await serve()
     status, body, _ = await served.post({"pod": pod({"name": "gpu", "resourceClaimName": "busy-node-a"})})
     assert status == 200, body
-    assert [(n["node"], n["allocated"]) for n in body["nodes"]] == [
+    assert [(n["node"], n["fits"]) for n in body["nodes"]] == [
         ("node-a", True),
         ("node-b", False),
         ("node-c", False),
     ]
     kept = body["nodes"][0]["results"][0]["devices"]["results"]
     assert [r["device"] for r in kept] == ["gpu-0", "gpu-1"]
-    assert body["nodes"][1]["reason"] == f"claim {NS}/busy-node-a is allocated for other nodes"
+    assert body["nodes"][1]["reasons"] == ["resourceclaim not available on the node"]
 
 
 async def test_claims_without_a_pod_and_a_node_list_and_a_limit(serve: Any) -> None:
@@ -393,7 +423,7 @@ async def test_a_limit_lists_the_first_entries_of_the_whole_answer(serve: Any) -
     still the whole answer's first entries, fitting ones best first, then the others by name."""
     objects = cluster_objects()
     for node in ("node-d", "node-e", "node-f"):  # 4 free GPUs each: two fit a pod wanting 3, all one
-        objects += [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}}, gpu_slice(node)]
+        objects += [node_object(node), gpu_slice(node)]
     served = await serve(replace(DEMO, burst=20), snapshot=snapshot_of(objects))
     three = {
         "pod": pod({"name": "gpu", "resourceClaimTemplateName": "three"}),
@@ -417,7 +447,7 @@ async def test_nodes_whose_devices_yield_nothing_have_an_empty_footprint(serve: 
         plain = gpu_slice(node)
         for device in plain["spec"]["devices"]:
             del device["nodeAllocatableResourceMappings"]
-        objects += [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}}, plain]
+        objects += [node_object(node), plain]
     served = await serve(snapshot=snapshot_of(objects))
     status, body, _ = await served.post({**ONE_GPU_POD, "limit": 10})
     assert status == 200, body
@@ -458,7 +488,7 @@ async def test_each_request_answers_afresh_on_the_current_snapshot(serve: Any) -
     }
 
     def nodes(body: dict[str, Any]) -> list[tuple[str, bool, str | None]]:
-        return [(n["node"], n["allocated"], n["reason"]) for n in body["nodes"]]
+        return [(n["node"], n["fits"], n.get("detail")) for n in body["nodes"]]
 
     _, first, _ = await served.post(ONE_GPU_POD)
     _, again, _ = await served.post(ONE_GPU_POD)
@@ -478,8 +508,8 @@ async def test_each_request_answers_afresh_on_the_current_snapshot(serve: Any) -
 
     _, after, _ = await served.post(ONE_GPU_POD)
     assert [(n, fits) for n, fits, _ in nodes(after)] == [
-        ("node-c", True),
         ("node-a", True),
+        ("node-c", True),
         ("node-b", False),
     ]
     _, some, _ = await served.post(h100)
@@ -516,7 +546,6 @@ async def test_each_request_answers_afresh_on_the_current_snapshot(serve: Any) -
             {"claims": [template("t")]},
             "claims[0].kind: Invalid value: 'ResourceClaimTemplate': must be ResourceClaim",
         ),
-        ({"pod": pod()}, "pod.spec.resourceClaims: Required value"),
         ({"nodes": ["node-a"]}, "pod: Required value"),
         ({"claims": [claim("x", 1, "node-a")]}, "claims[0].status: Forbidden"),
         (
@@ -618,7 +647,8 @@ class SteppingClock:
 
 
 async def test_past_the_total_deadline_the_answer_is_partial(serve: Any) -> None:
-    served = await serve(replace(DEMO, timeout=10.0, node_timeout=100.0), clock=SteppingClock(1.0))
+    # Four clock readings per node now (pace, node start, search), so 2.0 s each is past 10 s at the third.
+    served = await serve(replace(DEMO, timeout=10.0, node_timeout=100.0), clock=SteppingClock(2.0))
     status, body, _ = await served.post(ONE_GPU_POD)
     assert status == 200, body
     assert body["complete"] is False
@@ -654,14 +684,14 @@ async def test_the_event_loop_serves_while_a_dry_run_works_and_a_full_queue_is_5
     serve: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     started, release = threading.Event(), threading.Event()
-    real = api.answer
+    real = api.answer_request
 
-    def slow(*args: Any) -> dict[str, Any]:
+    def slow(*args: Any, **kwargs: Any) -> Any:
         started.set()
         release.wait(10)
-        return real(*args)
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(api, "answer", slow)
+    monkeypatch.setattr(api, "answer_request", slow)
     served = await serve(replace(DEMO, queue=0))
     first = asyncio.create_task(served.post(ONE_GPU_POD))
     await asyncio.to_thread(started.wait, 10)
@@ -768,4 +798,4 @@ async def test_openapi_describes_real_answers_errors_and_requests(serve: Any) ->
 
 def test_the_request_schema_names_the_fields_the_parser_takes() -> None:
     request = api.openapi_document(DEMO)["components"]["schemas"]["DryRunRequest"]
-    assert set(request["properties"]) == {f.alias for f in api.DryRunBody.model_fields.values()}
+    assert set(request["properties"]) == {f.alias for f in api.DryRunRequest.model_fields.values()}

@@ -464,7 +464,7 @@ def test_the_dry_run_is_served_and_asks_who_calls(served: Served, tmp_path: Path
         wait_ready(server)
         status, answer = dry_run(server, (str(files["client.crt"]), str(files["client.key"])))
         assert status == 200, answer
-        fits = [n["node"] for n in answer["nodes"] if n["allocated"]]
+        fits = [n["node"] for n in answer["nodes"] if n["fits"]]
         assert fits and answer["checked"] == 3
         assert dry_run(server)[0] == 401  # the same server, no certificate
     finally:

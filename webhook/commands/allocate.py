@@ -1,9 +1,18 @@
-"""``draguard allocate``: dry-run the structured allocator on manifests, node by node.
+"""``draguard allocate``: would the pending pods fit, where, with which devices, and if not, why.
 
-The files hold DeviceClasses, ResourceSlices, Nodes, ResourceClaims and optionally one Pod and
-DeviceTaintRules. Claims that already have ``status.allocation`` are the cluster's allocated state.
-The claims to allocate are the pod's (templates instantiated) when a Pod is given, otherwise the
-unallocated claims in file order. Objects are defaulted as the API server would store them.
+The files hold the cluster (Nodes, DeviceClasses, ResourceSlices, ResourceClaims, templates,
+DeviceTaintRules, Namespaces, ResourceQuotas, running Pods) and the questions: every Pod without
+``spec.nodeName`` (and one pod of each workload's template, such as a Deployment's or a Job's) is
+answered as kube-scheduler 1.36's default profile would (``--pod NS/NAME`` picks some). Pods with
+``spec.nodeName`` are load on their node; claims with ``status.allocation`` are the allocated
+state. With no pending pod, the unallocated claims are asked about, as one pod using them all.
+``--sequence`` places the pods one after another, each seeing what the previous ones took.
+Objects are defaulted as the API server would store them.
+
+The input is read and validated as ``draguard validate`` reads and validates it first: anything
+it refuses is printed as it prints it, and the exit code is 2.
+
+Exit codes: 0 every pod fits somewhere, 1 some pod fits nowhere, 2 unusable input.
 """
 
 from __future__ import annotations
@@ -19,26 +28,42 @@ from typing import Any
 
 import yaml
 
-from policies.allocator import Features, SearchBudget
-from policies.api.core import Node, Pod
+from policies.allocator import SearchBudget
 from policies.api.defaults import apply_defaults
-from policies.dryrun import DryRun, DryRunInputError, NodeAnswer, claims_to_allocate
+from policies.api.kinds import DEFAULT_NAMESPACE
+from policies.dryrun import (
+    DryRun,
+    DryRunAnswer,
+    FeatureGates,
+    NodeAnswer,
+    PodAnswer,
+    Prepared,
+    Question,
+    synthetic_pod,
+    with_uid,
+)
+from policies.dryrun.answer import Timing
+from policies.scheduler.claims import is_allocated
+from policies.scheduler.cluster import is_pending
 from policies.snapshot import Snapshot
-from webhook.manifests import ManifestError, load
+from policies.validation.documents import ANY_NAMESPACE, judge
+from webhook.commands.common import UsageError, add_file_flags, add_reading_flags, print_notes, read_inputs
+from webhook.manifests import Entry
 
 
 class InputError(Exception):
-    """Input the allocation cannot start from (exit code 2)."""
+    """Input the dry run cannot start from (exit code 2)."""
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "allocate",
-        help="would these claims or this pod fit: per node, with which devices, and why not",
+        help="would the pending pods fit: per node, with which devices, and why not (kube-scheduler's words)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("-f", "--filename", dest="files", action="append", required=True, metavar="FILE_OR_DIR")
+    add_file_flags(p)
+    add_reading_flags(p)
     p.add_argument(
         "--node",
         dest="nodes",
@@ -48,10 +73,25 @@ def register(sub: Any) -> None:
         help="try only this node (repeatable); default: every Node in the input",
     )
     p.add_argument(
+        "--pod",
+        dest="pods",
+        action="append",
+        default=[],
+        metavar="NAMESPACE/NAME",
+        help="answer only this pending pod (repeatable); default: every pending pod in the input",
+    )
+    p.add_argument(
+        "--sequence",
+        action="store_true",
+        help="place the pods one after another, each on its best node, as consecutive scheduling cycles "
+        "would",
+    )
+    p.add_argument(
         "--features",
         default=None,
         metavar="LIST",
-        help="'all', 'none' or a comma list of allocator features; default: the Kubernetes 1.36 defaults",
+        help="Kubernetes feature gates as Name=true|false (DRAPartitionableDevices=false), on top of the "
+        "1.36 defaults; or 'all', 'none' or a comma list of allocator switches",
     )
     p.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
     p.add_argument(
@@ -59,7 +99,7 @@ def register(sub: Any) -> None:
         type=int,
         default=0,
         metavar="N",
-        help="allocate N more times per node on the warm allocator and report timing",
+        help="answer each pod N more times per node on the warm allocator and report timing",
     )
     p.add_argument(
         "--max-steps",
@@ -78,100 +118,186 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _inputs(args: argparse.Namespace) -> tuple[Snapshot, list[Node], Pod | None]:
+# The cluster's inventory, as drivers and admins published it: read strictly, not re-validated
+# (what a cluster holds was admitted by its own API server).
+_INVENTORY = ("ResourceSlice", "Node", "DeviceTaintRule")
+
+
+def _read(args: argparse.Namespace) -> list[Entry]:
+    """The input, what is to be allocated validated as ``draguard validate`` validates it (admin
+    access aside: whether a namespace may use it is the cluster's to say, and this input need not
+    describe namespaces); :class:`InputError` with validate's lines on any problem."""
+    entries = read_inputs(args)
+    print_notes(entries, sys.stderr)
+    problems = []
+    for entry in entries:
+        if entry.reading is None:
+            problems.append(entry.problem or entry.where)
+            continue
+        found = entry.reading.errors
+        if not found and entry.reading.kind not in _INVENTORY:
+            privileged = args.allow_privileged
+            found = judge(entry.reading, namespace_labels=ANY_NAMESPACE, allow_privileged=privileged)
+        problems += [f"{entry.label}: {line}" for line in found]
+    if problems:
+        raise InputError("invalid input (draguard validate says why):\n" + "\n".join(problems))
+    if not any(e.reading is not None and e.reading.skipped is None for e in entries):
+        raise InputError(f"no objects found in {', '.join(args.files)}")
+    for entry in entries:
+        reading = entry.reading
+        if reading is not None and reading.template is not None:
+            print(
+                f"note: {entry.where}: {reading.label}: allocating one pod of its template "
+                f"({'.'.join(reading.template)})",
+                file=sys.stderr,
+            )
+    return entries
+
+
+def _snapshot(args: argparse.Namespace) -> Snapshot:
     now = datetime.now(UTC)
-    try:
-        snapshot = Snapshot.build(apply_defaults(x.obj, now) for x in load(args.files))
-    except ManifestError as err:
-        raise InputError(str(err)) from None
-    pods = list(snapshot.pods.values())
-    if len(pods) > 1:
+    entries = _read(args)
+    objects = (e.reading.obj for e in entries if e.reading is not None and e.reading.obj is not None)
+    return Snapshot.build(apply_defaults(obj, now) for obj in objects)
+
+
+def _nodes(snapshot: Snapshot, wanted: list[str]) -> list[str] | None:
+    if not snapshot.nodes:
         raise InputError(
-            f"the input has {len(pods)} pods ({', '.join(p.key for p in pods)}): give at most one"
+            "the input has no Node objects: add Node manifests (name, labels, status.allocatable)"
         )
-    if args.nodes:
-        unknown = [n for n in args.nodes if n not in snapshot.nodes]
-        if unknown:
-            known = ", ".join(snapshot.nodes) or "none"
-            raise InputError(f"--node {', '.join(unknown)}: no such Node in the input (nodes: {known})")
-        nodes = [snapshot.nodes[n] for n in args.nodes]
-    else:
-        nodes = list(snapshot.nodes.values())
-    if not nodes:
-        raise InputError("the input has no Node objects: add Node manifests (name and labels) to allocate on")
-    return snapshot, nodes, pods[0] if pods else None
+    unknown = [n for n in wanted if n not in snapshot.nodes]
+    if unknown:
+        known = ", ".join(snapshot.nodes)
+        raise InputError(f"--node {', '.join(unknown)}: no such Node in the input (nodes: {known})")
+    return wanted or None
 
 
-def _timed(call: Callable[[], NodeAnswer], repeat: int) -> tuple[NodeAnswer, dict[str, int] | None]:
-    start = time.perf_counter_ns()
-    answer = call()
-    first = time.perf_counter_ns() - start
-    if repeat <= 0:
-        return answer, None
-    runs = []
-    for _ in range(repeat):
-        start = time.perf_counter_ns()
-        call()
-        runs.append(time.perf_counter_ns() - start)
-    return answer, {"firstNs": first, "medianNs": int(statistics.median(runs))}
-
-
-def _table(entries: list[tuple[NodeAnswer, dict[str, int] | None]]) -> str:
-    rows = [("NODE", "FITS", "DEVICES", "REASON")]
-    for answer, _ in entries:
-        devices = [
-            f"{r.pool}/{r.device}"
-            for result in answer.results
-            if result is not None and result.devices is not None
-            for r in result.devices.results or []
-        ]
-        rows.append(
-            (answer.node, "yes" if answer.allocated else "no", ",".join(devices) or "-", answer.reason or "")
+def _questions(snapshot: Snapshot, wanted: list[str]) -> list[Question]:
+    """The pending pods (those picked), or one question about the unallocated claims."""
+    pending = {p.key: p for p in snapshot.pods.values() if is_pending(p)}
+    unknown = [w for w in wanted if w not in pending]
+    if unknown:
+        raise InputError(
+            f"--pod {', '.join(unknown)}: no such pending pod in the input "
+            f"(pending: {', '.join(pending) or 'none'})"
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    return "\n".join(
-        "  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths, strict=True)) + "  " + row[3]
-        for row in rows
-    ).rstrip()
+    if pending:
+        return [Question(with_uid(pending[k])) for k in (wanted or pending)]
+    claims = tuple(c for c in snapshot.all_claims if not is_allocated(c))
+    if not claims:
+        raise InputError(
+            "nothing to ask: the input has no pending Pod (one without spec.nodeName) and no "
+            "unallocated ResourceClaim"
+        )
+    namespace = claims[0].namespace or DEFAULT_NAMESPACE
+    return [Question(synthetic_pod(namespace), claims)]
+
+
+class NodeClock:
+    """The per-node search deadline: the clock the budget reads restarts at every node, as the
+    scheduler's filter timeout does."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+
+    def begin_node(self) -> None:
+        self.started = time.monotonic()
+
+    def over(self) -> bool:
+        return False
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        features = Features() if args.features is None else Features.parse(args.features)
-        snapshot, nodes, pod = _inputs(args)
-        claims = claims_to_allocate(snapshot, pod)
-    except (InputError, DryRunInputError, ValueError) as err:
+        gates = FeatureGates() if args.features is None else FeatureGates.parse(args.features)
+        snapshot = _snapshot(args)
+        nodes = _nodes(snapshot, args.nodes)
+        questions = _questions(snapshot, args.pods)
+    except (InputError, UsageError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    # The timeout applies per node (as the scheduler's filter timeout does): the clock the budget
-    # reads restarts at every node.
-    node_start = [time.monotonic()]
-    budget = SearchBudget(
-        max_invocations=args.max_steps,
-        deadline=args.timeout,
-        clock=lambda: time.monotonic() - node_start[0],
-    )
-    dry = DryRun(snapshot, claims, features, pod=pod, budget=budget)
-    entries = []
-    for node in nodes:
-
-        def call(node: Node = node) -> NodeAnswer:
-            node_start[0] = time.monotonic()
-            return dry.on_node(node)
-
-        entries.append(_timed(call, args.repeat))
-    document = {"nodes": [_entry_json(a, t) for a, t in entries]}
+    clock = NodeClock()
+    budget = SearchBudget(max_invocations=args.max_steps, deadline=args.timeout, clock=clock.elapsed)
+    dry = DryRun(Prepared.of(snapshot, gates), budget=budget, pace=clock)
+    answers = dry.answer_all(questions, nodes, args.sequence)
+    if args.repeat > 0 and not args.sequence:
+        answers = [_timed(dry, q, a, args.repeat) for q, a in zip(questions, answers, strict=True)]
+    document = DryRunAnswer(pods=answers, features=gates.changed())
     if args.output == "json":
-        print(json.dumps(document, indent=2))
+        print(json.dumps(document.to_json(), indent=2))
     elif args.output == "yaml":
-        print(yaml.safe_dump(document, sort_keys=False), end="")
+        print(yaml.safe_dump(document.to_json(), sort_keys=False), end="")
     else:
-        print(_table(entries))
-    return 0 if any(a.allocated for a, _ in entries) else 1
+        print(table(document))
+    if any(a.error for a in answers):
+        return 2
+    return 0 if all(a.fits for a in answers) else 1
 
 
-def _entry_json(answer: NodeAnswer, timing: dict[str, int] | None) -> dict[str, Any]:
-    out = answer.to_json()
-    if timing is not None:
-        out["timing"] = timing
-    return out
+def _timed(dry: DryRun, question: Question, answer: PodAnswer, repeat: int) -> PodAnswer:
+    """The answer with each node's timing: the pod asked about that node alone, first and median."""
+
+    def runs(node: str) -> Timing:
+        call: Callable[[], object] = lambda: dry.outcome(question, [node])  # noqa: E731
+        times = []
+        for _ in range(repeat + 1):
+            start = time.perf_counter_ns()
+            call()
+            times.append(time.perf_counter_ns() - start)
+        return Timing(first_ns=times[0], median_ns=int(statistics.median(times[1:])))
+
+    if answer.error:
+        return answer
+    nodes = [n.model_copy(update={"timing": runs(n.node)}) for n in answer.nodes]
+    return answer.model_copy(update={"nodes": nodes})
+
+
+# --- the table -----------------------------------------------------------------------------------------
+
+
+def _devices(node: NodeAnswer) -> str:
+    devices = [
+        f"{r['pool']}/{r['device']}"
+        for result in node.results
+        if result is not None
+        for r in result.get("devices", {}).get("results", [])
+    ]
+    return ",".join(devices) or "-"
+
+
+def _reason(node: NodeAnswer) -> str:
+    return " ".join((node.detail or ", ".join(node.reasons)).split())
+
+
+def _pod_table(pod: PodAnswer) -> list[str]:
+    head = f"POD {pod.pod}: {pod.message}"
+    if pod.placed_on:
+        head += f" (placed on {pod.placed_on})"
+    lines = [*(f"  earlier attempt: {m}" for m in pod.earlier_attempts), head]
+    if pod.error:
+        return lines
+    rows = [("NODE", "FITS", "SCORE", "DEVICES", "REASON")]
+    for n in pod.nodes:
+        score = "-" if n.score is None else str(n.score)
+        rows.append((n.node, "yes" if n.fits else "no", score, _devices(n), "" if n.fits else _reason(n)))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines += [
+        ("  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths, strict=True)) + "  " + row[4]).rstrip()
+        for row in rows
+    ]
+    return lines
+
+
+def table(document: DryRunAnswer) -> str:
+    """One block per pod (its message, then a row per node), then what was not checked, once."""
+    blocks = ["\n".join(_pod_table(p)) for p in document.pods]
+    notes = list(dict.fromkeys(note for p in document.pods for note in p.not_checked))
+    if document.features:
+        notes.insert(0, f"feature gates: {', '.join(document.features)}")
+    if notes:
+        blocks.append("\n".join(f"note: {n}" for n in notes))
+    return "\n\n".join(blocks)

@@ -5,15 +5,18 @@ run (selectors matching nothing, incomplete or stale pools, claims allocated for
 gone, pending pods whose claims fit nowhere, allocated devices tainted NoExecute). See
 :mod:`policies.audit` for what each finding means.
 
-The objects come from manifests (``-f``, e.g. ``kubectl get ... -o yaml`` dumps) or are listed
-once from a cluster (``--kubeconfig``). Objects of kinds draguard does not model are skipped;
-objects it cannot read are reported as ``error`` results.
+The objects come from manifests (``-f``, e.g. ``kubectl get ... -o yaml`` dumps, read as
+``draguard validate`` reads them) or are listed once from a cluster (``--kubeconfig``). Objects of
+kinds draguard does not check are skipped with one note per kind (workloads too: their pod
+templates are ``validate``'s and ``allocate``'s to check, they are not pods of the cluster);
+objects or files it cannot read are reported as ``error`` results.
 
 Output: a table of the findings that are not ``pass``, ``-o json`` (every result), or
 ``-o policyreport`` (``wgpolicyk8s.io/v1alpha2`` PolicyReports, one per namespace, and one
 ClusterPolicyReport, as multi-document YAML for ``kubectl apply -f -``).
 
-Exit codes: 0 no finding is ``fail``, 1 some finding is, 2 the input or the options cannot be used.
+Exit codes: 0 no finding is ``fail`` or ``error``, 1 some finding is, 2 the input or the options
+cannot be used (nothing could be read).
 """
 
 from __future__ import annotations
@@ -21,25 +24,41 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
 import yaml
 from pydantic import ValidationError
 
-from policies.allocator import Features
 from policies.api.base import TypedObject
 from policies.api.kinds import KINDS, DecodeError, decode, validation_problems
-from policies.audit import RESULTS, Finding, Report, audit, policy_reports, undecodable
+from policies.audit import (
+    RESULTS,
+    UNDECODABLE,
+    Finding,
+    Report,
+    audit,
+    policy_reports,
+    undecodable,
+    undecodable_document,
+)
 from policies.config import Config
+from policies.dryrun import FeatureGates
 from policies.rules.registry import RULES
+from webhook.commands.common import (
+    UsageError,
+    add_reading_flags,
+    print_notes,
+    read_inputs,
+)
 from webhook.kube import ConnectError, KubeError, KubeReader, NotServed, connect
-from webhook.manifests import ManifestError, read_documents
+from webhook.manifests import Entry, ManifestError, read_documents
 from webhook.state import RESOURCES
 from webhook.tables import render
 
 PROGRESS_WIDTH = 30
+WORKLOAD_NOTE = "a workload, not a pod of the cluster (validate and allocate check its pod template)"
 
 
 class InputError(Exception):
@@ -54,14 +73,27 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument("-f", "--filename", dest="files", action="append", metavar="FILE_OR_DIR")
+    source.add_argument(
+        "-f",
+        "--filename",
+        dest="files",
+        action="extend",
+        nargs="+",
+        metavar="FILE_OR_DIR",
+        help="manifests: YAML or JSON files, directories, or - for stdin (repeatable; several per -f)",
+    )
     source.add_argument("--kubeconfig", metavar="FILE", help="list the objects from this cluster")
+    p.add_argument(
+        "-R", "--recursive", action="store_true", help="read the directories given with -f recursively"
+    )
+    add_reading_flags(p)
     p.add_argument("--config", metavar="FILE", help="draguard config file (default: the built-in defaults)")
     p.add_argument(
         "--features",
         default=None,
         metavar="LIST",
-        help="'all', 'none' or a comma list of allocator features; default: the Kubernetes 1.36 defaults",
+        help="Kubernetes feature gates as Name=true|false on top of the 1.36 defaults, or 'all', 'none' or "
+        "a comma list of allocator switches",
     )
     p.add_argument("-o", "--output", choices=("table", "json", "policyreport"), default="table")
     p.set_defaults(func=run)
@@ -101,11 +133,29 @@ def _decode(raws: Iterable[tuple[Any, str]]) -> tuple[list[TypedObject], list[Fi
     return objects, unreadable, skipped
 
 
-def from_files(paths: Sequence[str]) -> list[tuple[Any, str]]:
-    try:
-        return [(doc.raw, str(doc.source)) for doc in read_documents(paths)]
-    except ManifestError as err:
-        raise InputError(str(err)) from None
+def from_files(args: argparse.Namespace) -> tuple[list[TypedObject], list[Finding]]:
+    """The objects of ``-f``, read as validate reads them; what cannot be read as findings."""
+    entries = read_inputs(args)
+    if not any(e.reading is not None for e in entries):
+        problems = [e.problem or e.where for e in entries] or [f"no objects found in {', '.join(args.files)}"]
+        raise InputError("\n".join(problems))
+    for entry in entries:
+        if entry.reading is not None and entry.reading.template is not None:
+            entry.reading.skipped = WORKLOAD_NOTE
+    print_notes(entries, sys.stderr)
+    objects = [
+        e.reading.obj
+        for e in entries
+        if e.reading is not None and e.reading.obj is not None and e.reading.skipped is None
+        and not e.reading.errors
+    ]
+    return objects, [_unreadable(e) for e in entries if e.reading is None or e.reading.errors]
+
+
+def _unreadable(entry: Entry) -> Finding:
+    if entry.reading is None:
+        return Finding("policy", UNDECODABLE, "error", entry.problem or entry.where, ())
+    return undecodable_document(entry.reading, [f"{entry.where}: {p}" for p in entry.reading.errors])
 
 
 def from_cluster(kubeconfig: str) -> list[tuple[Any, str]]:
@@ -177,16 +227,18 @@ def to_json(report: Report) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     now = datetime.now(UTC)
     try:
-        features = Features() if args.features is None else Features.parse(args.features)
+        features = FeatureGates() if args.features is None else FeatureGates.parse(args.features)
         config = load_config(args.config) if args.config else Config()
-        raws = from_files(args.files) if args.files else from_cluster(args.kubeconfig)
-    except (InputError, ValueError) as err:
+        if args.files:
+            objects, unreadable = from_files(args)
+        else:
+            objects, unreadable, skipped = _decode(from_cluster(args.kubeconfig))
+            if skipped:
+                print(f"note: skipped objects of kinds draguard does not check: {', '.join(sorted(skipped))}",
+                      file=sys.stderr)
+    except (InputError, UsageError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    objects, unreadable, skipped = _decode(raws)
-    if skipped:
-        print(f"note: skipped objects of kinds draguard does not check: {', '.join(sorted(skipped))}",
-              file=sys.stderr)
     bar = ProgressBar(sys.stderr) if sys.stderr.isatty() else None
     try:
         report = audit(objects, RULES, config, now, features, progress=bar)
@@ -201,4 +253,4 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(table(report))
         print(summary(report))
-    return 1 if report.failed else 0
+    return 1 if report.failed or report.count("error") else 0

@@ -49,11 +49,12 @@ from certs.reloader import CertReloader
 from certs.settings import CertSettings, SettingsError, start_rotation
 from policies.api.kinds import validation_problems
 from policies.config import Config
-from policies.quota import LedgerUnavailable, MemoryLedgerStore
-from policies.rules.quota import snapshot_ledger
+from policies.quota import LedgerUnavailable, MemoryLedgerStore, snapshot_ledger
 from policies.rules.registry import RULES
 from webhook import demo, logs
 from webhook.commands.certs import LOCAL_HOSTS, _write
+from webhook.commands.common import UsageError as ReadingUsageError
+from webhook.commands.common import add_reading_flags, read_options
 from webhook.dryrun_api import DryRunSettings, add_dryrun_routes, add_flags, settings_from_args
 from webhook.dryrun_api import SettingsError as DryRunSettingsError
 from webhook.kube import ConnectError, KubeReader, connect
@@ -92,13 +93,19 @@ def register(subparsers: Any) -> None:
     )
     source = p.add_argument_group("cluster state (choose one)")
     source.add_argument(
-        "--state", action="append", default=[], metavar="FILE_OR_DIR", help="manifests (repeatable)"
+        "--state",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="FILE_OR_DIR",
+        help="manifests: files, directories (read recursively) or - for stdin (repeatable)",
     )
     source.add_argument("--kubeconfig", metavar="FILE", help="list and watch the cluster of this kubeconfig")
     source.add_argument(
         "--in-cluster", action="store_true", help="list and watch with the pod's service account"
     )
     source.add_argument("--demo", action="store_true", help="the bundled example cluster on 127.0.0.1")
+    add_reading_flags(p.add_argument_group("how --state manifests are read"))
     p.add_argument("--config", metavar="FILE", help="draguard config (YAML), as the Helm chart renders it")
     p.add_argument("--host", default=None, help="address to listen on (default: every interface)")
     p.add_argument("--port", type=int, default=8443, help="HTTPS port (default 8443; 0: any free port)")
@@ -288,8 +295,8 @@ def _load_state(
         return ClusterState(KubeReader(api), keep=keep), None
     if not args.demo:
         try:
-            return FileState.load(args.state, now, keep), None
-        except ManifestError as err:
+            return FileState.load(args.state, now, keep, read_options(args)), None
+        except (ManifestError, ReadingUsageError) as err:
             raise UsageError(f"--state: {err}") from None
     docs, pod = demo.split(demo.documents())
     loaded, problems = decode_documents(docs)

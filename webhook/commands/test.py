@@ -54,7 +54,17 @@ def register(sub: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("paths", nargs="+", metavar="PATH", help="a suite file or a directory of suites")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="a suite file or a directory of suites")
+    p.add_argument(
+        "-f",
+        "--filename",
+        dest="files",
+        action="extend",
+        default=[],
+        nargs="+",
+        metavar="PATH",
+        help="suite files or directories, as PATH (repeatable; several per -f)",
+    )
     p.add_argument("-o", "--output", choices=("table", "json"), default="table")
     p.add_argument("--junit", metavar="FILE", help="also write the results as a JUnit XML report")
     p.set_defaults(func=run)
@@ -214,7 +224,9 @@ def junit(runs: Sequence[Ran]) -> ET.ElementTree[ET.Element]:
 def run(args: argparse.Namespace) -> int:
     now = datetime.now(UTC)
     try:
-        files = discover(args.paths)
+        if not args.paths and not args.files:
+            raise BrokenSuite("give the suites to run: draguard test PATH... (or -f PATH...)")
+        files = discover([*args.paths, *args.files])
     except BrokenSuite as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

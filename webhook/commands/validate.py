@@ -1,17 +1,24 @@
-"""``draguard validate``: the API server's verdict on DRA manifests, without a cluster.
+"""``draguard validate``: the API server's verdict on manifests, without a cluster.
 
-Every object is defaulted and validated as the API server would on ``kubectl apply`` (see
-:mod:`policies.validation`). One line per problem, prefixed with where the object is and what it
-is, so that the output reads like kubectl's and can be grepped::
+Every document is read as a default Kubernetes 1.36 API server reads it (:mod:`policies.reading`:
+strict decoding, older DRA versions refused or converted, workloads' pod templates checked as
+pods, other kinds skipped with one note per kind), then each object is validated as the create
+``kubectl apply`` would make (:mod:`policies.validation.documents`). One line per problem,
+prefixed with where the object is and what it is, so that the output reads like kubectl's and can
+be grepped::
 
     c.yaml: document 2: ResourceClaim team-a/big: spec.devices.requests[0].exactly.count: Invalid value:
     -1: must be greater than zero
 
 (one line in the output, wrapped here).
 
-Exit codes: 0 every object is valid, 1 any object is invalid (including objects that cannot be
-decoded: wrong apiVersion, unknown kind, a string where a list belongs), 2 input that cannot be
-read at all (missing file, not YAML or JSON) or bad options.
+Given ResourceSlices and DeviceClasses (a picture of the cluster), it also says what ``audit``
+and the webhook would warn about the classes, claims and templates among them: selectors that
+match no device, attribute names no device publishes (with the closest one), classes that do not
+exist (``--strict`` fails on those).
+
+Exit codes: 0 every object is valid, 1 any object is invalid or any file cannot be read (the
+others are still checked), 2 nothing could be read at all, or bad options.
 """
 
 from __future__ import annotations
@@ -21,54 +28,53 @@ import json
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from policies.api.base import TypedObject
 from policies.api.core import Namespace
-from policies.api.kinds import DEFAULT_NAMESPACE, NAMESPACED_KINDS, DecodeError, decode
-from policies.validation import ErrorType, render, validate
-from webhook.manifests import Document, ManifestError, read_documents
-
-UNKNOWN_FIELD_MODES = ("error", "warn", "ignore")
-
-
-class UsageError(Exception):
-    """An option value that cannot be used (exit code 2)."""
+from policies.audit import selector_warnings
+from policies.rules.registry import RULES
+from policies.validation.documents import Identity, identity, judge
+from webhook.commands.common import (
+    UsageError,
+    add_file_flags,
+    add_reading_flags,
+    print_notes,
+    read_inputs,
+)
+from webhook.manifests import Entry
 
 
 @dataclass
 class Result:
-    """What was found about one document."""
+    """What was found about one document, or about a file that could not be read (``kind`` and
+    ``name`` empty, the problem naming the file)."""
 
     where: str
     kind: str
     name: str
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    unreadable: bool = False
 
     @property
     def label(self) -> str:
+        if self.unreadable:
+            return "error"
         return f"{self.where}: {self.kind or '<no kind>'} {self.name or '<no name>'}"
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "validate",
-        help="check DRA manifests against the API server's validation rules",
-        description="Validate manifests offline with the API server's rules for resource.k8s.io objects "
-        "(and the DRA parts of pods). Exit 0 when all are valid, 1 when any is invalid, "
-        "2 when the input cannot be read.",
+        help="check manifests against the API server's rules, DRA objects and workloads' pod templates",
+        description="Validate manifests offline as a Kubernetes 1.36 API server would on kubectl apply: "
+        "strict decoding, then the API server's validation of DRA objects and of pods and workloads' "
+        "pod templates. Exit 0 when all are valid, 1 when any is invalid or a file cannot be read, "
+        "2 when nothing could be read.",
     )
-    parser.add_argument(
-        "-f",
-        "--filename",
-        dest="files",
-        action="extend",
-        nargs="+",
-        required=True,
-        metavar="FILE_OR_DIR",
-        help="YAML/JSON files or directories (repeatable)",
-    )
+    add_file_flags(parser)
     parser.add_argument(
         "--old",
         dest="old",
@@ -87,12 +93,11 @@ def register(subparsers: Any) -> None:
         metavar="NS:KEY=VALUE[,KEY=VALUE]",
         help="labels of a namespace, for the adminAccess rule; Namespace objects in the input count as well",
     )
+    add_reading_flags(parser)
     parser.add_argument(
-        "--unknown-fields",
-        choices=UNKNOWN_FIELD_MODES,
-        default="error",
-        help="fields the API does not define: an error (as kubectl's strict validation), "
-        "a warning, or ignored (default: error)",
+        "--strict",
+        action="store_true",
+        help="fail (exit 1) on warnings too: selectors matching no device, misspelled attribute names",
     )
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text", help="output format")
     parser.set_defaults(func=run)
@@ -101,17 +106,23 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         labels = parse_namespace_labels(args.namespace_labels)
-        docs = read_documents(args.files)
-        old_docs = read_documents(args.old)
-    except (ManifestError, UsageError) as err:
+        entries = read_inputs(args)
+        old_entries = read_inputs(args, args.old)
+    except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if not docs:
-        print(f"error: no objects found in {', '.join(args.files)}", file=sys.stderr)
+    read_any = any(e.reading is not None for e in entries)
+    if not read_any:
+        for entry in entries:
+            print(f"error: {entry.problem}", file=sys.stderr)
+        if not entries or all(e.problem is None for e in entries):
+            print(f"error: no objects found in {', '.join(args.files)}", file=sys.stderr)
         return 2
-    results = check(docs, old_docs, labels, args.unknown_fields)
+    print_notes(entries, sys.stderr)
+    results = check(entries, old_entries, labels, allow_privileged=args.allow_privileged)
     (print_json if args.output == "json" else print_text)(results, sys.stdout)
-    return 1 if any(r.errors for r in results) else 0
+    failed = any(r.errors for r in results) or (args.strict and any(r.warnings for r in results))
+    return 1 if failed else 0
 
 
 def parse_namespace_labels(values: Sequence[str]) -> dict[str, dict[str, str]]:
@@ -130,88 +141,69 @@ def parse_namespace_labels(values: Sequence[str]) -> dict[str, dict[str, str]]:
     return result
 
 
-def _identity(obj: TypedObject) -> tuple[str, str, str]:
-    namespace = (obj.namespace or DEFAULT_NAMESPACE) if obj.kind in NAMESPACED_KINDS else ""
-    return (obj.kind or "", namespace, obj.name)
-
-
-def _decode_quietly(docs: Sequence[Document]) -> list[TypedObject]:
-    objects = []
-    for doc in docs:
-        try:
-            objects.append(decode(doc.raw))
-        except DecodeError:
-            continue
-    return objects
+def _stored(entries: Sequence[Entry]) -> dict[Identity, TypedObject]:
+    found: dict[Identity, TypedObject] = {}
+    for entry in entries:
+        key = identity(entry.reading) if entry.reading is not None else None
+        if key is not None and entry.reading is not None and entry.reading.obj is not None:
+            found[key] = entry.reading.obj
+    return found
 
 
 def check(
-    docs: Sequence[Document],
-    old_docs: Sequence[Document],
+    entries: Sequence[Entry],
+    old_entries: Sequence[Entry],
     given_labels: Mapping[str, dict[str, str]],
-    unknown_fields: str,
+    *,
+    allow_privileged: bool = False,
 ) -> list[Result]:
-    """Validate every document; objects in --old files only serve as the stored versions, unchecked."""
-    olds = {_identity(o): o for o in _decode_quietly(old_docs)}
+    """A result per document checked and per file that could not be read; objects in --old files
+    only serve as the stored versions, unchecked."""
+    olds = _stored(old_entries)
     namespaces = {
-        o.name: o.metadata.labels or {}
-        for o in _decode_quietly([*old_docs, *docs])
-        if isinstance(o, Namespace)
+        e.reading.obj.name: e.reading.obj.metadata.labels or {}
+        for e in [*old_entries, *entries]
+        if e.reading is not None and isinstance(e.reading.obj, Namespace)
     }
     namespaces.update(given_labels)
-    return [_check_one(doc, olds, namespaces, unknown_fields) for doc in docs]
+    checked = [e for e in entries if e.reading is None or e.reading.skipped is None]
+    objects = [e.reading.obj for e in checked if e.reading is not None and e.reading.obj is not None]
+    warned = iter(selector_warnings(objects, RULES, datetime.now(UTC)))
+    results = []
+    for entry in checked:
+        reading = entry.reading
+        if reading is None:
+            results.append(Result(entry.where, "", "", [entry.problem or ""], unreadable=True))
+            continue
+        result = Result(entry.where, reading.kind, _shown_name(reading.namespace, reading.name))
+        result.errors = list(reading.errors)
+        result.warnings = list(reading.warnings)
+        if reading.obj is not None:
+            key = identity(reading)
+            namespace = key[2] if key is not None else reading.namespace
+            old = olds.get(key) if key else None
+            labels = namespaces.get(namespace)
+            result.errors += judge(reading, old, labels, allow_privileged=allow_privileged)
+            prefix = f"{reading.kind} {result.name}: "
+            result.warnings += [w.removeprefix(prefix) for w in next(warned)]
+        results.append(result)
+    return results
 
 
-def _raw_identity(raw: Any) -> tuple[str, str]:
-    """Kind and name of a document that may not decode, for the line prefix."""
-    if not isinstance(raw, Mapping):
-        return "", ""
-    meta = raw.get("metadata")
-    meta = meta if isinstance(meta, Mapping) else {}
-    name = str(meta.get("name") or meta.get("generateName") or "")
-    namespace = meta.get("namespace")
-    return str(raw.get("kind") or ""), f"{namespace}/{name}" if namespace and name else name
-
-
-def _check_one(
-    doc: Document,
-    olds: Mapping[tuple[str, str, str], TypedObject],
-    namespaces: Mapping[str, Mapping[str, str]],
-    unknown_fields: str,
-) -> Result:
-    kind, name = _raw_identity(doc.raw)
-    result = Result(str(doc.source), kind, name)
-    try:
-        obj = decode(doc.raw)
-    except DecodeError as err:
-        result.errors = list(err.problems)
-        return result
-    result.name = obj.key or name
-    identity = _identity(obj)
-    try:
-        errors = validate(obj, olds.get(identity), namespace_labels=namespaces.get(identity[1]))
-    except Exception as err:  # a bug in draguard: say so on this object, keep checking the others
-        result.errors = [f"<root>: Internal error: draguard could not validate this object: {err!r}"]
-        return result
-    unknown = [e for e in errors if e.type is ErrorType.UNKNOWN_FIELD]
-    result.errors = render(e for e in errors if e.type is not ErrorType.UNKNOWN_FIELD)
-    if unknown_fields == "error" and unknown:
-        # Strict field validation (kubectl's default) fails the request while decoding it: the
-        # API server never gets to validate such an object, so only the unknown fields are said.
-        result.errors = render(unknown)
-    elif unknown_fields == "warn":
-        result.warnings = render(unknown)
-    return result
+def _shown_name(namespace: str, name: str) -> str:
+    return f"{namespace}/{name}" if namespace and name else name
 
 
 def _summary(results: Sequence[Result]) -> dict[str, int]:
-    invalid = sum(1 for r in results if r.errors)
+    documents = [r for r in results if not r.unreadable]
+    invalid = sum(1 for r in documents if r.errors)
     return {
-        "objects": len(results),
-        "valid": len(results) - invalid,
+        "objects": len(documents),
+        "valid": len(documents) - invalid,
         "invalid": invalid,
-        "problems": sum(len(r.errors) for r in results),
-        "warnings": sum(len(r.warnings) for r in results),
+        "problems": sum(len(r.errors) for r in documents),
+        "warnings": sum(len(r.warnings) for r in documents),
+        "unreadable": len(results) - len(documents),
     }
 
 
@@ -225,6 +217,8 @@ def print_text(results: Sequence[Result], out: TextIO) -> None:
     s = _summary(results)
     line = f"{s['objects']} objects: {s['valid']} valid, {s['invalid']} invalid ({s['problems']} problems"
     line += f", {s['warnings']} warnings)" if s["warnings"] else ")"
+    if s["unreadable"]:
+        line += f"; {s['unreadable']} {'file' if s['unreadable'] == 1 else 'files'} could not be read"
     print(line, file=out)
 
 
@@ -240,7 +234,9 @@ def print_json(results: Sequence[Result], out: TextIO) -> None:
                 "warnings": r.warnings,
             }
             for r in results
+            if not r.unreadable
         ],
+        "unreadable": [r.errors[0] for r in results if r.unreadable],
         "summary": _summary(results),
     }
     json.dump(body, out, indent=2)

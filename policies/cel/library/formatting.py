@@ -5,8 +5,10 @@ formatter, quirks included:
 
 * ``%f`` goes through golang.org/x/text's printer: thousands separators (``1,234.500000``), ``∞``;
 * ``%e`` passes the precision as a *width* (``"%%%de"``), so precision is ignored, the mantissa always
-  has 6 decimals, and short results are left-padded to that width: ``1.234500`` U+202F U+00D7 U+202F ``10⁰³``,
+  has 6 decimals, and short results are left-padded to that width: ``1.234500`` U+00D7 ``10⁰³``
+  (no spaces around the multiplication sign with the x/text Kubernetes 1.36 vendors), and
   ``"[%e]"`` of Infinity is ``[     ∞]``;
+* ``%f`` and ``%e`` print negative zero without its sign (``string(-0.0)`` and ``%s`` keep it: ``-0``);
 * ``%s`` of a list or map prints a CEL-literal-like form: doubles as ``1.500000``, strings quoted;
 * arguments that are not used are ignored at run time; ``%d`` takes only int/uint.
 
@@ -142,8 +144,11 @@ def _decimal(value: Any) -> str:
 
 
 def _as_float(value: Any, verb: str) -> float:
+    """The double a ``%f``/``%e`` clause prints. golang.org/x/text's number printer takes the sign
+    from ``x < 0``, so negative zero prints as ``0.000000`` (a negative number that merely rounds
+    to zero keeps its ``-``)."""
     if isinstance(value, float):
-        return value
+        return 0.0 if value == 0 else value
     if isinstance(value, str) and value in _SPECIAL_FLOAT_STRINGS:
         return _SPECIAL_FLOAT_STRINGS[value]
     raise _clause_error(verb, cel_type_name(value))
@@ -168,7 +173,7 @@ def _scientific(value: Any, width: int) -> str:
         mantissa, _, exponent = f"{number:.6e}".partition("e")
         power = int(exponent)
         digits = f"{'-' if power < 0 else ''}{abs(power):02d}".translate(_SUPERSCRIPT)
-        text = f"{mantissa}\u202f\u00d7\u202f10{digits}"
+        text = f"{mantissa}\u00d710{digits}"
     return text.rjust(width)
 
 

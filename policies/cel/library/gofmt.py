@@ -7,6 +7,7 @@ into a string (``1e+06``, ``123456``, ``+Inf``); ``go_fixed`` is ``fmt.Sprintf("
 
 from __future__ import annotations
 
+import datetime
 import math
 from decimal import Decimal
 
@@ -86,3 +87,36 @@ def go_fixed(value: float, precision: int) -> str:
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"
     return f"{value:.{precision}f}"
+
+
+def go_duration(value: datetime.timedelta) -> str:
+    """time.Duration.String(): ``1h0m1s``, ``1.5s``, ``1.5ms``, ``0s``."""
+    nanos = (value.days * 86_400 + value.seconds) * 10**9 + value.microseconds * 1_000
+    sign, nanos = ("-" if nanos < 0 else ""), abs(nanos)
+    if nanos == 0:
+        return "0s"
+    if nanos < 10**9:
+        for unit, scale in (("ms", 10**6), ("µs", 10**3), ("ns", 1)):
+            if nanos >= scale:
+                return sign + _decimal(nanos, scale) + unit
+    seconds, text = divmod(nanos, 10**9)[0], _decimal(nanos % (60 * 10**9), 10**9) + "s"
+    minutes, hours = seconds // 60 % 60, seconds // 3600
+    if seconds >= 60:
+        text = f"{minutes}m{text}"
+    if hours:
+        text = f"{hours}h{text}"
+    return sign + text
+
+
+def _decimal(amount: int, scale: int) -> str:
+    """``amount / scale`` with the fraction's trailing zeros (and a bare point) dropped."""
+    whole, fraction = divmod(amount, scale)
+    digits = str(fraction).rjust(len(str(scale)) - 1, "0").rstrip("0") if scale > 1 else ""
+    return f"{whole}.{digits}" if digits else str(whole)
+
+
+def go_time(value: datetime.datetime) -> str:
+    """time.Time.String() of a UTC time: ``2020-01-01 00:00:00.5 +0000 UTC``."""
+    utc = value.astimezone(datetime.UTC)
+    fraction = _decimal(utc.microsecond, 10**6)[1:]  # "" or ".5"
+    return utc.strftime("%Y-%m-%d %H:%M:%S") + fraction + " +0000 UTC"

@@ -23,13 +23,13 @@ from policies.cel.library.overload import Overload
 from policies.cel.library.values import CIDR, IP
 
 
-class _ParseError(Exception):
-    pass
+class AddrError(Exception):
+    """netip's parse error; ``str()`` is Go's ``ParseAddr("..."): ...`` text."""
 
 
-def _addr_error(text: str, message: str, at: str = "") -> _ParseError:
+def _addr_error(text: str, message: str, at: str = "") -> AddrError:
     suffix = f" (at {go_quote(at)})" if at else ""
-    return _ParseError(f"ParseAddr({go_quote(text)}): {message}{suffix}")
+    return AddrError(f"ParseAddr({go_quote(text)}): {message}{suffix}")
 
 
 def _ipv4_fields(whole: str, part: str) -> list[int]:
@@ -123,7 +123,7 @@ def _parse_ipv6(text: str) -> tuple[int, str]:
     return int.from_bytes(bytes(ip), "big"), zone
 
 
-def _parse_addr(text: str) -> tuple[IP, str]:
+def parse_addr(text: str) -> tuple[IP, str]:
     """netip.ParseAddr: the address and its zone."""
     for ch in text:
         if ch == ".":
@@ -144,8 +144,8 @@ def _is_4in6(ip: IP) -> bool:
 def parse_ip(text: str) -> IP:
     """library parseIPAddr: netip.ParseAddr without zones or IPv4-mapped addresses."""
     try:
-        ip, zone = _parse_addr(text)
-    except _ParseError as err:
+        ip, zone = parse_addr(text)
+    except AddrError as err:
         raise CELEvalError(
             f"IP Address {go_quote(text)} parse error during conversion from string: {err}"
         ) from None
@@ -216,8 +216,8 @@ def _is_global_unicast(ip: IP) -> bool:
     return ip.value != 0 and not (_is_loopback(ip) or _is_multicast(ip) or _is_link_local_unicast(ip))
 
 
-def _prefix_error(text: str, message: str) -> _ParseError:
-    return _ParseError(f"netip.ParsePrefix({go_quote(text)}): {message}")
+def _prefix_error(text: str, message: str) -> AddrError:
+    return AddrError(f"netip.ParsePrefix({go_quote(text)}): {message}")
 
 
 def _parse_prefix(text: str) -> CIDR:
@@ -226,8 +226,8 @@ def _parse_prefix(text: str) -> CIDR:
     if slash < 0:
         raise _prefix_error(text, "no '/'")
     try:
-        ip, zone = _parse_addr(text[:slash])
-    except _ParseError as err:
+        ip, zone = parse_addr(text[:slash])
+    except AddrError as err:
         raise _prefix_error(text, str(err)) from None
     if zone:
         raise _prefix_error(text, "IPv6 zones cannot be present in a prefix")
@@ -244,7 +244,7 @@ def parse_cidr(text: str) -> CIDR:
     prefix = "network address parse error during conversion from string: "
     try:
         cidr = _parse_prefix(text)
-    except _ParseError as err:
+    except AddrError as err:
         raise CELEvalError(prefix + prefix + str(err)) from None
     if _is_4in6(cidr.ip):
         raise CELEvalError(prefix + f"IPv4-mapped IPv6 address {go_quote(text)} is not allowed")

@@ -1,21 +1,29 @@
 """cel-go's Strings extension at version 2 (``ext/strings.go``), as Kubernetes enables it.
 
-Indices count Unicode code points (Go runes). The edge cases are cel-go's: ``charAt(len)`` is
-``""``; ``indexOf("", n)`` / ``lastIndexOf("", n)`` return ``n`` whatever ``n`` is; a search start
-outside ``[0, len)`` is "index out of range"; ``trim`` removes Go's ``unicode.IsSpace`` runes (not
+Indices count Unicode code points (Go runes). The edge cases are cel-go's (v0.26.0, as in
+Kubernetes 1.36): ``charAt(len)`` is ``""``; ``indexOf("", n)`` / ``lastIndexOf("", n)`` return
+``n`` whatever ``n`` is; a negative search start is "index out of range", one at or past the end
+finds nothing (-1, so ``"".indexOf("a")`` is -1); ``join`` of a non-string element is
+``join: invalid input: <element as Go's %v prints it>``; ``trim`` removes Go's ``unicode.IsSpace`` runes (not
 zero-width ones, not the ASCII separators 0x1c-0x1f that Python's ``strip`` removes); ``split`` and
 ``replace`` with an empty separator work rune by rune. ``format`` lives in ``formatting``.
+``reverse`` (version 3) is not in the Kubernetes environment.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import datetime
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from policies.api.quantity import Quantity
 from policies.cel.library.cost import JOIN, STRING_SCAN, traversal
-from policies.cel.library.equality import cel_type_name
 from policies.cel.library.errors import CELEvalError
+from policies.cel.library.gofmt import go_duration, go_format_g, go_time
+from policies.cel.library.netaddr import cidr_string, ip_string
 from policies.cel.library.overload import Overload
+from policies.cel.library.urls import url_string
+from policies.cel.library.values import CIDR, IP, URL, Optional
 
 _GO_SPACE = frozenset(
     "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
@@ -33,24 +41,32 @@ def char_at(text: str, index: int) -> str:
     return text[index] if index < len(text) else ""
 
 
+def _search_start(text: str, offset: int) -> int | None:
+    """The offset a search may start from: negative is an error; at or past the end (an empty
+    string included) there is nothing to find, so the search answers -1 (cel-go PR #1052)."""
+    if offset < 0:
+        raise _out_of_range(offset)
+    return offset if offset < len(text) else None
+
+
 def index_of(text: str, sub: str, offset: int = 0) -> int:
     if sub == "":
         return offset
-    if offset < 0 or offset >= len(text):
-        raise _out_of_range(offset)
-    return text.find(sub, offset)
+    start = _search_start(text, offset)
+    return -1 if start is None else text.find(sub, start)
 
 
 def last_index_of(text: str, sub: str, offset: int | None = None) -> int:
     if offset is None:
         if sub == "":
             return len(text)
+        if text == "":
+            return -1
         offset = len(text) - 1
     if sub == "":
         return offset
-    if offset < 0 or offset >= len(text):
-        raise _out_of_range(offset)
-    return text.rfind(sub, 0, offset + len(sub))
+    start = _search_start(text, offset)
+    return -1 if start is None else text.rfind(sub, 0, start + len(sub))
 
 
 def lower_ascii(text: str) -> str:
@@ -101,11 +117,48 @@ def trim(text: str) -> str:
 
 
 def join(items: Sequence[Any], separator: str = "") -> str:
-    """list(string).join: a list(dyn) holding a non-string fails the way ConvertToNative does."""
+    """list(string).join at version 2 (joinValSeparator): a list(dyn) holding a non-string fails
+    naming the element the way Go's ``%v`` prints it."""
     for item in items:
         if not isinstance(item, str):
-            raise CELEvalError(f"type conversion error from '{cel_type_name(item)}' to 'string'")
+            raise CELEvalError(f"join: invalid input: {_go_value(item)}")
     return separator.join(items)
+
+
+_STRINGERS: tuple[tuple[type, Callable[[Any], str]], ...] = (
+    (URL, url_string),
+    (IP, ip_string),
+    (CIDR, cidr_string),
+)
+
+
+def _go_value(value: Any) -> str:
+    """``fmt.Sprintf("%v", v)`` of a cel-go value: ``[a, b]``, ``{k: v}``, bytes as ``[104 105]``,
+    null as ``0`` (its enum number), durations and timestamps as Go's time package prints them."""
+    if value is None:
+        return "0"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return go_format_g(value)
+    if isinstance(value, bytes):
+        return "[" + " ".join(map(str, value)) + "]"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(map(_go_value, value)) + "]"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{_go_value(k)}: {_go_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, datetime.timedelta):
+        return go_duration(value)
+    if isinstance(value, datetime.datetime):
+        return go_time(value)
+    if isinstance(value, Optional):
+        return f"optional({_go_value(value.value())})" if value.has_value() else "optional.none()"
+    if isinstance(value, Quantity):
+        return value.canonical()
+    for cls, text in _STRINGERS:
+        if isinstance(value, cls):
+            return text(value)
+    return str(int(value)) if isinstance(value, int) else str(value)
 
 
 def quote(text: str) -> str:

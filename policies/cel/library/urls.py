@@ -6,7 +6,15 @@ return Go's ``Scheme``, ``Host``, ``Hostname()``, ``Port()``, ``EscapedPath()`` 
 two URLs are equal when their reassembled strings are (``apiservercel.URL.Equal``). Errors read
 ``URL parse error during conversion from string: parse "<s>": <reason>`` like upstream.
 
-Go strings are byte strings, so the parser works on the UTF-8 bytes; results are decoded back.
+Hosts follow Go 1.26.4 (the toolchain of the Kubernetes 1.36.2 binaries): brackets only at the
+start of the host and only around an IPv6 address (``invalid IP-literal``, or ``invalid host:`` with
+netip's error); an http or https host without brackets has at most one colon (``http://::1/`` is
+``invalid port "::1" after host``), other schemes split the port at the last colon; a port is
+digits only; ``http:/x`` has no authority (``OmitHost``), so it is not equal to ``http:///x``; a
+query of more than 10000 ``&``-separated parts reads as empty (``urlmaxqueryparams``).
+
+Go strings are byte strings, so the parser works on the UTF-8 bytes; bytes that are not UTF-8
+survive parsing as surrogate escapes and reach CEL as U+FFFD (Go would keep the raw byte).
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from dataclasses import replace
 from policies.cel.library.cost import fixed, traversal
 from policies.cel.library.errors import CELEvalError
 from policies.cel.library.gofmt import go_quote
+from policies.cel.library.netaddr import AddrError, parse_addr
 from policies.cel.library.overload import Overload
 from policies.cel.library.values import URL, Userinfo
 
@@ -122,27 +131,54 @@ def _valid_optional_port(port: bytes) -> bool:
     return port[:1] == b":" and all(0x30 <= c <= 0x39 for c in port[1:])
 
 
-def _parse_host(host: bytes) -> bytes:
-    if host.startswith(b"["):
-        i = host.rfind(b"]")
-        if i < 0:
-            raise _URLError("missing ']' in host")
-        colon_port = host[i + 1 :]
-        if not _valid_optional_port(colon_port):
-            raise _URLError(f"invalid port {go_quote(colon_port.decode('utf-8', 'replace'))} after host")
-        zone = host[:i].find(b"%25")
-        if zone >= 0:
-            return _unescape(host[:zone], _HOST) + _unescape(host[zone:i], _ZONE) + _unescape(host[i:], _HOST)
-    else:
-        i = host.rfind(b":")
-        if i != -1 and not _valid_optional_port(host[i:]):
-            raise _URLError(f"invalid port {go_quote(host[i:].decode('utf-8', 'replace'))} after host")
+def _parse_host(scheme: str, host: bytes) -> bytes:
+    """net/url parseHost (Go 1.26): a ``[`` only at the start, holding an IPv6 address that
+    ``netip.ParseAddr`` accepts (not IPv4); without brackets, http and https hosts may hold one
+    colon (before the port), other schemes take the port after the last colon."""
+    bracket = host.rfind(b"[")
+    if bracket > 0:
+        raise _URLError("invalid IP-literal")
+    if bracket == 0:
+        return _parse_ip_literal(host)
+    colon = host.find(b":")
+    if colon != -1:
+        if scheme not in ("http", "https"):
+            colon = host.rfind(b":")
+        if not _valid_optional_port(host[colon:]):
+            raise _port_error(host[colon:])
     return _unescape(host, _HOST)
 
 
-def _parse_authority(authority: bytes) -> tuple[Userinfo | None, bytes]:
+def _parse_ip_literal(host: bytes) -> bytes:
+    """``[address%25zone]:port`` (RFC 3986, RFC 6874), returned unescaped."""
+    close = host.rfind(b"]")
+    if close < 0:
+        raise _URLError("missing ']' in host")
+    colon_port = host[close + 1 :]
+    if not _valid_optional_port(colon_port):
+        raise _port_error(colon_port)
+    name = host[1:close]
+    zone = name.find(b"%25")
+    if zone >= 0:
+        name = _unescape(name[:zone], _HOST) + _unescape(name[zone:], _ZONE)
+    else:
+        name = _unescape(name, _HOST)
+    try:
+        address, _ = parse_addr(_decode(name))
+    except AddrError as err:
+        raise _URLError(f"invalid host: {err}") from None
+    if address.bits == 32:
+        raise _URLError("invalid IP-literal")
+    return b"[" + name + b"]" + _unescape(colon_port, _HOST)
+
+
+def _port_error(colon_port: bytes) -> _URLError:
+    return _URLError(f"invalid port {go_quote(_text(_decode(colon_port)))} after host")
+
+
+def _parse_authority(scheme: str, authority: bytes) -> tuple[Userinfo | None, bytes]:
     i = authority.rfind(b"@")
-    host = _parse_host(authority[i + 1 :] if i >= 0 else authority)
+    host = _parse_host(scheme, authority[i + 1 :] if i >= 0 else authority)
     if i < 0:
         return None, host
     userinfo = authority[:i]
@@ -162,7 +198,18 @@ def _parse_authority(authority: bytes) -> tuple[Userinfo | None, bytes]:
 
 
 def _decode(raw: bytes) -> str:
-    return raw.decode("utf-8", "replace")
+    """Go string bytes as a Python str; bytes that are not UTF-8 survive as surrogate escapes, so
+    that re-escaping gives Go's ``%E9`` back (see ``_bytes``, and ``_text`` for CEL results)."""
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def _bytes(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
+
+
+def _text(value: str) -> str:
+    """A string handed back to CEL: bytes that are not UTF-8 become U+FFFD."""
+    return _bytes(value).decode("utf-8", "replace")
 
 
 def _parse(raw: bytes, via_request: bool) -> URL:
@@ -191,8 +238,10 @@ def _parse(raw: bytes, via_request: bool) -> URL:
     if (scheme or (not via_request and not rest.startswith(b"///"))) and rest.startswith(b"//"):
         authority, slash, tail = rest[2:].partition(b"/")
         rest = slash + tail
-        user, host = _parse_authority(authority)
+        user, host = _parse_authority(scheme, authority)
         base = replace(base, user=user, host=_decode(host))
+    elif scheme and rest.startswith(b"/"):
+        base = replace(base, omit_host=True)  # "http:/x" has no authority at all
     path = _unescape(rest, _PATH)
     raw_path = "" if _escape(path, _PATH) == rest else _decode(rest)
     return replace(base, path=_decode(path), raw_path=raw_path)
@@ -242,7 +291,7 @@ def _valid_encoded(s: bytes, mode: int) -> bool:
 
 
 def escaped_path(u: URL) -> str:
-    raw = u.raw_path.encode("utf-8")
+    raw = _bytes(u.raw_path)
     if raw and _valid_encoded(raw, _PATH):
         try:
             if _decode(_unescape(raw, _PATH)) == u.path:
@@ -251,18 +300,18 @@ def escaped_path(u: URL) -> str:
             pass
     if u.path == "*":
         return "*"
-    return _decode(_escape(u.path.encode("utf-8"), _PATH))
+    return _decode(_escape(_bytes(u.path), _PATH))
 
 
 def _escaped_fragment(u: URL) -> str:
-    raw = u.raw_fragment.encode("utf-8")
+    raw = _bytes(u.raw_fragment)
     if raw and _valid_encoded(raw, _FRAGMENT):
         try:
             if _decode(_unescape(raw, _FRAGMENT)) == u.fragment:
                 return u.raw_fragment
         except _URLError:
             pass
-    return _decode(_escape(u.fragment.encode("utf-8"), _FRAGMENT))
+    return _decode(_escape(_bytes(u.fragment), _FRAGMENT))
 
 
 def url_string(u: URL) -> str:
@@ -271,12 +320,12 @@ def url_string(u: URL) -> str:
     if u.opaque:
         out += u.opaque
     else:
-        if u.scheme or u.host or u.user is not None:
+        if (u.scheme or u.host or u.user is not None) and not (u.omit_host and not u.host and u.user is None):
             if u.host or u.path or u.user is not None:
                 out += "//"
             if u.user is not None:
                 out += _userinfo_string(u.user) + "@"
-            out += _decode(_escape(u.host.encode("utf-8"), _HOST))
+            out += _decode(_escape(_bytes(u.host), _HOST))
         path = escaped_path(u)
         if path and path[0] != "/" and u.host:
             out += "/"
@@ -291,16 +340,16 @@ def url_string(u: URL) -> str:
 
 
 def _userinfo_string(user: Userinfo) -> str:
-    text = _decode(_escape(user.username.encode("utf-8"), _USER_PASSWORD))
+    text = _decode(_escape(_bytes(user.username), _USER_PASSWORD))
     if user.password_set:
-        text += ":" + _decode(_escape(user.password.encode("utf-8"), _USER_PASSWORD))
+        text += ":" + _decode(_escape(_bytes(user.password), _USER_PASSWORD))
     return text
 
 
 def split_host_port(host_port: str) -> tuple[str, str]:
     host, port = host_port, ""
     colon = host.rfind(":")
-    if colon != -1 and _valid_optional_port(host[colon:].encode("utf-8")):
+    if colon != -1 and _valid_optional_port(_bytes(host[colon:])):
         host, port = host[:colon], host[colon + 1 :]
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
@@ -308,9 +357,13 @@ def split_host_port(host_port: str) -> tuple[str, str]:
 
 
 def query(u: URL) -> dict[str, list[str]]:
-    """url.URL.Query(): malformed pairs are dropped silently."""
+    """url.URL.Query(): malformed pairs are dropped silently, and a query of more than
+    ``_MAX_QUERY_PARAMS`` parts (counted by ``&``) is refused whole, hence empty."""
     values: dict[str, list[str]] = {}
-    for part in u.raw_query.encode("utf-8").split(b"&"):
+    raw = _bytes(u.raw_query)
+    if raw.count(b"&") + 1 > _MAX_QUERY_PARAMS:
+        return values
+    for part in raw.split(b"&"):
         if not part or b";" in part:
             continue
         key, _, value = part.partition(b"=")
@@ -318,8 +371,12 @@ def query(u: URL) -> dict[str, list[str]]:
             k, v = _unescape(key, _QUERY_COMPONENT), _unescape(value, _QUERY_COMPONENT)
         except _URLError:
             continue
-        values.setdefault(_decode(k), []).append(_decode(v))
+        values.setdefault(_text(_decode(k)), []).append(_text(_decode(v)))
     return values
+
+
+# net/url's urlmaxqueryparams default (Go 1.26).
+_MAX_QUERY_PARAMS = 10_000
 
 
 _NOMINAL = fixed(1)
@@ -328,14 +385,14 @@ OVERLOADS: tuple[Overload, ...] = (
     # isURL is in neither list of the Kubernetes estimator: cel-go's default 1 both ways.
     Overload("isURL", "is_url_string", False, ("string",), "bool", is_url, _NOMINAL),
     Overload("getScheme", "url_get_scheme", True, ("URL",), "string", lambda u: u.scheme, _NOMINAL),
-    Overload("getHost", "url_get_host", True, ("URL",), "string", lambda u: u.host, _NOMINAL),
+    Overload("getHost", "url_get_host", True, ("URL",), "string", lambda u: _text(u.host), _NOMINAL),
     Overload(
         "getHostname",
         "url_get_hostname",
         True,
         ("URL",),
         "string",
-        lambda u: split_host_port(u.host)[0],
+        lambda u: _text(split_host_port(u.host)[0]),
         _NOMINAL,
     ),
     Overload(

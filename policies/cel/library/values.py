@@ -172,6 +172,7 @@ class URL:
     opaque: str = ""
     user: Userinfo | None = None
     host: str = ""
+    omit_host: bool = False
     path: str = ""
     raw_path: str = ""
     force_query: bool = False

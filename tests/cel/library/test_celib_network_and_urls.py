@@ -52,7 +52,13 @@ def test_url_query() -> None:
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
-        ("https://a:b:c/", 'invalid port ":c" after host'),
+        # Go 1.26: an http(s) host has at most one colon; other schemes split at the last one.
+        ("https://a:b:c/", 'invalid port ":b:c" after host'),
+        ("foo://a:b:c/", 'invalid port ":c" after host'),
+        ("http://::1/", 'invalid port "::1" after host'),
+        ("http://[1.2.3.4]/", "invalid IP-literal"),
+        ("http://a[::1]/", "invalid IP-literal"),
+        ("http://[zz]/", 'invalid host: ParseAddr("zz"): unable to parse IP'),
         ("../relative-path", "invalid URI for request"),
         ("", "empty url"),
         ("http://x/%zz", 'invalid URL escape "%zz"'),

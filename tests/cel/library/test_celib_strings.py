@@ -37,11 +37,21 @@ def test_index_of(args: tuple[str, str] | tuple[str, str, int], expected: int) -
 
 
 @pytest.mark.parametrize(
-    ("args", "bad"), [(("tacocat", "a", -1), -1), (("tacocat", "a", 7), 7), (("", "a"), 0)]
+    ("args", "expected"),
+    [
+        (("tacocat", "a", 7), -1),  # a start at or past the end finds nothing (cel-go PR #1052)
+        (("tacocat", "a", 70), -1),
+        (("", "a"), -1),
+        (("", "a", 0), -1),
+    ],
 )
-def test_index_of_out_of_range(args: tuple[str, str] | tuple[str, str, int], bad: int) -> None:
-    with pytest.raises(CELEvalError, match=f"index out of range: {bad}"):
-        s.index_of(*args)
+def test_index_of_past_the_end_finds_nothing(args: tuple[str, str, int], expected: int) -> None:
+    assert s.index_of(*args) == expected
+
+
+def test_index_of_negative_start_is_out_of_range() -> None:
+    with pytest.raises(CELEvalError, match="index out of range: -1"):
+        s.index_of("tacocat", "a", -1)
 
 
 @pytest.mark.parametrize(
@@ -66,8 +76,9 @@ def test_last_index_of(args: tuple[str, str] | tuple[str, str, int], expected: i
 def test_last_index_of_out_of_range() -> None:
     with pytest.raises(CELEvalError, match="index out of range: -1"):
         s.last_index_of("tacocat", "a", -1)
-    with pytest.raises(CELEvalError, match="index out of range: -1"):
-        s.last_index_of("", "a")
+    assert s.last_index_of("", "a") == -1  # not lastIndexOf("a", -1): nothing to search
+    assert s.last_index_of("tacocat", "a", 7) == -1
+    assert s.last_index_of("", "a", 0) == -1
 
 
 def test_ascii_case_leaves_other_letters_alone() -> None:
@@ -132,8 +143,15 @@ def test_join_and_quote() -> None:
     assert s.join(["x", "y"]) == "xy"
     assert s.join(["x", "y"], "-") == "x-y"
     assert s.join([], "/") == ""
-    with pytest.raises(CELEvalError, match="type conversion error from 'int' to 'string'"):
+    # Version 2's joinValSeparator names the element as Go's %v prints it.
+    with pytest.raises(CELEvalError, match=r"^join: invalid input: 1$"):
         s.join(["x", 1])
+    with pytest.raises(CELEvalError, match=r"^join: invalid input: \[1, 2\]$"):
+        s.join(["x", [1, 2]])
+    with pytest.raises(CELEvalError, match=r"^join: invalid input: \{b: 1, a: \[104 105\]\}$"):
+        s.join([{"b": 1, "a": b"hi"}])
+    with pytest.raises(CELEvalError, match=r"^join: invalid input: 1e\+20$"):
+        s.join([1e20])
     assert s.quote("first\nsecond") == '"first\\nsecond"'
     assert s.quote('\b\f\r\t\v\\"') == '"\\b\\f\\r\\t\\v\\\\\\""'
     assert s.quote("printable unicode😀") == '"printable unicode😀"'

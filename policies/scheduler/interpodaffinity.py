@@ -1,0 +1,155 @@
+"""InterPodAffinity: the required pod affinity and anti-affinity, the pod's and the bound pods'.
+
+Upstream ``pkg/scheduler/framework/plugins/interpodaffinity/filtering.go`` and the affinity terms
+of ``pkg/scheduler/framework/types.go`` (``AffinityTerm.Matches``: the term's namespaces, the
+pod's own when it names none and has no namespace selector, or the namespaces its selector
+matches; then its label selector). PreFilter counts, per topology pair, the bound pods that match
+all the pod's affinity terms, those that match its anti-affinity terms, and the bound pods whose
+anti-affinity terms match the pod. A node is refused when:
+
+* a term's topology key is missing or no matching pod is in its domain (affinity), unless no pod
+  anywhere matches and the pod matches its own terms (the first of a group);
+* a pod matching an anti-affinity term is in its domain;
+* a bound pod's anti-affinity term matches the pod and that pod is in the same domain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from policies.api.core import Pod, PodAffinityTerm
+from policies.scheduler.cluster import Cluster, NodeInfo
+from policies.scheduler.framework import Cycle, Prepared, Status, unschedulable
+from policies.scheduler.labels import Selector, label_keys, selector
+
+NAME = "InterPodAffinity"
+REASON_AFFINITY = "node(s) didn't match pod affinity rules"
+REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+
+TopologyPair = tuple[str, str]
+AFFINITY_REFUSED = unschedulable(NAME, REASON_AFFINITY, unresolvable=True)
+ANTI_AFFINITY_REFUSED = unschedulable(NAME, REASON_ANTI_AFFINITY)
+EXISTING_REFUSED = unschedulable(NAME, REASON_EXISTING_ANTI_AFFINITY)
+
+
+@dataclass(frozen=True)
+class Term:
+    """upstream AffinityTerm."""
+
+    namespaces: frozenset[str]
+    namespace_selector: Selector
+    selector: Selector
+    topology_key: str
+
+    @classmethod
+    def of(cls, pod: Pod, raw: PodAffinityTerm) -> Term:
+        labels = pod.metadata.labels or {}
+        chosen = selector(raw.label_selector).plus(
+            [
+                *label_keys(labels, raw.match_label_keys, "In"),
+                *label_keys(labels, raw.mismatch_label_keys, "NotIn"),
+            ]
+        )
+        names = raw.namespaces or ([pod.namespace] if raw.namespace_selector is None else [])
+        return cls(frozenset(names), selector(raw.namespace_selector), chosen, raw.topology_key)
+
+    def matches(self, pod: Pod, namespace_labels: Mapping[str, str]) -> bool:
+        if pod.namespace in self.namespaces or self.namespace_selector.matches(namespace_labels):
+            return self.selector.matches(pod.metadata.labels or {})
+        return False
+
+    def merged(self, cluster: Cluster) -> Term:
+        """The namespaces the namespace selector matches, listed (upstream
+        mergeAffinityTermNamespacesIfNotEmpty, done for the incoming pod's own terms)."""
+        if not self.namespace_selector.requirements:
+            return self  # nothing to list: selects no namespace, or every one
+        listed = {
+            ns
+            for ns in cluster.snapshot.namespaces
+            if self.namespace_selector.matches(cluster.namespace_labels(ns))
+        }
+        return Term(self.namespaces | listed, Selector(None), self.selector, self.topology_key)
+
+
+def required_terms(pod: Pod, anti: bool) -> list[Term]:
+    affinity = pod.spec.affinity
+    section = (
+        (affinity.pod_anti_affinity if anti else affinity.pod_affinity) if affinity is not None else None
+    )
+    raw = (section.required_during_scheduling_ignored_during_execution or []) if section is not None else []
+    return [Term.of(pod, t) for t in raw]
+
+
+def _add(counts: dict[TopologyPair, int], node: NodeInfo, key: str) -> None:
+    value = node.labels.get(key)
+    if value is not None:
+        counts[(key, value)] = counts.get((key, value), 0) + 1
+
+
+def _existing_anti_affinity(cycle: Cycle) -> dict[TopologyPair, int]:
+    """Topology pairs where a bound pod's anti-affinity term matches the incoming pod."""
+    pod = cycle.pod
+    namespace_labels = cycle.cluster.namespace_labels(pod.namespace)
+    counts: dict[TopologyPair, int] = {}
+    for node in cycle.cluster.with_required_anti_affinity:
+        for existing in node.pods_with_required_anti_affinity:
+            for term in required_terms(existing, anti=True):
+                if term.matches(pod, namespace_labels):
+                    _add(counts, node, term.topology_key)
+    return counts
+
+
+def _incoming(cycle: Cycle, affinity: list[Term], anti: list[Term]) -> tuple[dict[TopologyPair, int], ...]:
+    """Topology pairs with bound pods matching all affinity terms, and any anti-affinity term."""
+    with_affinity: dict[TopologyPair, int] = {}
+    with_anti: dict[TopologyPair, int] = {}
+    if not affinity and not anti:
+        return with_affinity, with_anti
+    for node in cycle.cluster.nodes:
+        for existing in node.pods:
+            # The incoming pod's terms have their namespace selectors merged into the names.
+            if affinity and all(t.matches(existing, {}) for t in affinity):
+                for t in affinity:
+                    _add(with_affinity, node, t.topology_key)
+            for t in anti:
+                if t.matches(existing, {}):
+                    _add(with_anti, node, t.topology_key)
+    return with_affinity, with_anti
+
+
+def pre_filter(cycle: Cycle) -> Prepared | None:
+    pod = cycle.pod
+    affinity = [t.merged(cycle.cluster) for t in required_terms(pod, anti=False)]
+    anti = [t.merged(cycle.cluster) for t in required_terms(pod, anti=True)]
+    existing = _existing_anti_affinity(cycle)
+    if not existing and not affinity and not anti:
+        return None
+    with_affinity, with_anti = _incoming(cycle, affinity, anti)
+    first_of_group = not with_affinity and bool(affinity) and all(t.matches(pod, {}) for t in affinity)
+
+    def satisfies_affinity(node: NodeInfo) -> bool:
+        found = True
+        for t in affinity:
+            value = node.labels.get(t.topology_key)
+            if value is None:
+                return False
+            if with_affinity.get((t.topology_key, value), 0) <= 0:
+                found = False
+        return found or first_of_group
+
+    def check(node: NodeInfo) -> Status | None:
+        if not satisfies_affinity(node):
+            return AFFINITY_REFUSED
+        if any(
+            with_anti.get((t.topology_key, node.labels.get(t.topology_key, "")), 0) > 0
+            for t in anti
+            if t.topology_key in node.labels
+        ):
+            return ANTI_AFFINITY_REFUSED
+        if any(existing.get(pair, 0) > 0 for pair in node.labels.items()):
+            return EXISTING_REFUSED
+        return None
+
+    return Prepared(check)

@@ -1,0 +1,125 @@
+"""NodeResourcesFit and NodeResourcesBalancedAllocation: requests against allocatable, and scoring.
+
+Upstream ``pkg/scheduler/framework/plugins/noderesources/fit.go`` (``fitsRequest``: the pod count,
+then cpu, memory, ephemeral-storage and every scalar resource the pod requests against what the
+node's allocatable leaves after its pods; every shortfall is one reason), ``least_allocated.go``,
+``balanced_allocation.go`` and ``resource_allocation.go`` (default profile: cpu and memory, weight
+1 each). With DRAExtendedResource, an extended resource a DeviceClass backs and that the node does
+not offer through a device plugin is left to the DynamicResources plugin.
+
+A Node manifest without ``status.allocatable`` (written by hand) cannot be judged: the node passes
+and the answer says NodeResourcesFit was not checked there.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from policies.scheduler.cluster import NodeInfo
+from policies.scheduler.framework import Cycle, Prepared, Status, unschedulable
+from policies.scheduler.resources import Resource, non_zero_requests, requests
+
+NAME = "NodeResourcesFit"
+BALANCED = "NodeResourcesBalancedAllocation"
+TOO_MANY_PODS = "Too many pods"
+MAX_NODE_SCORE = 100
+
+
+def insufficient(want: Resource, node: NodeInfo, backed_by_dra: Callable[[str], bool]) -> Status | None:
+    """upstream fitsRequest: one reason per shortfall, in its order; unresolvable (preemption cannot
+    help) when the pod asks for more than the node has at all. None when the node fits, or when
+    its allocatable is unknown."""
+    allocatable = node.allocatable
+    if allocatable is None:
+        return None
+    reasons = []
+    unresolvable = False
+    if len(node.pods) + 1 > allocatable.allowed_pods:
+        reasons.append(TOO_MANY_PODS)
+    used = node.requested
+    wants = (
+        []
+        if want.is_zero()
+        else [
+            ("cpu", want.milli_cpu, allocatable.milli_cpu, used.milli_cpu),
+            ("memory", want.memory, allocatable.memory, used.memory),
+            (
+                "ephemeral-storage",
+                want.ephemeral_storage,
+                allocatable.ephemeral_storage,
+                used.ephemeral_storage,
+            ),
+            *(
+                (name, wanted, allocatable.scalars.get(name, 0), used.scalars.get(name, 0))
+                for name, wanted in want.scalars.items()
+                if not (allocatable.scalars.get(name, 0) == 0 and backed_by_dra(name))
+            ),
+        ]
+    )
+    for name, wanted, have, taken in wants:
+        if wanted > 0 and wanted > have - taken:
+            reasons.append(f"Insufficient {name}")
+            unresolvable = unresolvable or wanted > have
+    return unschedulable(NAME, *reasons, unresolvable=unresolvable) if reasons else None
+
+
+def pre_filter(cycle: Cycle) -> Prepared:
+    want = requests(cycle.pod)
+    backed = cycle.cluster.resolver.backs if cycle.gates.enabled("DRAExtendedResource") else (lambda _: False)
+
+    def check(node: NodeInfo) -> Status | None:
+        return insufficient(want, node, backed)
+
+    return Prepared(check)
+
+
+# --- scoring ----------------------------------------------------------------------------------------
+
+
+def _fractions(requested: Sequence[int], allocatable: Sequence[int]) -> list[tuple[int, int]]:
+    return [(r, a) for r, a in zip(requested, allocatable, strict=True) if a]
+
+
+def least_allocated(pod_wants: Resource, node: NodeInfo) -> int:
+    """upstream leastResourceScorer over cpu and memory with the non-zero requests."""
+    allocatable = node.allocatable
+    if allocatable is None:
+        return 0
+    used = node.non_zero_requested
+    pairs = _fractions(
+        (used.milli_cpu + pod_wants.milli_cpu, used.memory + pod_wants.memory),
+        (allocatable.milli_cpu, allocatable.memory),
+    )
+    if not pairs:
+        return 0
+    return sum(0 if r > a else (a - r) * MAX_NODE_SCORE // a for r, a in pairs) // len(pairs)
+
+
+def balanced_allocation(pod_wants: Resource, node: NodeInfo) -> int:
+    """upstream balancedResourceScorer: 100 * (1 - the spread of the cpu and memory fractions)."""
+    allocatable = node.allocatable
+    if allocatable is None:
+        return 0
+    used = node.requested
+    fractions = [
+        min(r / a, 1.0)
+        for r, a in _fractions(
+            (used.milli_cpu + pod_wants.milli_cpu, used.memory + pod_wants.memory),
+            (allocatable.milli_cpu, allocatable.memory),
+        )
+    ]
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif len(fractions) > 2:
+        mean = sum(fractions) / len(fractions)
+        std = math.sqrt(sum((f - mean) ** 2 for f in fractions) / len(fractions))
+    else:
+        std = 0.0
+    return int((1 - std) * MAX_NODE_SCORE)
+
+
+def scoring_requests(cycle: Cycle) -> tuple[Resource, Resource]:
+    """What the pod adds when nodes are scored: with the defaults (least allocated) and as
+    requested (balanced allocation, skipped for a pod that requests neither cpu nor memory)."""
+    return non_zero_requests(cycle.pod), requests(cycle.pod)

@@ -1,0 +1,114 @@
+"""PodTopologySpread: the pod's ``DoNotSchedule`` spread constraints.
+
+Upstream ``pkg/scheduler/framework/plugins/podtopologyspread/filtering.go`` and ``common.go``:
+PreFilter counts, per constraint and topology value, the pods of the pod's namespace that the
+constraint's selector matches (terminating pods left out), on every node that has all the
+constraints' topology keys and passes the node inclusion policies (``nodeAffinityPolicy`` Honor
+and ``nodeTaintsPolicy`` Ignore by default). A node fits when ``matching pods in its domain + (1
+if the pod matches itself) - the global minimum <= maxSkew``; the minimum is 0 while fewer than
+``minDomains`` domains exist. A node without a constraint's topology key is refused outright.
+
+The cluster-level default constraints apply only to pods that Services or controllers select,
+which draguard does not read; they are ``ScheduleAnyway`` (scoring only) in any case.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from policies.api.core import Pod, TopologySpreadConstraint
+from policies.scheduler.cluster import NodeInfo
+from policies.scheduler.framework import Cycle, Prepared, Status, unschedulable
+from policies.scheduler.labels import Selector, label_keys, selector
+from policies.scheduler.nodeaffinity import RequiredAffinity
+from policies.scheduler.tainttoleration import first_untolerated
+
+NAME = "PodTopologySpread"
+REASON = "node(s) didn't match pod topology spread constraints"
+REASON_MISSING_LABEL = REASON + " (missing required label)"
+REFUSED = unschedulable(NAME, REASON)
+MISSING_LABEL = unschedulable(NAME, REASON_MISSING_LABEL, unresolvable=True)
+
+
+@dataclass(frozen=True)
+class Constraint:
+    max_skew: int
+    topology_key: str
+    selector: Selector
+    min_domains: int
+    honor_affinity: bool
+    honor_taints: bool
+
+    @classmethod
+    def of(cls, raw: TopologySpreadConstraint, pod: Pod, match_label_keys: bool) -> Constraint:
+        labels = pod.metadata.labels or {}
+        chosen = selector(raw.label_selector)
+        if match_label_keys:
+            chosen = chosen.plus(label_keys(labels, raw.match_label_keys, "In"))
+        return cls(
+            raw.max_skew,
+            raw.topology_key,
+            chosen,
+            raw.min_domains if raw.min_domains is not None else 1,
+            (raw.node_affinity_policy or "Honor") == "Honor",
+            (raw.node_taints_policy or "Ignore") == "Honor",
+        )
+
+    def includes(self, pod: Pod, required: RequiredAffinity, node: NodeInfo) -> bool:
+        """upstream matchNodeInclusionPolicies."""
+        if self.honor_affinity and not required.matches(node):
+            return False
+        return not (
+            self.honor_taints and first_untolerated(node.taints, pod.spec.tolerations or ()) is not None
+        )
+
+
+def constraints(pod: Pod, match_label_keys: bool) -> list[Constraint]:
+    return [
+        Constraint.of(c, pod, match_label_keys)
+        for c in pod.spec.topology_spread_constraints or ()
+        if c.when_unsatisfiable == "DoNotSchedule"
+    ]
+
+
+def _count(node: NodeInfo, chosen: Selector, namespace: str) -> int:
+    return sum(
+        1
+        for p in node.pods
+        if not p.metadata.deletion_timestamp
+        and p.namespace == namespace
+        and chosen.matches(p.metadata.labels or {})
+    )
+
+
+def pre_filter(cycle: Cycle) -> Prepared | None:
+    pod = cycle.pod
+    chosen = constraints(pod, cycle.gates.enabled("MatchLabelKeysInPodTopologySpread"))
+    if not chosen:
+        return None
+    counts: list[dict[str, int]] = [{} for _ in chosen]
+    required = RequiredAffinity.of(pod)
+    for node in cycle.cluster.nodes:
+        if any(c.topology_key not in node.labels for c in chosen):
+            continue
+        for i, c in enumerate(chosen):
+            if c.includes(pod, required, node):
+                value = node.labels[c.topology_key]
+                counts[i][value] = counts[i].get(value, 0) + _count(node, c.selector, pod.namespace)
+    minimum = [
+        0 if len(by_value) < c.min_domains else min(by_value.values(), default=2**31 - 1)
+        for c, by_value in zip(chosen, counts, strict=True)
+    ]
+    own_labels = pod.metadata.labels or {}
+
+    def check(node: NodeInfo) -> Status | None:
+        for i, c in enumerate(chosen):
+            value = node.labels.get(c.topology_key)
+            if value is None:
+                return MISSING_LABEL
+            itself = 1 if c.selector.matches(own_labels) else 0
+            if counts[i].get(value, 0) + itself - minimum[i] > c.max_skew:
+                return REFUSED
+        return None
+
+    return Prepared(check)

@@ -1,0 +1,274 @@
+"""kube-scheduler 1.36's default profile, run the way the scheduler runs it, for one pod.
+
+Upstream ``pkg/scheduler/schedule_one.go`` (``findNodesThatFitPod``, ``prioritizeNodes``),
+``pkg/scheduler/framework/runtime/framework.go`` (``RunPreFilterPlugins``, ``RunFilterPlugins``,
+``RunPostFilterPlugins``, ``RunScorePlugins``), ``pkg/scheduler/framework/types.go``
+(``FitError``) and ``pkg/scheduler/framework/preemption/preemption.go`` (the PostFilter message
+of DefaultPreemption). The filters run in the order of ``kube-scheduler --write-config-to`` for
+1.36: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit,
+(the volume plugins), PodTopologySpread, InterPodAffinity, DynamicResources, (NodeDeclaredFeatures).
+A node gets the first refusal; a plugin whose PreFilter refuses makes every node refused with its
+message; an Error status anywhere aborts the attempt. The DRA filter runs last, so the allocator
+searches only nodes that every other filter let through.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Protocol
+
+from policies.api.core import Pod
+from policies.api.resource import AllocationResult
+from policies.scheduler import (
+    interpodaffinity,
+    nodeaffinity,
+    nodename,
+    nodeports,
+    noderesources,
+    nodeunschedulable,
+    podtopologyspread,
+    tainttoleration,
+)
+from policies.scheduler.cluster import NodeInfo
+from policies.scheduler.dynamicresources import DynamicResources
+from policies.scheduler.framework import Code, Cycle, PreFilterOutcome, Prepared, Status
+
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_VICTIMS = "No preemption victims found for incoming pod"
+MAX_NODE_SCORE = 100
+
+# The plugins of the default profile that draguard does not run, and why (said once per answer).
+NOT_CHECKED = {
+    "VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone": "volumes (draguard does not read "
+    "PersistentVolumeClaims, PersistentVolumes, StorageClasses or CSINodes)",
+    "NodeDeclaredFeatures": "node-declared features (status.declaredFeatures)",
+}
+
+
+class FilterPlugin(Protocol):
+    """A filter plugin: ``NAME`` and its PreFilter (see :mod:`policies.scheduler.framework`)."""
+
+    @property
+    def NAME(self) -> str: ...
+
+    def pre_filter(self, cycle: Cycle) -> PreFilterOutcome: ...
+
+
+def default_filters(dra: DynamicResources) -> list[FilterPlugin]:
+    """The default profile's filter plugins in upstream's order, DynamicResources last."""
+    return [
+        nodeunschedulable,
+        nodename,
+        tainttoleration,
+        nodeaffinity,
+        nodeports,
+        noderesources,
+        podtopologyspread,
+        interpodaffinity,
+        dra,
+    ]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One node's answer: ``status`` None when it fits; the DRA results (one per claim) when it does."""
+
+    node: str
+    status: Status | None = None
+    results: tuple[AllocationResult | None, ...] = ()
+
+    @property
+    def fits(self) -> bool:
+        return self.status is None
+
+
+@dataclass
+class Attempt:
+    """One scheduling attempt of one pod over the nodes asked."""
+
+    verdicts: list[Verdict] = field(default_factory=list)
+    asked: int = 0
+    prefilter: Status | None = None
+    error: tuple[str, Status] | None = None
+    unchecked_resources: list[str] = field(default_factory=list)
+
+    @cached_property
+    def fitting(self) -> list[Verdict]:
+        """The nodes that fit (none when the attempt was aborted); read once it is complete."""
+        return [v for v in self.verdicts if v.fits] if self.error is None else []
+
+    @property
+    def complete(self) -> bool:
+        return len(self.verdicts) == self.asked
+
+
+class Pace(Protocol):
+    """The shell's clock, per node and per attempt (policies/ has none of its own)."""
+
+    def begin_node(self) -> None: ...
+
+    def over(self) -> bool: ...
+
+
+class Unpaced:
+    """No deadlines: every node is asked."""
+
+    def begin_node(self) -> None:
+        pass
+
+    def over(self) -> bool:
+        return False
+
+
+def _restriction(prepared: Sequence[tuple[str, Prepared]]) -> tuple[frozenset[str] | None, str]:
+    """The intersection of the PreFilter results that name nodes, and the plugins that named them."""
+    names: frozenset[str] | None = None
+    plugins = []
+    for plugin, p in prepared:
+        if p.node_names is not None:
+            names = p.node_names if names is None else names & p.node_names
+            plugins.append(plugin)
+    return names, " ".join(sorted(plugins))
+
+
+def run(cycle: Cycle, plugins: Sequence[FilterPlugin], nodes: Sequence[NodeInfo], pace: Pace) -> Attempt:
+    """PreFilter every plugin, then Filter every node in order (upstream RunFilterPlugins: the first
+    refusal is the node's answer). ``nodes``: the nodes asked (all of them, unless the caller
+    picked some). ``pace.over()`` stops early: the attempt is then incomplete."""
+    attempt = Attempt(asked=len(nodes))
+    prepared: list[tuple[str, Prepared]] = []
+    for plugin in plugins:
+        outcome = plugin.pre_filter(cycle)
+        if isinstance(outcome, Status):
+            return _refused_before_filters(attempt, nodes, replace(outcome, plugin=plugin.NAME))
+        if outcome is not None:
+            prepared.append((plugin.NAME, outcome))
+    restricted, by = _restriction(prepared)
+    if restricted is not None and not restricted:
+        conflict = f"node(s) didn't satisfy plugin(s) [{by}] simultaneously"
+        return _refused_before_filters(
+            attempt, nodes, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (conflict,))
+        )
+    outside = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node(s) didn't satisfy plugin(s) [{by}]",))
+    for node in nodes:
+        if pace.over():
+            break
+        if restricted is not None and node.name not in restricted:
+            attempt.verdicts.append(Verdict(node.name, outside))
+            continue
+        verdict = _filter(node, prepared)
+        attempt.verdicts.append(verdict)
+        if verdict.status is not None and verdict.status.is_error and attempt.error is None:
+            attempt.error = (node.name, verdict.status)
+        if node.allocatable is None:
+            attempt.unchecked_resources.append(node.name)
+    return attempt
+
+
+def _refused_before_filters(attempt: Attempt, nodes: Sequence[NodeInfo], status: Status) -> Attempt:
+    """A PreFilter refusal: every node gets it (upstream sets it as every node's status)."""
+    attempt.prefilter = status
+    attempt.verdicts = [Verdict(n.name, status) for n in nodes]
+    if status.is_error:
+        attempt.error = ("", status)
+    return attempt
+
+
+def _filter(node: NodeInfo, prepared: Sequence[tuple[str, Prepared]]) -> Verdict:
+    for _, p in prepared:
+        status = p.filter(node)
+        if status is not None:
+            return Verdict(node.name, status)
+    return Verdict(node.name)
+
+
+# --- the scheduler's message ---------------------------------------------------------------------
+
+
+def histogram(statuses: Iterable[Status]) -> str:
+    """``N reason`` per reason, sorted as strings, joined (upstream FitError's histogram)."""
+    counts = Counter(reason for s in statuses for reason in s.reasons)
+    return ", ".join(sorted(f"{n} {reason}" for reason, n in counts.items()))
+
+
+def fit_error(attempt: Attempt) -> str:
+    """upstream FitError.Error() without its PostFilter part: ``0/N nodes are available: ...``."""
+    head = f"0/{attempt.asked} nodes are available:"
+    if attempt.prefilter is not None:
+        return f"{head} {attempt.prefilter.message()}."
+    return f"{head} {histogram(v.status for v in attempt.verdicts if v.status is not None)}."
+
+
+def preemption_message(pod: Pod, attempt: Attempt, pods_by_node: Mapping[str, Sequence[Pod]]) -> str | None:
+    """DefaultPreemption's PostFilter message when it can find no victim; None when a node holds a
+    pod of lower priority (preemption might succeed, and draguard does not simulate it)."""
+    priority = pod.spec.priority or 0
+    statuses: list[Status] = []
+    for v in attempt.verdicts:
+        status = v.status
+        if status is None:
+            continue
+        if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            reason = NOT_HELPFUL
+        elif any((p.spec.priority or 0) < priority for p in pods_by_node.get(v.node, ())):
+            return None
+        else:
+            reason = NO_VICTIMS
+        statuses.append(Status(status.code, (reason,)))
+    return f"preemption: 0/{attempt.asked} nodes are available: {histogram(statuses)}"
+
+
+# --- scoring -------------------------------------------------------------------------------------
+
+
+def normalize(scores: Mapping[str, int], reverse: bool = False) -> dict[str, int]:
+    """upstream helper.DefaultNormalizeScore to 0..100."""
+    top = max(scores.values(), default=0)
+    if top == 0:
+        return dict.fromkeys(scores, MAX_NODE_SCORE if reverse else 0)
+    return {
+        n: (MAX_NODE_SCORE - MAX_NODE_SCORE * s // top) if reverse else MAX_NODE_SCORE * s // top
+        for n, s in scores.items()
+    }
+
+
+def scores(cycle: Cycle, dra: DynamicResources, fitting: Sequence[NodeInfo]) -> dict[str, dict[str, int]]:
+    """Per fitting node, each scoring plugin's weighted score (upstream RunScorePlugins: normalized,
+    times the plugin's weight in the default profile). A plugin with nothing to tell the nodes
+    apart (no preferred node affinity, no alternatives in the claims, no PreferNoSchedule taint)
+    gives every node the same score without asking each."""
+    names = [n.name for n in fitting]
+    with_defaults, as_requested = noderesources.scoring_requests(cycle)
+    tainted = any(t.effect == tainttoleration.PREFER_NO_SCHEDULE for n in fitting for t in n.taints)
+    raw_taints = (
+        {n.name: tainttoleration.score(cycle, n) for n in fitting} if tainted else dict.fromkeys(names, 0)
+    )
+    per_plugin: dict[str, tuple[int, dict[str, int]]] = {
+        tainttoleration.NAME: (3, normalize(raw_taints, reverse=True)),
+        nodeaffinity.NAME: (
+            2,
+            normalize(_raw(nodeaffinity.prefers(cycle.pod), nodeaffinity.score, cycle, fitting)),
+        ),
+        noderesources.NAME: (1, {n.name: noderesources.least_allocated(with_defaults, n) for n in fitting}),
+        dra.NAME: (
+            2,
+            normalize(
+                {n: dra.score(n) for n in names} if dra.has_alternatives() else dict.fromkeys(names, 0)
+            ),
+        ),
+    }
+    if as_requested.milli_cpu or as_requested.memory:
+        per_plugin[noderesources.BALANCED] = (
+            1,
+            {n.name: noderesources.balanced_allocation(as_requested, n) for n in fitting},
+        )
+    return {n: {plugin: weight * s[n] for plugin, (weight, s) in per_plugin.items()} for n in names}
+
+
+def _raw(
+    applies: bool, score: Callable[[Cycle, NodeInfo], int], cycle: Cycle, nodes: Sequence[NodeInfo]
+) -> dict[str, int]:
+    return {n.name: score(cycle, n) if applies else 0 for n in nodes}

@@ -1,0 +1,437 @@
+"""Each filter of the default profile on its own, from upstream's semantics (the plugin files named in
+each module of policies/scheduler), and the profile's message and scoring arithmetic."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from policies.api.core import Pod
+from policies.api.defaults import apply_defaults
+from policies.api.kinds import decode
+from policies.scheduler import (
+    extended,
+    interpodaffinity,
+    nodeaffinity,
+    nodename,
+    nodeports,
+    noderesources,
+    nodeunschedulable,
+    podtopologyspread,
+    profile,
+    tainttoleration,
+)
+from policies.scheduler.cluster import Cluster
+from policies.scheduler.features import FeatureGates
+from policies.scheduler.framework import Code, Cycle, Prepared, Status
+from policies.snapshot import Snapshot
+
+NOW_ = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def node(name: str, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    allocatable = spec.pop("allocatable", {"cpu": "4", "memory": "8Gi", "pods": "10"})
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": spec,
+        "status": {"allocatable": allocatable},
+    }
+
+
+def pod(
+    name: str = "p", labels: dict[str, str] | None = None, namespace: str = "ns", **spec: Any
+) -> dict[str, Any]:
+    containers = spec.pop("containers", [{"name": "c"}])
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
+        "spec": {"containers": containers, **spec},
+    }
+
+
+def cluster(*objects: dict[str, Any]) -> Cluster:
+    return Cluster.of(Snapshot.build(apply_defaults(decode(o), NOW_) for o in objects))
+
+
+def cycle(pod_manifest: dict[str, Any], *objects: dict[str, Any], gates: FeatureGates | None = None) -> Cycle:
+    incoming = apply_defaults(decode(pod_manifest), NOW_)
+    assert isinstance(incoming, Pod)
+    return Cycle(incoming, cluster(*objects), gates or FeatureGates())
+
+
+def verdicts(plugin: Any, c: Cycle) -> dict[str, Status | None]:
+    prepared = plugin.pre_filter(c)
+    assert isinstance(prepared, Prepared), prepared
+    return {n.name: prepared.filter(n) for n in c.cluster.nodes}
+
+
+def refused(plugin: Any, c: Cycle) -> dict[str, tuple[str, ...]]:
+    return {name: s.reasons for name, s in verdicts(plugin, c).items() if s is not None}
+
+
+# --- TaintToleration and NodeUnschedulable --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("toleration", "tolerated"),
+    [
+        ({"key": "k", "operator": "Equal", "value": "v", "effect": "NoSchedule"}, True),
+        ({"key": "k", "value": "other", "effect": "NoSchedule"}, False),  # empty operator is Equal
+        ({"key": "k", "operator": "Exists"}, True),  # any value, any effect
+        ({"operator": "Exists"}, True),  # empty key with Exists tolerates every taint
+        ({"key": "k", "operator": "Exists", "effect": "NoExecute"}, False),
+        ({"key": "other", "operator": "Exists"}, False),
+    ],
+)
+def test_toleration_matching(toleration: dict[str, Any], tolerated: bool) -> None:
+    taint = {"key": "k", "value": "v", "effect": "NoSchedule"}
+    c = cycle(pod(tolerations=[toleration]), node("n", taints=[taint]))
+    assert refused(tainttoleration, c) == ({} if tolerated else {"n": ("node(s) had untolerated taint(s)",)})
+
+
+def test_prefer_no_schedule_taints_do_not_filter_but_score() -> None:
+    soft = node("soft", taints=[{"key": "k", "effect": "PreferNoSchedule"}])
+    c = cycle(pod(), soft, node("clean"))
+    assert refused(tainttoleration, c) == {}
+    assert [tainttoleration.score(c, n) for n in c.cluster.nodes] == [1, 0]
+    assert profile.normalize({"soft": 1, "clean": 0}, reverse=True) == {"soft": 0, "clean": 100}
+
+
+def test_a_cordoned_node_takes_only_pods_tolerating_the_unschedulable_taint() -> None:
+    nodes = (node("cordoned", unschedulable=True), node("open"))
+    assert refused(nodeunschedulable, cycle(pod(), *nodes)) == {"cordoned": ("node(s) were unschedulable",)}
+    tolerant = pod(tolerations=[{"key": "node.kubernetes.io/unschedulable", "operator": "Exists"}])
+    assert nodeunschedulable.pre_filter(cycle(tolerant, *nodes)) is None  # nothing to check
+
+
+def test_node_name_narrows_the_nodes_to_the_one_named() -> None:
+    c = cycle(pod(nodeName="b"), node("a"), node("b"))
+    prepared = nodename.pre_filter(c)
+    assert prepared is not None and prepared.node_names == frozenset({"b"})
+    assert refused(nodename, c) == {"a": ("node(s) didn't match the requested node name",)}
+
+
+# --- NodeAffinity ---------------------------------------------------------------------------------
+
+
+def required(*terms: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}}
+    }
+
+
+def expression(key: str, operator: str, *values: str) -> dict[str, Any]:
+    return {"matchExpressions": [{"key": key, "operator": operator, "values": list(values)}]}
+
+
+def test_node_selector_and_required_terms_both_apply() -> None:
+    nodes = (
+        node("a", {"zone": "a", "gpu": "yes"}),
+        node("b", {"zone": "b", "gpu": "yes"}),
+        node("c", {"zone": "a"}),
+    )
+    c = cycle(pod(nodeSelector={"gpu": "yes"}, affinity=required(expression("zone", "In", "a"))), *nodes)
+    assert set(refused(nodeaffinity, c)) == {"b", "c"}
+
+
+def test_terms_are_ored_an_empty_term_matches_nothing_an_unparsable_one_is_skipped() -> None:
+    nodes = (node("a", {"zone": "a"}), node("b", {"zone": "b"}), node("c", {"rank": "7"}))
+    terms = (
+        expression("zone", "In", "a"),
+        {},  # matches nothing
+        expression("rank", "Gt", "x"),  # Gt needs an integer: the term is skipped, not an error
+        expression("rank", "Gt", "5"),
+    )
+    assert set(refused(nodeaffinity, cycle(pod(affinity=required(*terms)), *nodes))) == {"b"}
+
+
+def test_match_fields_name_the_nodes_before_any_filter_and_contradictions_refuse_the_pod() -> None:
+    fields = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["a", "b"]}]}
+    prepared = nodeaffinity.pre_filter(cycle(pod(affinity=required(fields)), node("a"), node("b"), node("c")))
+    assert isinstance(prepared, Prepared) and prepared.node_names == frozenset({"a", "b"})
+    contradiction = {
+        "matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": ["a"]},
+            {"key": "metadata.name", "operator": "In", "values": ["b"]},
+        ]
+    }
+    status = nodeaffinity.pre_filter(cycle(pod(affinity=required(contradiction)), node("a"), node("b")))
+    assert isinstance(status, Status) and status.reasons == ("pod affinity terms conflict",)
+    assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+
+
+# --- NodePorts and NodeResourcesFit ---------------------------------------------------------------
+
+
+def with_port(host_port: int, ip: str = "", protocol: str = "TCP", **container: Any) -> dict[str, Any]:
+    port = {
+        "containerPort": 80,
+        "hostPort": host_port,
+        "protocol": protocol,
+        **({"hostIP": ip} if ip else {}),
+    }
+    return {"name": "c", "ports": [port], **container}
+
+
+@pytest.mark.parametrize(
+    ("used_ip", "wanted_ip", "protocol", "conflict"),
+    [
+        ("", "", "TCP", True),
+        ("10.0.0.1", "", "TCP", True),  # 0.0.0.0 wanted: any IP of the same port conflicts
+        ("", "10.0.0.2", "TCP", True),  # 0.0.0.0 used: every IP is taken
+        ("10.0.0.1", "10.0.0.2", "TCP", False),
+        ("", "", "UDP", False),
+    ],
+)
+def test_host_port_conflicts(used_ip: str, wanted_ip: str, protocol: str, conflict: bool) -> None:
+    bound = pod("web", nodeName="n", containers=[with_port(8080, used_ip)])
+    c = cycle(pod(containers=[with_port(8080, wanted_ip, protocol)]), node("n"), bound)
+    assert bool(refused(nodeports, c)) is conflict
+
+
+def test_only_sidecars_hold_ports_among_init_containers_and_host_network_defaults_the_host_port() -> None:
+    init = {**with_port(9000), "name": "init"}
+    bound = pod("b", nodeName="n", initContainers=[init], containers=[{"name": "c"}])
+    assert refused(nodeports, cycle(pod(containers=[with_port(9000)]), node("n"), bound)) == {}
+    sidecar = pod(
+        "s", nodeName="n", initContainers=[{**init, "restartPolicy": "Always"}], containers=[{"name": "c"}]
+    )
+    assert refused(nodeports, cycle(pod(containers=[with_port(9000)]), node("n"), sidecar)) != {}
+    host = pod(hostNetwork=True, containers=[{"name": "c", "ports": [{"containerPort": 9000}]}])
+    assert refused(nodeports, cycle(host, node("n"), sidecar)) != {}
+
+
+def requests(cpu: str, **extra: Any) -> dict[str, Any]:
+    return {"name": extra.pop("name", "c"), "resources": {"requests": {"cpu": cpu}}, **extra}
+
+
+def test_requests_count_init_containers_sidecars_and_overhead_as_upstream() -> None:
+    # regular 1 + sidecar 1 = 2; the init container needs 3 + the sidecar before it (1) = 4: peak 4.
+    init = [requests("1", name="side", restartPolicy="Always"), requests("3", name="init")]
+    c = cycle(pod(initContainers=init, containers=[requests("1")], overhead={"cpu": "500m"}), node("n"))
+    assert noderesources.requests(c.pod).milli_cpu == 4500
+    assert refused(noderesources, c) == {"n": ("Insufficient cpu",)}
+
+
+def test_bound_pods_pod_count_scalars_and_what_preemption_could_free() -> None:
+    full = node("full", allocatable={"cpu": "4", "memory": "8Gi", "pods": "1", "example.com/nic": "1"})
+    bound = pod("b", nodeName="full", containers=[requests("3")])
+    want = pod(
+        containers=[
+            {"name": "c", "resources": {"requests": {"cpu": "2"}, "limits": {"example.com/nic": "2"}}}
+        ]
+    )
+    (status,) = verdicts(noderesources, cycle(want, full, bound)).values()
+    assert status is not None
+    assert status.reasons == ("Too many pods", "Insufficient cpu", "Insufficient example.com/nic")
+    assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE  # 2 NICs wanted, 1 on the node at all
+    (status,) = verdicts(noderesources, cycle(pod(containers=[requests("2")]), full, bound)).values()
+    assert status is not None and status.code == Code.UNSCHEDULABLE  # evicting the bound pod would do
+
+
+def test_a_node_without_allocatable_is_not_judged_and_an_extended_resource_a_class_backs_is_left_to_dra() -> (
+    None
+):
+    bare = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "bare"}}
+    gpus = pod(containers=[{"name": "c", "resources": {"limits": {"example.com/gpu": "1"}}}])
+    gpu_class = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "gpu"},
+        "spec": {"extendedResourceName": "example.com/gpu"},
+    }
+    assert refused(noderesources, cycle(gpus, bare, node("plain"))) == {
+        "plain": ("Insufficient example.com/gpu",)
+    }
+    assert refused(noderesources, cycle(gpus, bare, node("plain"), gpu_class)) == {}
+
+
+# --- PodTopologySpread and InterPodAffinity ---------------------------------------------------------
+
+
+def spread(max_skew: int = 1, **extra: Any) -> list[dict[str, Any]]:
+    return [
+        {
+            "maxSkew": max_skew,
+            "topologyKey": "zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "w"}},
+            **extra,
+        }
+    ]
+
+
+def zones() -> tuple[dict[str, Any], ...]:
+    return (node("a", {"zone": "a"}), node("b", {"zone": "b"}), node("none"))
+
+
+def test_spread_skew_global_minimum_and_missing_label() -> None:
+    bound = [pod(f"w{i}", {"app": "w"}, nodeName="a") for i in range(2)]
+    c = cycle(pod(labels={"app": "w"}, topologySpreadConstraints=spread()), *zones(), *bound)
+    assert refused(podtopologyspread, c) == {
+        "a": ("node(s) didn't match pod topology spread constraints",),  # 2 + 1 - 0 > 1
+        "none": ("node(s) didn't match pod topology spread constraints (missing required label)",),
+    }
+    # One pod in b too: the minimum is 1 and b fits (1 + 1 - 1); with minDomains 3 and only two
+    # domains the minimum counts as 0, and b no longer fits either.
+    in_b = [*bound, pod("w2", {"app": "w"}, nodeName="b")]
+    assert "b" not in refused(
+        podtopologyspread,
+        cycle(pod(labels={"app": "w"}, topologySpreadConstraints=spread()), *zones(), *in_b),
+    )
+    few = cycle(pod(labels={"app": "w"}, topologySpreadConstraints=spread(minDomains=3)), *zones(), *in_b)
+    assert set(refused(podtopologyspread, few)) == {"a", "b", "none"}
+
+
+def test_spread_counts_only_nodes_the_pod_could_go_to_and_the_pod_namespace() -> None:
+    bound = [
+        pod("w0", {"app": "w"}, nodeName="b"),
+        pod("other", {"app": "w"}, namespace="elsewhere", nodeName="a"),
+    ]
+    affinity = required(expression("zone", "In", "b"))
+    c = cycle(
+        pod(labels={"app": "w"}, affinity=affinity, topologySpreadConstraints=spread()), *zones(), *bound
+    )
+    # zone a is not counted (the pod's node affinity excludes it: nodeAffinityPolicy Honor), so the
+    # only domain, b, is its own minimum.
+    assert "b" not in refused(podtopologyspread, c)
+
+
+def test_match_label_keys_narrow_the_selector_to_the_pods_own_values() -> None:
+    bound = [pod(f"w{i}", {"app": "w", "rev": "old"}, nodeName="a") for i in range(3)]
+    constraint = spread(matchLabelKeys=["rev"])
+    c = cycle(pod(labels={"app": "w", "rev": "new"}, topologySpreadConstraints=constraint), *zones(), *bound)
+    assert "a" not in refused(podtopologyspread, c)  # the old revision's pods do not count
+
+
+def affinity_term(app: str, key: str = "zone", **extra: Any) -> dict[str, Any]:
+    return {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": key, **extra}
+
+
+def test_pod_affinity_needs_a_matching_pod_in_the_domain_unless_it_is_the_first_of_its_group() -> None:
+    wanted = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [affinity_term("db")]}}
+    bound = pod("db", {"app": "db"}, nodeName="b")
+    c = cycle(pod(affinity=wanted), *zones(), bound)
+    assert set(refused(interpodaffinity, c)) == {"a", "none"}
+    first = cycle(pod(labels={"app": "db"}, affinity=wanted), *zones())  # matches its own term
+    assert set(refused(interpodaffinity, first)) == {"none"}  # every node with the key will do
+
+
+def test_anti_affinity_both_ways_and_namespace_selectors() -> None:
+    avoid = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [affinity_term("db")]}}
+    c = cycle(pod(affinity=avoid), *zones(), pod("db", {"app": "db"}, nodeName="a"))
+    assert refused(interpodaffinity, c) == {"a": ("node(s) didn't match pod anti-affinity rules",)}
+    existing = pod("web", {"app": "web"}, nodeName="b", affinity=avoid)
+    c = cycle(pod(labels={"app": "db"}), *zones(), existing)
+    assert refused(interpodaffinity, c) == {
+        "b": ("node(s) didn't satisfy existing pods anti-affinity rules",)
+    }
+    # A term naming another namespace by selector: the pod's namespace labels decide.
+    team = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns", "labels": {"team": "a"}}}
+    by_selector = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                affinity_term("db", namespaceSelector={"matchLabels": {"team": "a"}})
+            ]
+        }
+    }
+    web = pod("web", {"app": "web"}, namespace="other", nodeName="b", affinity=by_selector)
+    assert set(refused(interpodaffinity, cycle(pod(labels={"app": "db"}), *zones(), web, team))) == {"b"}
+
+
+# --- the profile's message and scores ---------------------------------------------------------------
+
+
+def test_the_fit_error_histogram_sorts_as_strings_like_go() -> None:
+    statuses = [Status(Code.UNSCHEDULABLE, ("b reason",))] * 10 + [
+        Status(Code.UNSCHEDULABLE, ("a reason",))
+    ] * 2
+    assert profile.histogram(statuses) == "10 b reason, 2 a reason"
+
+
+def test_preemption_message_needs_lower_priority_pods_to_say_more() -> None:
+    attempt = profile.Attempt(
+        verdicts=[
+            profile.Verdict("a", Status(Code.UNSCHEDULABLE, ("Insufficient cpu",))),
+            profile.Verdict(
+                "b", Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) were unschedulable",))
+            ),
+        ],
+        asked=2,
+    )
+    incoming = decode(pod())
+    assert isinstance(incoming, Pod)
+    assert profile.preemption_message(incoming, attempt, {}) == (
+        "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
+        "1 Preemption is not helpful for scheduling"
+    )
+    low = decode(pod("low", priority=-1, nodeName="a"))
+    assert isinstance(low, Pod)
+    assert profile.preemption_message(incoming, attempt, {"a": [low]}) is None
+
+
+def test_scores_least_allocated_balanced_and_normalized() -> None:
+    busy = pod("busy", nodeName="a", containers=[requests("3")])
+    c = cycle(pod(containers=[requests("1")]), node("a"), node("b"), busy)
+    a, b = c.cluster.nodes
+    wanted, as_requested = noderesources.scoring_requests(c)
+    # a: (4000 - 4000) * 100 / 4000 = 0 cpu, memory (8Gi - 400Mi) / 8Gi = 95 -> 47; b: 75 and 97 -> 86
+    assert (noderesources.least_allocated(wanted, a), noderesources.least_allocated(wanted, b)) == (47, 86)
+    # a: cpu 1.0 (clipped), memory 0 -> 100 * (1 - 0.5) = 50; b: 0.25 and 0 -> 87
+    assert (
+        noderesources.balanced_allocation(as_requested, a),
+        noderesources.balanced_allocation(as_requested, b),
+    ) == (50, 87)
+    assert profile.normalize({"x": 3, "y": 1, "z": 0}) == {"x": 100, "y": 33, "z": 0}
+
+
+# --- extended resources -------------------------------------------------------------------------------
+
+
+def test_the_implicit_claim_asks_per_container_and_init_containers_reuse_later_devices() -> None:
+    gpu_class = decode(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu"},
+            "spec": {"extendedResourceName": "example.com/gpu"},
+        }
+    )
+    resolver = extended.DeviceClassResolver([gpu_class])  # type: ignore[list-item]
+
+    def gpus(name: str, count: str, **extra: Any) -> dict[str, Any]:
+        return {"name": name, "resources": {"requests": {"cpu": "1", "example.com/gpu": count}}, **extra}
+
+    incoming = decode(pod(initContainers=[gpus("init", "3")], containers=[gpus("main", "2")]))
+    assert isinstance(incoming, Pod)
+    made = extended.claim_requests(incoming, ["example.com/gpu"], resolver)
+    # main is container 1; its resource is the second of its sorted request names (cpu, example.com/gpu).
+    # init (container 0) reuses main's 2 and asks for 1 more.
+    assert [(r.name, r.exactly.count if r.exactly else None) for r in made] == [
+        ("container-0-request-1", 1),
+        ("container-1-request-1", 2),
+    ]
+    assert resolver.backs("deviceclass.resource.kubernetes.io/gpu") and not resolver.backs("cpu")
+
+
+# --- feature gates --------------------------------------------------------------------------------
+
+
+def test_feature_gates_on_top_of_the_defaults_and_the_older_words() -> None:
+    gates = FeatureGates.parse("DRAPartitionableDevices=false,DRAExtendedResource=false")
+    assert not gates.allocator().partitionable_devices and gates.allocator().device_taints
+    assert gates.changed() == ["DRAPartitionableDevices=false", "DRAExtendedResource=false"]
+    exactly = FeatureGates.parse("deviceTaints")
+    assert exactly.allocator().device_taints and not exactly.allocator().admin_access
+    assert exactly.enabled("DRAExtendedResource")  # not an allocator switch: left at its default
+    binding = FeatureGates.parse("DRAResourceClaimDeviceStatus=false").allocator()
+    assert not binding.device_binding_and_status  # needs both of its gates
+    with pytest.raises(ValueError, match="DRANope=true: unknown feature gate"):
+        FeatureGates.parse("DRANope=true")
+    with pytest.raises(ValueError, match="must be true or false"):
+        FeatureGates.parse("DRAExtendedResource=maybe")

@@ -1,0 +1,274 @@
+"""Inputs as kubectl takes them, the same in every command (issue 15): ``-f`` repeatable with several
+paths, ``-f -``, ``-R``, every document accounted for, one broken file one error, duplicates,
+older versions, workloads, and the commands agreeing with each other."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from webhook.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+CLUSTER = ROOT / "examples" / "gpu-cluster"
+
+TEMPLATE = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: one-gpu, namespace: team-a}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: gpu.example.com}
+"""
+
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: inference, namespace: team-a}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: inference}}
+  template:
+    metadata: {labels: {app: inference}}
+    spec:
+      containers:
+      - name: server
+        image: registry.example.com/inference:1
+        resources: {claims: [{name: gpu}]}
+      resourceClaims:
+      - {name: gpu, resourceClaimTemplateName: one-gpu}
+"""
+
+CUSTOM = """\
+apiVersion: resource.nvidia.com/v1beta1
+kind: ComputeDomain
+metadata: {name: domain}
+spec: {numNodes: 2}
+"""
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return str(path)
+
+
+def test_stdin_is_a_file_named_dash(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(TEMPLATE))
+    code, out, _ = run(capsys, "validate", "-f", "-")
+    assert (code, out) == (0, "1 objects: 1 valid, 0 invalid (0 problems)\n")
+    monkeypatch.setattr("sys.stdin", io.StringIO("kind: [\n"))
+    code, _, err = run(capsys, "validate", "-f", "-")
+    assert code == 2 and "error: <stdin>: not valid YAML or JSON" in err
+
+
+def test_directories_are_read_recursively_only_with_r(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    write(tmp_path, "top.yaml", TEMPLATE)
+    write(tmp_path, "nested/deeper/deployment.yaml", DEPLOYMENT)
+    assert run(capsys, "validate", "-f", str(tmp_path))[1].endswith(
+        "1 objects: 1 valid, 0 invalid (0 problems)\n"
+    )
+    assert run(capsys, "validate", "-R", "-f", str(tmp_path))[1].endswith(
+        "2 objects: 2 valid, 0 invalid (0 problems)\n"
+    )
+
+
+def test_every_command_takes_several_paths_per_f(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    claims = write(tmp_path, "deployment.yaml", TEMPLATE + "---\n" + DEPLOYMENT)
+    files = [str(CLUSTER / f) for f in ("classes.yaml", "nodes.yaml", "slices.yaml")]
+    code, out, err = run(capsys, "allocate", "-f", *files, "-f", claims, "-o", "json")
+    assert code == 0, err
+    assert "Deployment team-a/inference: allocating one pod of its template (spec.template)" in err
+    assert any(node["fits"] for node in json.loads(out)["pods"][0]["nodes"])
+    code, out, err = run(capsys, "audit", "-f", *files, claims)
+    assert code == 0, err
+    assert "skipped 1 Deployment document: a workload" in err
+
+
+def test_other_kinds_get_one_note_per_kind(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    f = write(
+        tmp_path, "mixed.yaml", "---\n".join([CUSTOM, CUSTOM.replace("name: domain", "name: d2"), TEMPLATE])
+    )
+    code, out, err = run(capsys, "validate", "-f", f)
+    assert (code, out) == (0, "1 objects: 1 valid, 0 invalid (0 problems)\n")
+    assert err.splitlines() == [
+        "note: skipped 2 ComputeDomain documents: a custom resource (--skip-kinds ComputeDomain to silence "
+        "this, --strict-kinds to make it an error)"
+    ]
+    assert run(capsys, "validate", "-f", f, "--skip-kinds", "ComputeDomain")[2] == ""
+    code, out, _ = run(capsys, "validate", "-f", f, "--strict-kinds")
+    assert code == 1 and 'kind: Unsupported value: "ComputeDomain": a custom resource (--strict-kinds)' in out
+
+
+def test_duplicates_across_files_are_reported_by_every_command(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    a = write(tmp_path, "a.yaml", TEMPLATE)
+    b = write(tmp_path, "b.yaml", TEMPLATE)
+    duplicate = (
+        'metadata.name: Duplicate value: "one-gpu": the same ResourceClaimTemplate is also in '
+        f"{a}: document 1"
+    )
+    code, out, _ = run(capsys, "validate", "-f", a, b)
+    assert code == 1 and f"{b}: document 1: ResourceClaimTemplate team-a/one-gpu: {duplicate}" in out
+    code, _, err = run(capsys, "allocate", "-f", str(CLUSTER), a, b)
+    assert code == 2 and duplicate in err
+    code, out, _ = run(capsys, "audit", "-f", str(CLUSTER), a, b)
+    assert code == 1 and duplicate in out
+
+
+def test_a_duplicate_key_is_a_duplicate_field(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    f = write(
+        tmp_path,
+        "dup.yaml",
+        TEMPLATE.replace(
+            "metadata: {name: one-gpu, namespace: team-a}",
+            "metadata: {name: one-gpu, namespace: team-a, name: two}",
+        ),
+    )
+    code, out, _ = run(capsys, "validate", "-f", f)
+    assert code == 1 and 'duplicate field "metadata.name"' in out
+    j = write(
+        tmp_path,
+        "dup.json",
+        '{"apiVersion": "v1", "kind": "Namespace", "kind": "Namespace", "metadata": {"name": "a"}}',
+    )
+    code, out, _ = run(capsys, "validate", "-f", j)
+    assert code == 1 and 'duplicate field "kind"' in out
+
+
+def test_older_versions_through_every_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    old = write(
+        tmp_path,
+        "v1beta1.yaml",
+        yaml.safe_dump(
+            {
+                "apiVersion": "resource.k8s.io/v1beta1",
+                "kind": "ResourceClaim",
+                "metadata": {"name": "old-style", "namespace": "team-a"},
+                "spec": {
+                    "devices": {
+                        "requests": [{"name": "gpu", "deviceClassName": "gpu.example.com", "count": 1}]
+                    }
+                },
+            }
+        ),
+    )
+    code, out, _ = run(capsys, "validate", "-f", old)
+    assert code == 1 and "not served by default by Kubernetes 1.36 since resource.k8s.io/v1 went GA" in out
+    flag = ("--api-versions", "resource.k8s.io/v1beta1")
+    assert run(capsys, "validate", "-f", old, *flag)[0] == 0
+    code, out, err = run(capsys, "allocate", "-f", str(CLUSTER), old, *flag, "-o", "json")
+    assert code == 0, err
+    assert run(capsys, "audit", "-f", str(CLUSTER), old, *flag)[0] == 0
+    code, out, _ = run(capsys, "convert", "-f", old)
+    assert code == 0
+    assert yaml.safe_load(out)["spec"]["devices"]["requests"] == [
+        {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com", "count": 1}}
+    ]
+    code, _, err = run(capsys, "validate", "-f", old, "--api-versions", "resource.k8s.io/v9")
+    assert code == 2 and "--api-versions resource.k8s.io/v9: not an older resource.k8s.io version" in err
+
+
+def test_allocate_refuses_what_validate_refuses(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    bad = write(
+        tmp_path,
+        "bad.yaml",
+        TEMPLATE.replace(
+            "exactly: {deviceClassName: gpu.example.com}",
+            "exactly: {deviceClassName: gpu.example.com, allocationMode: Exactcount}",
+        ),
+    )
+    code, out, err = run(capsys, "allocate", "-f", str(CLUSTER), bad)
+    assert (code, out) == (2, "")
+    _, validated, _ = run(capsys, "validate", "-f", bad)
+    assert validated.splitlines()[0] in err
+
+
+def test_a_created_object_is_judged_without_its_status(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "c", "namespace": "team-a"},
+        "spec": {
+            "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}
+        },
+        "status": {
+            "allocation": {
+                "devices": {
+                    "results": [{"request": "nope", "driver": "NOT A DRIVER", "pool": "p", "device": "d"}]
+                }
+            }
+        },
+    }
+    f = write(tmp_path, "claim.yaml", yaml.safe_dump(claim))
+    assert run(capsys, "validate", "-f", f)[0] == 0  # the API server drops it and accepts the claim
+    claim["status"]["allocation"]["devices"]["results"][0]["bogus"] = 1
+    write(tmp_path, "claim.yaml", yaml.safe_dump(claim))
+    code, out, _ = run(capsys, "validate", "-f", f)  # strict decoding still sees the whole body
+    assert code == 1 and 'unknown field "status.allocation.devices.results[0].bogus"' in out
+
+
+def test_validate_with_slices_warns_as_audit_does(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    typo = write(
+        tmp_path,
+        "typo.yaml",
+        TEMPLATE.replace(
+            "exactly: {deviceClassName: gpu.example.com}",
+            "exactly: {deviceClassName: gpu.example.com, selectors: [{cel: {expression: "
+            "\"device.attributes['gpu.example.com'].modle == 'a100'\"}}]}",
+        ),
+    )
+    code, out, _ = run(capsys, "validate", "-f", str(CLUSTER), typo)
+    assert code == 0
+    misspelled, failing = [line for line in out.splitlines() if ": warning: " in line]
+    assert misspelled.startswith(f"{typo}: document 1: ResourceClaimTemplate team-a/one-gpu: warning: ")
+    assert 'did you mean "gpu.example.com/model"?' in misspelled
+    assert "fails on 10 of the 10 devices" in failing
+    code, audited, _ = run(capsys, "audit", "-f", str(CLUSTER), typo)
+    assert 'did you mean "gpu.example.com/model"?' in audited
+    # Failing on every device, no pod using the template can ever be scheduled: a failure in audit.
+    (row,) = [line for line in audited.splitlines() if line.split()[:2] == ["fail", "unmatched-selectors"]]
+    assert "its selectors fail on every device" in row and code == 1
+    assert run(capsys, "validate", "-f", str(CLUSTER), typo, "--strict")[0] == 1
+    alone = run(capsys, "validate", "-f", typo)  # no cluster to compare with: nothing to warn about
+    assert alone[:2] == (0, "1 objects: 1 valid, 0 invalid (0 problems)\n")
+
+
+def test_audit_of_nothing_is_unusable_input_as_for_validate(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    empty = write(tmp_path, "empty.yaml", "")
+    for command in ("validate", "audit", "allocate"):
+        code, out, err = run(capsys, command, "-f", empty)
+        assert (code, out) == (2, ""), command
+        assert f"no objects found in {empty}" in err, command
+
+
+def test_one_broken_file_in_audit_is_one_error_finding(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    helm = write(tmp_path, "templates/claim.yaml", "metadata:\n  name: {{ .Release.Name }}\n")
+    code, out, _ = run(capsys, "audit", "-f", str(CLUSTER), helm)
+    assert code == 1
+    assert f"{helm}: not valid YAML or JSON" in out and "helm template" in out

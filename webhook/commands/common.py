@@ -1,0 +1,118 @@
+"""The input flags every command shares, and what they read, so that every command reads alike.
+
+``-f/--filename`` (repeatable, several paths each, ``-`` for stdin), ``-R/--recursive``,
+``--api-versions`` (the API server's ``--runtime-config`` for the older DRA versions),
+``--unknown-fields``, ``--skip-kinds``, ``--strict-kinds`` and ``--allow-privileged`` (the API
+server's flag of that name); then one note per kind skipped, on stderr, as kubectl-style tools
+print them.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import TextIO
+
+from policies.api.conversion import CONVERTIBLE
+from policies.reading import CUSTOM_RESOURCE, NOT_CHECKED, UNKNOWN_FIELD_MODES, ReadOptions
+from webhook.manifests import Entry, read_entries, skipped_kinds
+
+OLDER_VERSIONS = sorted(CONVERTIBLE)
+
+
+class UsageError(Exception):
+    """An option value that cannot be used (exit code 2)."""
+
+
+def add_file_flags(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
+    parser.add_argument(
+        "-f",
+        "--filename",
+        dest="files",
+        action="extend",
+        nargs="+",
+        required=required,
+        metavar="FILE_OR_DIR",
+        help="manifests: YAML or JSON files, directories, or - for stdin (repeatable; several per -f)",
+    )
+    parser.add_argument(
+        "-R",
+        "--recursive",
+        action="store_true",
+        help="read the directories given with -f recursively, as kubectl -R",
+    )
+
+
+def add_reading_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--api-versions",
+        default="",
+        metavar="LIST",
+        help="older resource.k8s.io versions your API server serves (its --runtime-config), comma "
+        f"separated: {', '.join(OLDER_VERSIONS)}; their objects are converted to the version 1.36 "
+        "stores and checked as that (default: none, as a default 1.36 API server)",
+    )
+    parser.add_argument(
+        "--unknown-fields",
+        choices=UNKNOWN_FIELD_MODES,
+        default="error",
+        help="fields the API does not have, and fields written twice: an error (kubectl's strict "
+        "field validation), a warning, or ignored (default: error)",
+    )
+    parser.add_argument(
+        "--skip-kinds",
+        default="",
+        metavar="LIST",
+        help="kinds to skip without a note, comma separated (e.g. ConfigMap,ComputeDomain)",
+    )
+    parser.add_argument(
+        "--strict-kinds",
+        action="store_true",
+        help="make documents of kinds draguard does not check errors instead of notes",
+    )
+    parser.add_argument(
+        "--allow-privileged",
+        action="store_true",
+        help="accept privileged containers, as an API server started with --allow-privileged=true "
+        "(kubeadm's setting; kube-apiserver's own default refuses them)",
+    )
+
+
+def _items(value: str) -> frozenset[str]:
+    return frozenset(v.strip() for v in value.split(",") if v.strip())
+
+
+def read_options(args: argparse.Namespace) -> ReadOptions:
+    """The :class:`ReadOptions` of the flags; :class:`UsageError` for an unknown API version."""
+    versions = _items(args.api_versions)
+    unknown = sorted(versions - set(CONVERTIBLE))
+    if unknown:
+        raise UsageError(
+            f"--api-versions {','.join(unknown)}: not an older resource.k8s.io version Kubernetes 1.36 "
+            f"knows (one of {', '.join(OLDER_VERSIONS)})"
+        )
+    return ReadOptions(
+        api_versions=versions,
+        unknown_fields=args.unknown_fields,
+        skip_kinds=_items(args.skip_kinds),
+        strict_kinds=args.strict_kinds,
+    )
+
+
+def read_inputs(args: argparse.Namespace, paths: Sequence[str] | None = None) -> list[Entry]:
+    """The documents of ``-f`` (or ``paths``) read with the command's reading flags."""
+    return read_entries(args.files if paths is None else paths, read_options(args), args.recursive)
+
+
+def print_notes(entries: Sequence[Entry], out: TextIO) -> None:
+    """One line per kind that was skipped, saying why and how to silence or refuse it."""
+    for kind, why in skipped_kinds(entries).items():
+        if why == "--skip-kinds":
+            continue
+        count = sum(1 for e in entries if e.reading is not None and e.reading.kind == kind)
+        documents = "document" if count == 1 else "documents"
+        refuse = ", --strict-kinds to make it an error" if why in (NOT_CHECKED, CUSTOM_RESOURCE) else ""
+        print(
+            f"note: skipped {count} {kind} {documents}: {why} (--skip-kinds {kind} to silence this{refuse})",
+            file=out,
+        )

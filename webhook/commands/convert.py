@@ -1,0 +1,84 @@
+"""``draguard convert``: older ``resource.k8s.io`` objects rewritten in the version 1.36 serves.
+
+In the shape of ``kubectl convert``: the documents of ``-f`` are printed again, the ones in
+v1beta1 or v1beta2 (and v1alpha3 DeviceTaintRules) converted field by field as the 1.36 API server
+converts them (:mod:`policies.api.conversion`: v1beta1's flat request fields move under
+``exactly``, a device's ``basic`` fields up into the device), every other document unchanged, so
+that the output can replace the input. A document that strict decoding refuses in its own version
+is not converted: its problems go to stderr.
+
+Exit codes: 0 everything printed, 1 some document could not be converted or some file not read,
+2 nothing could be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import yaml
+
+from policies.api.conversion import CONVERTIBLE, convert
+from policies.reading import ReadOptions, read
+from webhook.commands.common import add_file_flags
+from webhook.manifests import Document, Unreadable, iter_inputs
+
+# Every older version counts as served here: converting it is the point.
+_ALL_VERSIONS = ReadOptions(api_versions=frozenset(CONVERTIBLE), unknown_fields="error")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "convert",
+        help="print older resource.k8s.io objects (v1beta1, v1beta2) converted to resource.k8s.io/v1",
+        description="Print the manifests again with their resource.k8s.io v1beta1 and v1beta2 objects (and "
+        "v1alpha3 DeviceTaintRules) converted field by field as a Kubernetes 1.36 API server converts "
+        "them, like kubectl convert: a v1beta1 request's deviceClassName, selectors, count and the like "
+        "move under exactly:, a device's basic: fields up into the device. Other documents are printed "
+        "as they are. Exit 0 when everything was printed, 1 when a document could not be converted or a "
+        "file read, 2 when nothing could be read.",
+    )
+    add_file_flags(p)
+    p.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml", help="output format")
+    p.set_defaults(func=run)
+
+
+def _converted(doc: Document) -> tuple[Any, list[str]]:
+    """The document in the version 1.36 serves, or unchanged; and why it cannot be converted."""
+    raw = doc.raw
+    if not isinstance(raw, dict) or raw.get("apiVersion") not in CONVERTIBLE:
+        return raw, []
+    reading = read(raw, _ALL_VERSIONS)
+    if reading.errors:
+        return None, [f"{doc.source}: {reading.label}: {e}" for e in reading.errors]
+    if reading.skipped is not None:
+        return raw, []
+    return convert(raw), []
+
+
+def run(args: argparse.Namespace) -> int:
+    out: list[Any] = []
+    problems: list[str] = []
+    read_any = False
+    for item in iter_inputs(args.files, args.recursive):
+        if isinstance(item, Unreadable):
+            problems.append(item.message)
+            continue
+        read_any = True
+        converted, found = _converted(item)
+        problems += found
+        if not found:
+            # Plain JSON values: a document read with a repeated key is a dict subclass.
+            out.append(json.loads(json.dumps(converted)))
+    for line in problems:
+        print(f"error: {line}", file=sys.stderr)
+    if not read_any:
+        return 2
+    if args.output == "json":
+        body = out[0] if len(out) == 1 else {"apiVersion": "v1", "kind": "List", "items": out}
+        print(json.dumps(body, indent=2))
+    else:
+        print(yaml.safe_dump_all(out, sort_keys=False), end="")
+    return 1 if problems else 0

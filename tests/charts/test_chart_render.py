@@ -772,6 +772,20 @@ def test_rendered_config_is_what_serve_loads(
     assert selector is not None and selector.match_labels == {"app": "gpu"}
 
 
+def test_the_snapshot_age_limit_is_a_value_the_alert_follows(tmp_path: Path, find: Find) -> None:
+    """snapshot.maxAgeSeconds (when the rules stop deciding on a stale cluster state) reaches serve's
+    config, and DraguardSnapshotStale fires past the same age."""
+    objects = render({"snapshot": {"maxAgeSeconds": 45}, "metrics": {"prometheusRule": {"enabled": True}}})
+    path = tmp_path / "config.yaml"
+    path.write_text(find(objects, "ConfigMap", "draguard-config")["data"]["config.yaml"])
+    assert load_config(str(path)).policy.snapshot.max_age_seconds == 45
+    rules = find(objects, "PrometheusRule", "draguard")["spec"]["groups"][0]["rules"]
+    (stale,) = [r for r in rules if r.get("alert") == "DraguardSnapshotStale"]
+    assert stale["expr"] == "max(draguard_snapshot_age_seconds) > 45"
+    with pytest.raises(HelmError, match="maxAgeSeconds"):
+        render({"snapshot": {"maxAgeSeconds": 0}})
+
+
 def test_the_mutating_webhook_turns_the_rules_mutation_on(tmp_path: Path, find: Find) -> None:
     """The mutating prescheduled rule only rewrites with rules.prescheduled.mutate: enabling its
     webhook without it would send every pinned pod to a rule that does nothing."""

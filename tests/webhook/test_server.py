@@ -501,6 +501,21 @@ async def test_readyz_waits_for_the_state_and_healthz_does_not(aiohttp_client: C
     assert (await client.get("/readyz")).status == 200
 
 
+async def test_readyz_says_a_stale_state_and_stays_ready(aiohttp_client: Client) -> None:
+    """Past snapshot.maxAgeSeconds the replica still answers (the rules that need the state per their
+    failure policy); leaving the Service would hand every rule to the webhooks' failurePolicy."""
+    state = FakeState(synced=True)
+    client = await aiohttp_client(build_app(make_admission(state=state), readiness(state, None, 30)))
+    assert await (await client.get("/readyz")).text() == "ok"
+    state.seconds = 42
+    stale = await client.get("/readyz")
+    assert stale.status == 200
+    assert await stale.text() == (
+        "ok\nstale: the cluster state was last confirmed 42s ago (snapshot.maxAgeSeconds 30): "
+        "the rules that need it answer per their failurePolicy"
+    )
+
+
 def test_default_deadline_is_below_every_timeout_the_chart_configures() -> None:
     values = yaml.safe_load((Path(__file__).resolve().parents[2] / "charts/draguard/values.yaml").read_text())
     hooks = values["webhooks"]

@@ -181,7 +181,11 @@ class ControlPlane:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     def restart_apiserver(self) -> None:
-        """Stop kube-apiserver and start it again on the same port (its clients see it go away)."""
+        """Stop kube-apiserver and start it again on the same port (its clients see it go away).
+
+        Call it on the test's own thread: the new process gets the parent-death signal, which the
+        kernel ties to the thread that spawned it, so one started from a thread that then ends dies
+        with that thread."""
         self._components.pop("kube-apiserver").stop()
         self._start_apiserver()
 

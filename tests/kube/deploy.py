@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import urllib3
 import yaml
 from controlplane import Component, ControlPlane, _die_with_parent, free_port, wait_for
 from kubernetes import client, dynamic
@@ -75,7 +76,8 @@ class SecretVolume:
 
     def _run(self) -> None:
         while not self._stop.wait(0.3):
-            with contextlib.suppress(client.ApiException, OSError, ValueError):
+            # The API server may be away (a test restarts it): the kubelet retries, so does this.
+            with contextlib.suppress(client.ApiException, urllib3.exceptions.HTTPError, OSError, ValueError):
                 secret = self._core.read_namespaced_secret(self._name, self._namespace)
                 data = dict(secret.data or {})
                 if data != self._seen:

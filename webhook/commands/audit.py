@@ -25,6 +25,7 @@ import argparse
 import json
 import sys
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
@@ -39,6 +40,7 @@ from policies.audit import (
     Finding,
     Report,
     audit,
+    left_out,
     policy_reports,
     undecodable,
     undecodable_document,
@@ -245,11 +247,15 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
-    report = Report((*unreadable, *report.findings), report.objects)
+    report = replace(report, findings=(*unreadable, *report.findings))
     if args.output == "json":
         print(json.dumps(to_json(report), indent=2))
     elif args.output == "policyreport":
         print(yaml.safe_dump_all(policy_reports(report, now), sort_keys=False), end="")
+        if dropped := left_out(report):
+            namespaces = ", ".join(sorted({f.namespace for f in dropped}))
+            print(f"note: {len(dropped)} results in namespaces being deleted ({namespaces}) are not in the "
+                  "PolicyReports: the API server creates nothing there", file=sys.stderr)
     else:
         print(table(report))
         print(summary(report))

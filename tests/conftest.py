@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import os
-import secrets
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kubernetes import client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "kube"))
 
@@ -41,15 +39,6 @@ def control_plane() -> Iterator[ControlPlane]:
 
 @pytest.fixture
 def kube_namespace(control_plane: ControlPlane) -> Iterator[str]:
-    """A fresh namespace for one test, with its ``default`` ServiceAccount (which pods need, and
-    which only the controller-manager would otherwise create); deleted afterwards."""
-    name = f"t-{secrets.token_hex(4)}"
-    core = client.CoreV1Api(control_plane.client())
-    core.create_namespace({"metadata": {"name": name}})
-    try:
-        core.create_namespaced_service_account(name, {"metadata": {"name": "default"}})
-    except client.ApiException as err:
-        if err.status != 409:  # the controller-manager made it first
-            raise
-    yield name
-    core.delete_namespace(name)
+    """A fresh namespace for one test (see :meth:`ControlPlane.namespace`)."""
+    with control_plane.namespace() as name:
+        yield name

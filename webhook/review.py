@@ -102,11 +102,13 @@ def _failure(code: int, reason: str, message: str) -> dict[str, Any]:
 
 
 def answer(uid: str, decision: Decision) -> dict[str, Any]:
-    """The AdmissionReview that carries ``decision``: a 403 status when denied, a base64 JSONPatch
-    when it patches, warnings either way."""
+    """The AdmissionReview that carries ``decision``: a 403 status when denied (429 when the refusal
+    lifts by itself, which the API server passes on to the client as it does a
+    PodDisruptionBudget's), a base64 JSONPatch when it patches, warnings either way."""
     response: dict[str, Any] = {"uid": uid, "allowed": decision.allowed}
     if not decision.allowed:
-        response["status"] = _failure(403, "Forbidden", decision.message)
+        code, reason = (429, "TooManyRequests") if decision.retry_later else (403, "Forbidden")
+        response["status"] = _failure(code, reason, decision.message)
     if decision.warnings:
         response["warnings"] = list(decision.warnings)
     if decision.patch:

@@ -5,7 +5,9 @@ plugin goes first, the kubelet cannot unprepare the devices of the workload pods
 shutting down, their claims stay prepared on a node nobody cleans up, and the pods hang in
 Terminating. So an eviction (``pods/eviction`` CREATE; the request names the pod) of a driver pod
 is denied while claims allocated on its node are still reserved by other consumers; once the
-workload pods are gone, the driver pod can be evicted.
+workload pods are gone, the driver pod can be evicted. The refusal says "retry later" (429, as a
+PodDisruptionBudget's does): ``kubectl drain`` and other drainers evict every pod of the node at
+once and retry only that answer, so the driver pod then goes by itself after its workloads.
 
 Driver pods are those matching ``drain.driverPodSelector``; without one the rule is inactive. The
 pod is looked up in the snapshot, so the state watcher must keep the driver pods there too (it
@@ -114,4 +116,4 @@ class DrainRule:
             f"DRA driver pod {pod.key} on node {node.name} must not be evicted yet: claims {a_few(held)} "
             "are still reserved by workload pods, and the driver must stay to unprepare their devices; "
             "drain the workload pods first, then evict the driver pod"
-        ))]
+        ), retry_later=True)]

@@ -52,11 +52,16 @@ class Request(NamedTuple):
 
 @dataclass(frozen=True)
 class Finding:
-    """One thing a rule found: ``deny`` findings block in enforce mode, ``warn`` ones never do."""
+    """One thing a rule found: ``deny`` findings block in enforce mode, ``warn`` ones never do.
+
+    ``retry_later``: the refusal lifts by itself once the cluster moves on, as a
+    PodDisruptionBudget's does; the webhook then answers 429 Too Many Requests, which eviction
+    clients (``kubectl drain``, the cluster autoscaler) retry, where a 403 makes them give up."""
 
     action: Action
     message: str
     patch: tuple[Mapping[str, Any], ...] = ()
+    retry_later: bool = False
 
 
 @dataclass(frozen=True)
@@ -109,15 +114,19 @@ class Outcome:
     mode: str
     action: Literal["deny", "warn", "audit", "error"]
     message: str
+    retry_later: bool = False
 
 
 @dataclass(frozen=True)
 class Decision:
+    """``retry_later``: denied, and every refusal would lift by itself (see :class:`Finding`)."""
+
     allowed: bool
     message: str = ""
     warnings: tuple[str, ...] = ()
     patch: tuple[Mapping[str, Any], ...] = ()
     outcomes: tuple[Outcome, ...] = field(default_factory=tuple)
+    retry_later: bool = False
 
 
 def rule_config(config: Config, rule: str) -> RuleConfig:
@@ -130,7 +139,7 @@ def _apply_mode(rule: str, settings: RuleConfig, finding: Finding) -> Outcome:
         return Outcome(rule, settings.mode, "audit", finding.message)
     if settings.mode == "warn" or finding.action == "warn":
         return Outcome(rule, settings.mode, "warn", finding.message)
-    return Outcome(rule, settings.mode, "deny", finding.message)
+    return Outcome(rule, settings.mode, "deny", finding.message, finding.retry_later)
 
 
 def _unavailable(rule: str, settings: RuleConfig, reason: str) -> Outcome:
@@ -146,14 +155,15 @@ _NOTHING_FOUND = Decision(allowed=True)
 def _fold(outcomes: list[Outcome], patch: list[Mapping[str, Any]]) -> Decision:
     if not outcomes:
         return _NOTHING_FOUND
-    denies = [o.message for o in outcomes if o.action == "deny"]
+    denies = [o for o in outcomes if o.action == "deny"]
     warnings = tuple(o.message for o in outcomes if o.action in ("warn", "error") and o.mode != "audit")
     return Decision(
         allowed=not denies,
-        message="; ".join(denies),
+        message="; ".join(o.message for o in denies),
         warnings=warnings,
         patch=tuple(patch) if not denies else (),
         outcomes=tuple(outcomes),
+        retry_later=bool(denies) and all(o.retry_later for o in denies),
     )
 
 
@@ -221,10 +231,12 @@ def admit(request: Request, rules: Sequence[Rule], ctx: Context) -> Decision:
         request = request._replace(raw=raw, obj=decode(raw))
     validated = decide(request, [rule for rule in rules if not rule.mutating], ctx)
     allowed = mutated.allowed and validated.allowed
+    refusals = [d for d in (mutated, validated) if not d.allowed]
     return Decision(
         allowed=allowed,
         message="; ".join(m for m in (mutated.message, validated.message) if m),
         warnings=mutated.warnings + validated.warnings,
         patch=mutated.patch if allowed else (),
         outcomes=mutated.outcomes + validated.outcomes,
+        retry_later=bool(refusals) and all(d.retry_later for d in refusals),
     )

@@ -452,8 +452,12 @@ def pod_filter(hook: dict[str, Any]) -> celpy.Runner | None:
 def admitted(
     program: celpy.Runner, resource: str, obj: dict[str, Any] | None, group: str = "", sub: str = ""
 ) -> bool:
-    """``obj`` None: a DELETE, for which the API server passes a null object."""
-    request = {"resource": {"group": group, "version": "v1", "resource": resource}, "subResource": sub}
+    """``obj`` None: a DELETE, for which the API server passes a null object. Like the API server,
+    ``request`` has no ``subResource`` when there is none (it converts the request without its
+    empty fields), so an expression reading it unguarded fails here as it does there."""
+    request: dict[str, Any] = {"resource": {"group": group, "version": "v1", "resource": resource}}
+    if sub:
+        request["subResource"] = sub
     return bool(program.evaluate({"request": celpy.json_to_cel(request), "object": celpy.json_to_cel(obj)}))
 
 

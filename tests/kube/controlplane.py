@@ -24,6 +24,7 @@ import datetime as dt
 import http.client
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -31,7 +32,7 @@ import ssl
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -425,18 +426,62 @@ class ControlPlane:
 
     # -- objects ---------------------------------------------------------------------------------
 
-    def grant(self, namespace: str, user: str, rules: Sequence[Mapping[str, Any]]) -> None:
-        """A Role with ``rules`` bound to ``user`` in ``namespace`` (the built-in ``edit`` and
-        ``admin`` roles are empty until the controller-manager aggregates them)."""
+    def grant(self, namespace: str | None, user: str, rules: Sequence[Mapping[str, Any]]) -> None:
+        """A Role with ``rules`` bound to ``user`` in ``namespace``, or with ``namespace`` None a
+        ClusterRole bound cluster-wide (the built-in ``edit`` and ``admin`` roles are empty until
+        the controller-manager aggregates them)."""
         rbac = client.RbacAuthorizationV1Api(self.client())
         name = f"grant-{user.replace(':', '-')}"
-        rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": list(rules)})
+        role = {"metadata": {"name": name}, "rules": list(rules)}
         binding = {
             "metadata": {"name": name},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role" if namespace else "ClusterRole",
+                "name": name,
+            },
             "subjects": [{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}],
         }
-        rbac.create_namespaced_role_binding(namespace, binding)
+        if namespace:
+            rbac.create_namespaced_role(namespace, role)
+            rbac.create_namespaced_role_binding(namespace, binding)
+        else:
+            rbac.create_cluster_role(role)
+            rbac.create_cluster_role_binding(binding)
+
+    def service_account_token(self, namespace: str, name: str, seconds: int = 3600) -> str:
+        """A token of the ServiceAccount (TokenRequest), as a pod of it would be given."""
+        core = client.CoreV1Api(self.client())
+        answer = core.create_namespaced_service_account_token(
+            name, namespace, {"spec": {"expirationSeconds": seconds}}
+        )
+        token: str = answer.status.token
+        return token
+
+    def token_client(self, token: str) -> client.ApiClient:
+        """An API client authenticated by a bearer ``token`` (a ServiceAccount's)."""
+        configuration = client.Configuration()
+        configuration.host = self.url
+        configuration.ssl_ca_cert = str(self.ca_file)
+        configuration.api_key = {"BearerToken": f"Bearer {token}"}
+        return client.ApiClient(configuration)
+
+    @contextlib.contextmanager
+    def namespace(self) -> Iterator[str]:
+        """A fresh namespace for the ``with`` block, with its ``default`` ServiceAccount (which pods
+        need, and which only the controller-manager would otherwise create); deleted afterwards."""
+        name = f"t-{secrets.token_hex(4)}"
+        core = client.CoreV1Api(self.client())
+        core.create_namespace({"metadata": {"name": name}})
+        try:
+            core.create_namespaced_service_account(name, {"metadata": {"name": "default"}})
+        except client.ApiException as err:
+            if err.status != 409:  # the controller-manager made it first
+                raise
+        try:
+            yield name
+        finally:
+            core.delete_namespace(name)
 
     def add_node(
         self,

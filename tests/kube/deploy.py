@@ -120,6 +120,9 @@ class Balancer:
 
     def close(self) -> None:
         self._closed = True
+        # close() alone does not wake a thread blocked in accept(); shutdown() does (on Linux).
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)
         self._listener.close()
         self._thread.join(5)
 
@@ -311,11 +314,7 @@ class Draguard:
         return replica.component.tail(60) if replica.component else ""
 
     def _token(self) -> str:
-        core = client.CoreV1Api(self.plane.client())
-        request = {"spec": {"expirationSeconds": 3600 * 6}}
-        answer = core.create_namespaced_service_account_token(RELEASE, NAMESPACE, request)
-        token: str = answer.status.token
-        return token
+        return self.plane.service_account_token(NAMESPACE, RELEASE, seconds=3600 * 6)
 
     def _config_text(self) -> str:
         maps = [o for o in self.objects if o["kind"] == "ConfigMap" and "config.yaml" in o.get("data", {})]

@@ -95,6 +95,15 @@ def test_a_crashing_rule_is_an_answer_not_a_crash() -> None:
     assert "internal error: KeyError" in d.message
 
 
+def test_retry_later_only_when_every_refusal_lifts_by_itself() -> None:
+    """A temporary refusal next to a lasting one is a lasting refusal: retrying would not help."""
+    later = Finding("deny", "driver pod must not be evicted yet", retry_later=True)
+    assert decide(request(), [FakeRule("drain", [later])], ctx()).retry_later
+    both = [FakeRule("drain", [later]), FakeRule("selectors", [DENY])]
+    assert not decide(request(), both, ctx()).retry_later
+    assert not decide(request(), [FakeRule("drain", [later])], ctx(drain={"mode": "warn"})).retry_later
+
+
 def test_patch_is_dropped_when_denied() -> None:
     patched = Finding("warn", "rewrote nodeName", patch=({"op": "remove", "path": "/spec/nodeName"},))
     assert decide(request(), [FakeRule("prescheduled", [patched])], ctx()).patch == patched.patch

@@ -164,15 +164,16 @@ class Scene:
         return objects
 
     def ask(
-        self, pod: dict[str, Any], *, keep: bool = False, sequence: bool = False
+        self, pod: dict[str, Any], *, keep: bool = False, sequence: bool = False, retried: bool = False
     ) -> tuple[Decision, dict[str, Any]]:
         """The scheduler's decision on ``pod`` and draguard's answer on the cluster as it was. The
         objects created just before reach the scheduler's informers a moment later: give them that
-        moment, or the scheduler answers for a cluster draguard never saw."""
+        moment, or the scheduler answers for a cluster draguard never saw. ``retried``: the first
+        attempt is expected to fail and a later one to bind, so wait for the binding."""
         time.sleep(SETTLE)
         before = self.state()
         created = self.post(f"/api/v1/namespaces/{self.ns}/pods", pod)
-        decision = self.decision(pod["metadata"]["name"])
+        decision = self.decision(pod["metadata"]["name"], bound=retried)
         asked = {
             **pod,
             "metadata": {**pod["metadata"], "namespace": self.ns, "uid": created["metadata"]["uid"]},
@@ -182,16 +183,17 @@ class Scene:
             call(self.api, "DELETE", f"/api/v1/namespaces/{self.ns}/pods/{pod['metadata']['name']}")
         return decision, answer
 
-    def decision(self, name: str) -> Decision:
+    def decision(self, name: str, bound: bool = False) -> Decision:
+        """What kube-scheduler decided on pod ``name``: its node, or the first unschedulable reason
+        (``bound``: only a binding counts, for pods whose first attempt is meant to fail)."""
         path = f"/api/v1/namespaces/{self.ns}/pods/{name}"
 
         def decided() -> dict[str, Any] | None:
             pod = self.get(path)
             conditions = {c["type"]: c for c in pod.get("status", {}).get("conditions", [])}
             scheduled = conditions.get("PodScheduled")
-            return (
-                pod if pod["spec"].get("nodeName") or (scheduled and scheduled["status"] == "False") else None
-            )
+            refused = not bound and scheduled is not None and scheduled["status"] == "False"
+            return pod if pod["spec"].get("nodeName") or refused else None
 
         pod = wait_for(f"kube-scheduler to decide on {name}", decided)
         if not pod["spec"].get("nodeName"):
@@ -531,7 +533,7 @@ def test_a_claim_allocated_elsewhere_and_reserved_by_nobody_is_deallocated(scene
     pod = pod_manifest(
         "p", nodeSelector={"kubernetes.io/hostname": b}, claims=[{"name": "g", "resourceClaimName": "shared"}]
     )
-    decision, answer = scene.ask(pod)
+    decision, answer = scene.ask(pod, retried=True)
     # The first attempt fails on b (the claim is allocated for a), PostFilter deallocates it, and the
     # next attempt allocates it on b.
     assert decision.node == b

@@ -36,6 +36,7 @@ def strictly_modelled(body: dict[str, Any]) -> AdmissionReview:
         Decision(True),
         Decision(True, warnings=("selector matches no device",)),
         Decision(False, "claim c is not allocated", warnings=("w",)),
+        Decision(False, "driver pod must not be evicted yet", retry_later=True),
         Decision(True, patch=PATCH),
     ],
 )
@@ -50,7 +51,8 @@ def test_answers_are_admission_reviews_with_known_fields_only(decision: Decision
         assert response.status is None
     else:
         assert response.status is not None
-        assert (response.status.code, response.status.reason) == (403, "Forbidden")
+        expected = (429, "TooManyRequests") if decision.retry_later else (403, "Forbidden")
+        assert (response.status.code, response.status.reason) == expected
         assert response.status.message == decision.message
     if decision.patch:
         assert response.patch_type == "JSONPatch"

@@ -184,11 +184,17 @@ matchExpressions:
   {{- end }}
 {{- end -}}
 
-{{/* Pods are the API server's busiest kind; those without claims never concern draguard. */}}
+{{/*
+Pods are the API server's busiest kind; those without claims never concern draguard. The webhooks'
+rules name "pods", which matches no pod subresource, so a pod here is always the pod itself. Only
+fields the API server always sets are read: it hands `request` to CEL without its empty fields, so
+`request.subResource` on a pod is "no such key", an error that a Fail webhook turns into refusing
+every pod without claims.
+*/}}
 {{- define "draguard.podFilter" -}}
 - name: pods-with-resource-claims
   expression: >-
-    request.resource.group != '' || request.resource.resource != 'pods' || request.subResource != '' ||
+    request.resource.group != '' || request.resource.resource != 'pods' ||
     (has(object.spec.resourceClaims) && size(object.spec.resourceClaims) > 0)
 {{- end -}}
 

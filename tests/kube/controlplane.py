@@ -186,8 +186,12 @@ class ControlPlane:
 
         Call it on the test's own thread: the new process gets the parent-death signal, which the
         kernel ties to the thread that spawned it, so one started from a thread that then ends dies
-        with that thread."""
-        self._components.pop("kube-apiserver").stop()
+        with that thread.
+
+        It is given 2 s to stop: with clients watching (a draguard under test) kube-apiserver waits
+        for their watch connections to end, which they never do, and a restart cost 15 s of that.
+        Killing it then is a crash to its clients, which is what a restart test wants them to see."""
+        self._components.pop("kube-apiserver").stop(grace=2.0)
         self._start_apiserver()
 
     def start_scheduler(self) -> None:

@@ -230,18 +230,20 @@ def test_after_a_410_the_state_is_listed_again_with_what_changed(
     assert log is not None
     listed_before = log.log.read_text().count("listing again")
     restarted(control_plane, watcher, compact=True)
-    # written as the API server comes back, while draguard's watches wait for their next attempt
+    # written and deleted as the API server comes back, while draguard's watches wait to reconnect
     apply(control_plane.client(), [node_slice("state-node-b", "H100")])
+    remove(control_plane.client(), [node_slice("state-node-a", "A100")])
     wait_for("the state to resync", watcher.fresh, timeout=60)
     assert log.log.read_text().count("listing again") > listed_before  # a watch was answered 410
-    # the H100 is in the state: a claim selecting it draws no "matches none" warning
-    wait_for("the new slice in the state", lambda: not h100_claim(control_plane).warnings)
+    # the H100 is in the state and the A100 is not: "matches none" for the one, not the other
+    wait_for("the new slice in the state", lambda: not model_claim(control_plane, "H100").warnings)
+    assert any("matches none" in w for w in model_claim(control_plane, "A100").warnings)
 
 
-def h100_claim(plane: ControlPlane) -> Any:
-    """A claim for the H100, under a fresh name each time (a user trying again after a warning)."""
+def model_claim(plane: ControlPlane, model: str) -> Any:
+    """A claim for a GPU model, under a fresh name each time (a user trying again after a warning)."""
     name = f"after-{uuid.uuid4().hex[:6]}"
     path = f"/apis/resource.k8s.io/v1/namespaces/{NS}/resourceclaims"
-    made = call(plane.client(), "POST", path, claim(name, "H100"))
+    made = call(plane.client(), "POST", path, claim(name, model))
     assert made.status == 201, made.body
     return made

@@ -17,6 +17,7 @@ import pytest
 from controlplane import ControlPlane, call, wait_for
 from deploy import Draguard, apply, installed, remove
 from kubernetes import client
+from workloads import claim, device_class, resource_slice
 
 NS = "e2e-dryrun"
 DRIVER = "dryrun.example.com"
@@ -25,38 +26,10 @@ ROLE = "draguard-dryrun"
 
 
 def cluster_objects() -> list[dict[str, Any]]:
-    devices = [{"name": f"gpu-{i}", "attributes": {"index": {"int": i}}} for i in range(2)]
-    return [
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "DeviceClass",
-            "metadata": {"name": DRIVER},
-            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
-        },
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceSlice",
-            "metadata": {"name": f"{NODE}-{DRIVER}"},
-            "spec": {
-                "driver": DRIVER,
-                "nodeName": NODE,
-                "pool": {"name": NODE, "generation": 1, "resourceSliceCount": 1},
-                "devices": devices,
-            },
-        },
-    ]
+    return [device_class(DRIVER), resource_slice(DRIVER, NODE, devices=2)]
 
 
-QUESTION = {
-    "claims": [
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceClaim",
-            "metadata": {"name": "one-gpu", "namespace": NS},
-            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRIVER}}]}},
-        }
-    ]
-}
+QUESTION = {"claims": [{**claim("one-gpu", DRIVER), "metadata": {"name": "one-gpu", "namespace": NS}}]}
 
 
 @dataclass

@@ -34,6 +34,7 @@ import pytest
 from controlplane import Answer, ControlPlane, call, wait_for
 from deploy import Draguard, apply, installed, remove
 from kubernetes import client
+from workloads import device_class, resource_slice
 
 DRIVER = "cpu.example.com"
 NODES = 4
@@ -50,40 +51,13 @@ NS = "e2e-quota"
 
 def cpu_driver() -> list[dict[str, Any]]:
     """The DeviceClass and one ResourceSlice per node: cores mapped one to one onto ``cpu``."""
-    objects: list[dict[str, Any]] = [
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "DeviceClass",
-            "metadata": {"name": DRIVER},
-            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
-        }
-    ]
+    objects = [device_class(DRIVER)]
     for n in range(NODES):
-        node = f"quota-node-{n}"
-        devices = [
-            {
-                "name": f"cpu-{core}",
-                "attributes": {
-                    "dra.cpu/numaNodeID": {"int": core // (CORES // 2)},
-                    "dra.cpu/coreID": {"int": core},
-                },
-                "nodeAllocatableResourceMappings": {"cpu": {"allocationMultiplier": "1"}},
-            }
-            for core in range(CORES)
-        ]
-        objects.append(
-            {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "ResourceSlice",
-                "metadata": {"name": f"{node}-{DRIVER}"},
-                "spec": {
-                    "driver": DRIVER,
-                    "nodeName": node,
-                    "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-                    "devices": devices,
-                },
-            }
-        )
+        published = resource_slice(DRIVER, f"quota-node-{n}", devices=CORES)
+        for core, device in enumerate(published["spec"]["devices"]):
+            device["attributes"]["dra.cpu/numaNodeID"] = {"int": core // (CORES // 2)}
+            device["nodeAllocatableResourceMappings"] = {"cpu": {"allocationMultiplier": "1"}}
+        objects.append(published)
     return objects
 
 
@@ -121,7 +95,7 @@ def reservation(claimed: dict[str, Any], pod_uid: str, i: int) -> dict[str, Any]
     node = f"quota-node-{i // CORES}"
     allocation = {
         "devices": {
-            "results": [{"request": "cpu", "driver": DRIVER, "pool": node, "device": f"cpu-{i % CORES}"}]
+            "results": [{"request": "cpu", "driver": DRIVER, "pool": node, "device": f"dev-{i % CORES}"}]
         },
         "nodeSelector": {
             "nodeSelectorTerms": [

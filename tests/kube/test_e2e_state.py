@@ -32,6 +32,9 @@ import pytest
 from controlplane import ControlPlane, call, wait_for
 from deploy import Draguard, apply, installed, remove
 from kubernetes import client
+from workloads import device_class, resource_slice
+
+from webhook.demo import pod_review
 
 NS = "e2e-state"
 DRIVER = "state.example.com"
@@ -39,28 +42,11 @@ MAX_AGE = 3
 VALUES = {"snapshot": {"maxAgeSeconds": MAX_AGE}, "rules": {"prescheduled": {"failurePolicy": "Fail"}}}
 
 
-def device_class() -> dict[str, Any]:
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "DeviceClass",
-        "metadata": {"name": DRIVER},
-        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
-    }
-
-
 def node_slice(node: str, model: str) -> dict[str, Any]:
-    device = {"name": "gpu-0", "attributes": {"model": {"string": model}}}
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceSlice",
-        "metadata": {"name": f"{node}-{DRIVER}"},
-        "spec": {
-            "driver": DRIVER,
-            "nodeName": node,
-            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-            "devices": [device],
-        },
-    }
+    """One GPU of ``model`` on ``node``."""
+    published = resource_slice(DRIVER, node)
+    published["spec"]["devices"][0]["attributes"] = {"model": {"string": model}}
+    return published
 
 
 def claim(name: str, model: str) -> dict[str, Any]:
@@ -79,41 +65,22 @@ def claim(name: str, model: str) -> dict[str, Any]:
 
 def pinned_pod_review() -> dict[str, Any]:
     """What the API server sends for a pod pinned with spec.nodeName that uses a claim."""
+    container = {
+        "name": "c",
+        "image": "registry.k8s.io/pause:3.9",
+        "resources": {"claims": [{"name": "gpu"}]},
+    }
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "pinned", "namespace": NS},
         "spec": {
             "nodeName": "state-node-a",
-            "containers": [
-                {
-                    "name": "c",
-                    "image": "registry.k8s.io/pause:3.9",
-                    "resources": {"claims": [{"name": "gpu"}]},
-                }
-            ],
+            "containers": [container],
             "resourceClaims": [{"name": "gpu", "resourceClaimName": "before"}],
         },
     }
-    return {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": str(uuid.uuid4()),
-            "kind": {"group": "", "version": "v1", "kind": "Pod"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
-            "requestResource": {"group": "", "version": "v1", "resource": "pods"},
-            "name": "pinned",
-            "namespace": NS,
-            "operation": "CREATE",
-            "userInfo": {"username": "tenant", "groups": ["system:authenticated"]},
-            "object": pod,
-            "oldObject": None,
-            "dryRun": False,
-            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
-        },
-    }
+    return pod_review(pod)
 
 
 @dataclass
@@ -152,7 +119,7 @@ def watcher(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactor
     admin = control_plane.client()
     for node in ("state-node-a", "state-node-b"):
         control_plane.add_node(node)
-    objects = [device_class(), node_slice("state-node-a", "A100")]
+    objects = [device_class(DRIVER), node_slice("state-node-a", "A100")]
     apply(admin, objects)
     core = client.CoreV1Api(admin)
     core.create_namespace({"metadata": {"name": NS}})

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -24,11 +24,12 @@ from typing import Any
 import pytest
 from controlplane import ControlPlane, call
 from kubernetes import client
+from ledger_recording import RecordingConfigMaps, Seen, namespace_named
 from ledger_standin import FaultyApiserver, faulty
 
 from policies.api.quantity import Quantity
 from policies.quota import Charge, Exceeded, Ledger, LedgerUnavailable
-from webhook.ledger import LEDGER_NAME, ApiLedgerStore, ConfigMaps, Conflict, decode_entry
+from webhook.ledger import LEDGER_NAME, ApiLedgerStore, ConfigMaps, decode_entry
 
 NS = "ledger-tests"
 PATH = f"/api/v1/namespaces/{NS}/configmaps/{LEDGER_NAME}"
@@ -57,51 +58,16 @@ def room(limit: int) -> Any:
     return check_for
 
 
-Hook = Callable[[str, str, Any], None]
-
-
-class RecordingConfigMaps(ConfigMaps):
-    """The ledger's client, recording its requests into ``seen`` and running ``seen.before`` first
-    (another replica writing at exactly that moment)."""
-
-    def __init__(self, seen: Real, read_timeout: float) -> None:
-        super().__init__(seen.api, read_timeout=read_timeout)
-        self.seen = seen
-        self.conflicts = 0
-
-    def _call(
-        self, method: str, path: str, body: Any = None, deadline: float | None = None
-    ) -> tuple[int, Any]:
-        self._timeouts_until(deadline, f"{method} {path}")  # one out of time is never sent
-        self.seen.requests.append((method, path))
-        if self.seen.before is not None:
-            self.seen.before(method, path, body)
-        return super()._call(method, path, body, deadline)
-
-    def write(self, namespace: str, data: Any, base: Any, deadline: float | None = None) -> None:
-        try:
-            super().write(namespace, data, base, deadline)
-        except Conflict:
-            self.conflicts += 1
-            raise
-
-
-class Real:
+class Real(Seen):
     """The real API server, seen through the ledger clients made by :meth:`store_for`."""
 
     def __init__(self, api: client.ApiClient) -> None:
+        super().__init__()
         self.api = api
-        self.requests: list[tuple[str, str]] = []
-        self.before: Hook | None = None
 
     def store_for(self, read_timeout: float = 1.0, now: datetime = T0) -> ApiLedgerStore:
-        return ApiLedgerStore(
-            RecordingConfigMaps(self, read_timeout), clock=lambda: now, backoff=lambda _: None
-        )
-
-    @property
-    def writes(self) -> int:
-        return sum(method in ("POST", "PUT") for method, _ in self.requests)
+        maps = RecordingConfigMaps(self.api, self, read_timeout)
+        return ApiLedgerStore(maps, clock=lambda: now, backoff=lambda _: None)
 
     def stored(self) -> dict[str, Any]:
         answer = call(self.api, "GET", PATH)
@@ -111,10 +77,8 @@ class Real:
 
 @pytest.fixture(scope="module")
 def namespace(control_plane: ControlPlane) -> Iterator[str]:
-    core = client.CoreV1Api(control_plane.client())
-    core.create_namespace({"metadata": {"name": NS}})
-    yield NS
-    core.delete_namespace(NS)
+    with namespace_named(control_plane, NS) as name:
+        yield name
 
 
 @pytest.fixture
@@ -291,7 +255,7 @@ def test_damaged_entries_are_an_error_naming_the_key() -> None:
 
 
 def test_one_replica_batches_concurrent_charges_and_never_conflicts_with_itself(real: Real) -> None:
-    maps = RecordingConfigMaps(real, read_timeout=1.0)
+    maps = RecordingConfigMaps(real.api, real)
     store, check = ApiLedgerStore(maps, clock=lambda: T0), room(20)
     with ThreadPoolExecutor(16) as pool:
         answers = list(

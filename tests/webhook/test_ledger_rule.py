@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from controlplane import ControlPlane, call
 from kubernetes import client
+from ledger_recording import RecordingConfigMaps, namespace_named
 from ledger_standin import FaultyApiserver, faulty
 
 from policies.api.admission import UserInfo
@@ -143,34 +144,17 @@ def reservation(name: str, cores: str, pod_name: str) -> Request:
     )
 
 
-class Recording(ConfigMaps):
-    """The ledger's client, recording the requests it makes."""
-
-    def __init__(self, api: client.ApiClient) -> None:
-        super().__init__(api)
-        self.requests: list[tuple[str, str]] = []
-
-    def _call(
-        self, method: str, path: str, body: Any = None, deadline: float | None = None
-    ) -> tuple[int, Any]:
-        self._timeouts_until(deadline, f"{method} {path}")  # one out of time is never sent
-        self.requests.append((method, path))
-        return super()._call(method, path, body, deadline)
-
-
 @pytest.fixture(scope="module")
 def namespace(control_plane: ControlPlane) -> Iterator[str]:
-    core = client.CoreV1Api(control_plane.client())
-    core.create_namespace({"metadata": {"name": NS}})
-    yield NS
-    core.delete_namespace(NS)
+    with namespace_named(control_plane, NS) as name:
+        yield name
 
 
 @pytest.fixture
-def maps(control_plane: ControlPlane, namespace: str) -> Iterator[Recording]:
+def maps(control_plane: ControlPlane, namespace: str) -> Iterator[RecordingConfigMaps]:
     """The ledger client on the real API server; the namespace's ledger is removed afterwards."""
     with control_plane.client() as api:
-        yield Recording(api)
+        yield RecordingConfigMaps(api)
         call(api, "DELETE", f"/api/v1/namespaces/{NS}/configmaps/{LEDGER_NAME}")
 
 
@@ -188,7 +172,9 @@ def ctx(snap: Snapshot, **quota: Any) -> Context:
     return Context(snap, Config.model_validate({"rules": {"quota": quota}}), T0)
 
 
-def test_reservations_are_charged_to_the_shared_ledger_until_the_quota_is_full(maps: Recording) -> None:
+def test_reservations_are_charged_to_the_shared_ledger_until_the_quota_is_full(
+    maps: RecordingConfigMaps,
+) -> None:
     store = store_on(maps)
     rules = with_ledger(RULES, store)
     assert sum(isinstance(r, QuotaRule) and r.store is store for r in rules) == 1
@@ -221,7 +207,7 @@ def test_an_unreachable_ledger_is_answered_per_the_failure_policy(
     assert store_on(stand_in).current(NS).usage(NS) == {}
 
 
-def test_reconcile_releases_deallocated_claims_and_restores_lost_charges(maps: Recording) -> None:
+def test_reconcile_releases_deallocated_claims_and_restores_lost_charges(maps: RecordingConfigMaps) -> None:
     store = store_on(maps)
     store.charge(NS, "uid-gone", {"requests.cpu": Quantity.parse("4")}, lambda ledger: None)
     later = store_on(maps, now=T0 + timedelta(minutes=5))
@@ -233,15 +219,15 @@ def test_reconcile_releases_deallocated_claims_and_restores_lost_charges(maps: R
     assert reconcile_all(later, snap) == []
 
 
-def test_without_a_quota_the_ledger_is_not_written(maps: Recording) -> None:
+def test_without_a_quota_the_ledger_is_not_written(maps: RecordingConfigMaps) -> None:
     store = store_on(maps)
     snap = Snapshot.build(decode(o) for o in [*BASE[:2], *BASE[3:], claim("first", "8")])
     assert decide(reservation("first", "8", "a"), with_ledger(RULES, store), ctx(snap)).allowed
-    assert maps.requests == []
+    assert maps.seen.requests == []
 
 
 def test_a_reservation_out_of_time_is_answered_per_the_failure_policy_and_charges_nothing(
-    maps: Recording,
+    maps: RecordingConfigMaps,
 ) -> None:
     """The server's deadline reaches the ledger: a charge that could only land after the answer went
     out (a phantom, holding quota for a refused reservation) is not written at all."""
@@ -250,4 +236,4 @@ def test_a_reservation_out_of_time_is_answered_per_the_failure_policy_and_charge
     decision = decide(reservation("first", "8", "a"), rules, late)
     assert not decision.allowed
     assert decision.message.endswith("no time left before the webhook answers")
-    assert maps.requests == []
+    assert maps.seen.requests == []

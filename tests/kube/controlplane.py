@@ -174,9 +174,12 @@ class ControlPlane:
             raise
 
     def stop(self) -> None:
-        """Stop every process this control plane started (newest first) and remove its files."""
+        """Stop every process this control plane started (newest first) and remove its files.
+
+        Each gets 3 s before it is killed: its data is thrown away, and kube-apiserver would wait
+        out its whole grace for watch connections that never end (see :meth:`restart_apiserver`)."""
         for component in reversed(list(self._components.values())):
-            component.stop()
+            component.stop(grace=3.0)
         self._components.clear()
         if getattr(self, "workdir", None) is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
@@ -471,10 +474,11 @@ class ControlPlane:
         return client.ApiClient(configuration)
 
     @contextlib.contextmanager
-    def namespace(self) -> Iterator[str]:
-        """A fresh namespace for the ``with`` block, with its ``default`` ServiceAccount (which pods
-        need, and which only the controller-manager would otherwise create); deleted afterwards."""
-        name = f"t-{secrets.token_hex(4)}"
+    def namespace(self, name: str = "") -> Iterator[str]:
+        """A fresh namespace (``name``, or a random one) for the ``with`` block, with its ``default``
+        ServiceAccount (which pods need, and which only the controller-manager would otherwise
+        create); deleted afterwards."""
+        name = name or f"t-{secrets.token_hex(4)}"
         core = client.CoreV1Api(self.client())
         core.create_namespace({"metadata": {"name": name}})
         try:

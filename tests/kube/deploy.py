@@ -243,7 +243,9 @@ class Draguard:
 
     def uninstall(self) -> None:
         """Stop the replicas and delete what was applied, webhook configurations first (they would
-        send every later request of the test session to a draguard that is gone)."""
+        send every later request of the test session to a draguard that is gone); then what draguard
+        made itself, as the chart README tells an admin to after ``helm uninstall``: the next install
+        of the session must not inherit a CA a module made to live 30 s."""
         for i in range(len(self.replica)):
             self.stop_replica(i)
         api = self.plane.client()
@@ -251,6 +253,12 @@ class Draguard:
         for obj in sorted(self.objects, key=lambda o: o["kind"] not in WEBHOOK_KINDS):
             with contextlib.suppress(client.ApiException):
                 _delete(api, admission, obj)
+        core = client.CoreV1Api(api)
+        for secret in (f"{RELEASE}-ca", f"{RELEASE}-tls"):
+            with contextlib.suppress(client.ApiException):
+                core.delete_namespaced_secret(secret, NAMESPACE)
+        with contextlib.suppress(client.ApiException):
+            client.CoordinationV1Api(api).delete_namespaced_lease(f"{RELEASE}-certs", NAMESPACE)
         with contextlib.suppress(AttributeError):
             self._volume.stop()
             self.balancer.close()

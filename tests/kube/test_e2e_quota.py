@@ -155,51 +155,43 @@ def pooled(api: client.ApiClient) -> client.ApiClient:
 @pytest.fixture(scope="module")
 def cluster(control_plane: ControlPlane) -> Iterator[Cluster]:
     admin = control_plane.client()
+    nodes = [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"quota-node-{n}"}} for n in range(NODES)
+    ]
     driver = cpu_driver()
-    for n in range(NODES):
-        control_plane.add_node(f"quota-node-{n}", allocatable={"cpu": str(CORES)})
+    for node in nodes:
+        control_plane.add_node(node["metadata"]["name"], allocatable={"cpu": str(CORES)})
     apply(admin, driver)
     core = client.CoreV1Api(admin)
-    core.create_namespace({"metadata": {"name": NS}})
-    core.create_namespaced_service_account(NS, {"metadata": {"name": "default"}})
     hard = {DEVICES_KEY: str(CLAIM_LIMIT), "requests.cpu": str(CPU_LIMIT)}
-    core.create_namespaced_resource_quota(NS, {"metadata": {"name": "team"}, "spec": {"hard": hard}})
-    # the quota controller's first sync, which upstream admission waits for
-    used = {key: "0" for key in hard}
-    core.patch_namespaced_resource_quota_status("team", NS, {"status": {"hard": hard, "used": used}})
-    control_plane.grant(
-        NS,
-        "quota-user",
-        [
-            {
-                "apiGroups": ["resource.k8s.io"],
-                "resources": ["resourceclaims"],
-                "verbs": ["create", "get", "delete"],
-            },
-            {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "get"]},
-        ],
-    )
+    claim_rights = {
+        "apiGroups": ["resource.k8s.io"],
+        "resources": ["resourceclaims"],
+        "verbs": ["create", "get", "delete"],
+    }
+    pod_rights = {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "get"]}
     values = {"rules": {"quota": {"reconcileSeconds": 1}}}
     try:
-        with installed(control_plane, values, replicas=2) as deployment:
-            yield Cluster(
-                deployment,
-                control_plane,
-                pooled(control_plane.client("quota-user", ["team"])),
-                pooled(control_plane.client(SCHEDULER)),
-            )
+        with control_plane.namespace(NS):
+            core.create_namespaced_resource_quota(NS, {"metadata": {"name": "team"}, "spec": {"hard": hard}})
+            # the quota controller's first sync, which upstream admission waits for
+            used = {key: "0" for key in hard}
+            core.patch_namespaced_resource_quota_status("team", NS, {"status": {"hard": hard, "used": used}})
+            control_plane.grant(NS, "quota-user", [claim_rights, pod_rights])
+            with installed(control_plane, values, replicas=2) as deployment:
+                try:
+                    yield Cluster(
+                        deployment,
+                        control_plane,
+                        pooled(control_plane.client("quota-user", ["team"])),
+                        pooled(control_plane.client(SCHEDULER)),
+                    )
+                finally:
+                    # while draguard is here to release them: deleted later by the namespace
+                    # controller, they would call the next module's quota webhook
+                    call(admin, "DELETE", claims_path())
     finally:
-        core.delete_namespace(NS)
-        remove(
-            admin,
-            [
-                *driver,
-                *(
-                    {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"quota-node-{n}"}}
-                    for n in range(NODES)
-                ),
-            ],
-        )
+        remove(admin, [*driver, *nodes])
 
 
 def stored(plane: ControlPlane) -> dict[str, dict[str, str]]:

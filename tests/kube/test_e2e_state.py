@@ -31,7 +31,6 @@ from typing import Any
 import pytest
 from controlplane import ControlPlane, call, wait_for
 from deploy import Draguard, apply, installed, remove
-from kubernetes import client
 from workloads import device_class, resource_slice
 
 from webhook.demo import pod_review
@@ -121,22 +120,22 @@ def watcher(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactor
         control_plane.add_node(node)
     objects = [device_class(DRIVER), node_slice("state-node-a", "A100")]
     apply(admin, objects)
-    core = client.CoreV1Api(admin)
-    core.create_namespace({"metadata": {"name": NS}})
+    nodes = [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": n}}
+        for n in ("state-node-a", "state-node-b")
+    ]
     try:
-        with installed(control_plane, VALUES) as deployment:
+        with control_plane.namespace(NS), installed(control_plane, VALUES) as deployment:
             ca_file = tmp_path_factory.mktemp("state") / "ca.crt"
             ca_file.write_bytes(deployment.ca_bundle())
             watcher = Watcher(deployment, ca_file)
             wait_for("a fresh state", watcher.fresh)
-            yield watcher
+            try:
+                yield watcher
+            finally:  # while draguard is here (see test_e2e_quota)
+                call(admin, "DELETE", f"/apis/resource.k8s.io/v1/namespaces/{NS}/resourceclaims")
     finally:
-        nodes = [
-            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": n}}
-            for n in ("state-node-a", "state-node-b")
-        ]
         remove(admin, [*objects, node_slice("state-node-b", "H100"), *nodes])
-        core.delete_namespace(NS)
 
 
 def restarted(plane: ControlPlane, watcher: Watcher, compact: bool) -> dict[str, Any]:

@@ -131,10 +131,12 @@ def test_initial_list_pages_decodes_trims_and_filters(
         control_plane.add_node(node, labels={"zone": "a"})
         images = {"status": {"images": [{"names": ["registry.example.com/big:1"], "sizeBytes": 1}]}}
         assert call(api, "PATCH", f"/api/v1/nodes/{node}/status", images).status == 200
-        for name, claims in (("with-claims", True), ("plain", False)):
-            created = call(
-                api, "POST", f"/api/v1/namespaces/{kube_namespace}/pods", pod(name, claims, kube_namespace)
-            )
+        plain = pod("plain", False, kube_namespace)
+        plain["spec"]["schedulerName"] = "nobody"  # pending: no scheduler of the session binds it
+        bound = pod("bound", False, kube_namespace)
+        bound["spec"]["nodeName"] = node
+        for made in (pod("with-claims", True, kube_namespace), plain, bound):
+            created = call(api, "POST", f"/api/v1/namespaces/{kube_namespace}/pods", made)
             assert created.status == 201, created.body
         total = len(call(api, "GET", "/apis/resource.k8s.io/v1/deviceclasses").body["items"])
         state, reader = real_state(page_size=2)
@@ -145,7 +147,9 @@ def test_initial_list_pages_decodes_trims_and_filters(
         listed = snapshot.nodes[node].to_json()
         assert "managedFields" not in listed["metadata"] and listed["metadata"]["labels"]["zone"] == "a"
         assert set(listed["status"]) == {"capacity", "allocatable"}  # no images, no conditions
+        # pods with claims and pods on a node (the dry run's filters count them), not pending ones
         assert (kube_namespace, "with-claims") in snapshot.pods
+        assert (kube_namespace, "bound") in snapshot.pods
         assert (kube_namespace, "plain") not in snapshot.pods
         # devicetaintrules is not served without its gate: skipped, and the state still syncs
         assert next(r for r in state.reflectors if r.resource.plural == "devicetaintrules").skipped

@@ -25,6 +25,8 @@ def test_allocator_benchmark_runs_every_scenario() -> None:
         "claim for 32",
         "backtracking",
         "20 existing shares",
+        "10 nodes, 40% of devices allocated, allocate on each",
+        "geometric mean",
         "whole-cluster dry run",
     ):
         assert name in done.stdout, done.stdout
@@ -57,4 +59,11 @@ def test_webhook_benchmark_runs_against_the_bare_handler() -> None:
         "p99 at 200 req/s",
         "RSS",
     ):
+        assert name in done.stdout, done.stdout
+
+
+def test_cli_benchmark_runs_every_measure() -> None:
+    done = run("cli.py")
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    for name in ("baseline: python -c pass", "draguard --help", "example cluster", "MB YAML List", "as JSON"):
         assert name in done.stdout, done.stdout

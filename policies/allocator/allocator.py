@@ -5,15 +5,28 @@ A port of upstream's ``structured.NewAllocator`` / ``Allocate`` (kube-scheduler 
 ``Features.list_type_attributes``): ``staging/src/k8s.io/dynamic-resource-allocation/structured``.
 
 An Allocator is built once for a snapshot of the cluster (classes, slices, what is allocated) and
-then asked about many nodes. Everything that does not depend on the node or the claims is done
-once: slices indexed by node, devices digested, selector results and per-pool counters cached.
+then asked about many nodes, by many pods (each through its own ``fork``). What depends only on
+the snapshot is computed once, on first use, and kept for the Allocator's lifetime:
+
+* per slice and device (``devices``): identity, taints, counters, capacities, selector results and
+  verdicts, what a request of given amounts consumes of the device, and result entries that name
+  only the request and the device;
+* per node (``pools.NodeView``, by node name and labels): the pools and candidate devices, the
+  counters each pool has left after the allocated devices, and per request selectors the list of
+  devices worth scanning.
+
+None of it is ever invalidated: a snapshot never changes (the webhook builds a new Snapshot, and
+with it a new Allocator, when the cluster does), verdicts only become known, and each value is a
+function of the snapshot alone (the docstrings where each is kept say why). Per call (``Search``):
+the claims' requests, what the search picks and reserves, the explanation. Per fork: upstream's
+pool-name counter cache (quirk 4.16a) and the search budget.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-import uuid
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -49,8 +62,14 @@ class AllocationOutcome:
     explanation: Explanation | None
 
 
-def _new_share_id() -> str:
-    return str(uuid.uuid4())
+def random_share_id() -> str:
+    """A random RFC 4122 version-4 UUID in its usual text form, as ``str(uuid.uuid4())`` makes one,
+    without building a ``uuid.UUID`` object: every share picked during a search gets one."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = raw[6] & 0x0F | 0x40  # version 4
+    raw[8] = raw[8] & 0x3F | 0x80  # RFC 4122 variant
+    text = raw.hex()
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 class Allocator:
@@ -66,7 +85,7 @@ class Allocator:
         taint_rules: Sequence[DeviceTaintRule] = (),
         cel_cache: SelectorCache | None = None,
         budget: SearchBudget | None = None,
-        new_share_id: Callable[[], str] = _new_share_id,
+        new_share_id: Callable[[], str] = random_share_id,
     ) -> None:
         self._features = features
         catalog = Catalog(taint_rules)
@@ -149,10 +168,10 @@ class Allocator:
     def fork(self, *, budget: SearchBudget | None = None) -> Allocator:
         """An Allocator for the same inputs that answers like a freshly built one, without rebuilding.
 
-        Shared: what depends only on the snapshot (digested slices and devices, selector results,
-        pools per node). Fresh: the pool-name counter cache, which upstream keeps for one allocator's
-        lifetime and which therefore must not carry over from another pod's questions, and the
-        budget (the parent's when not given). Not for use by several threads at once.
+        Shared: what depends only on the snapshot (see the module docstring). Fresh: the pool-name
+        counter cache, which upstream keeps for one allocator's lifetime and which therefore must
+        not carry over from another pod's questions, and the budget (the parent's when not given).
+        Not for use by several threads at once.
         """
         forked = copy.copy(self)
         forked._context = dataclasses.replace(

@@ -16,23 +16,33 @@ Amounts are compared as exact integers of nano-units (Go's Quantity never holds 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from policies.api.quantity import Format, Quantity
 from policies.api.resource import DeviceCapacity
 
 _NANO = 10**9
 
+# What a request asks of a device's capacities, by value: sorted (capacity name, nano-units) pairs,
+# or None for a request without capacity requests.
+RequestKey = tuple[tuple[str, int], ...] | None
 
+
+@functools.lru_cache(maxsize=4096)
 def nanos(q: Quantity) -> int:
-    """The quantity in nano-units, rounded up like Go's parser rounds below nano scale."""
+    """The quantity in nano-units, rounded up like Go's parser rounds below nano scale.
+
+    Cached by value (quantities hash and compare by value): every allocate call converts its
+    requests' amounts, and the same few amounts recur.
+    """
     return math.ceil(q.as_fraction() * _NANO)
 
 
-@dataclass(frozen=True)
-class Amount:
+class Amount(NamedTuple):
     """A quantity together with its exact nano-unit value."""
 
     quantity: Quantity
@@ -41,6 +51,13 @@ class Amount:
     @classmethod
     def of(cls, q: Quantity) -> Amount:
         return cls(q, nanos(q))
+
+
+def request_key(requests: Mapping[str, Amount] | None) -> RequestKey:
+    """The key under which a device keeps what requests of these amounts consume of it."""
+    if not requests:
+        return None
+    return tuple(sorted((name, amount.nanos) for name, amount in requests.items()))
 
 
 @dataclass(frozen=True)
@@ -138,6 +155,12 @@ class Consumption:
 
     ``missing`` means the request names a capacity the device lacks (the device is skipped);
     ``violates`` that a computed amount breaks the device's request policy.
+
+    Everything here is computed in nano-units, so one Consumption serves every request with the
+    same amounts (``request_key``) and is cached on the device (``DeviceInfo.consumption``). Only
+    the quantities reported in a result depend on the request's own spelling: where the request's
+    amount is used unchanged (``from_request``), ``consumed_capacity`` takes it from the request
+    at hand, so ``10Gi`` and ``10737418240`` are each reported as written.
     """
 
     missing: bool
@@ -145,6 +168,10 @@ class Consumption:
     amounts: tuple[tuple[CapacityInfo, Amount], ...]
     # fits() with nothing in use yet, computed once.
     fits_alone: bool = False
+    # Capacities whose consumed amount is the request's own amount.
+    from_request: frozenset[str] = frozenset()
+    # The consumed nano-units by capacity name (never modified: callers copy it).
+    nanos_by_name: Mapping[str, int] = field(default_factory=dict)
 
     @classmethod
     def of(cls, capacities: tuple[CapacityInfo, ...], requests: Mapping[str, Amount] | None) -> Consumption:
@@ -153,7 +180,14 @@ class Consumption:
         amounts = tuple((c, c.consumed(requests.get(c.name) if requests else None)) for c in capacities)
         violates = any(c.violates_policy(a) for c, a in amounts)
         fits_alone = not violates and all(a.nanos <= c.value.nanos for c, a in amounts)
-        return cls(missing=False, violates=violates, amounts=amounts, fits_alone=fits_alone)
+        return cls(
+            missing=False,
+            violates=violates,
+            amounts=amounts,
+            fits_alone=fits_alone,
+            from_request=frozenset(c.name for c, a in amounts if requests and a is requests.get(c.name)),
+            nanos_by_name={c.name: a.nanos for c, a in amounts},
+        )
 
     def fits(self, aggregated: Mapping[str, int] | None, in_flight: Mapping[str, int] | None) -> bool:
         """Whether every capacity still has room: already used + in flight + this <= value."""
@@ -169,9 +203,11 @@ class Consumption:
                 return False
         return True
 
-    def consumed_capacity(self) -> dict[str, Quantity]:
-        """The result's ``consumedCapacity``: every capacity of the device, zero amounts included."""
-        return {cap.name: amount.quantity for cap, amount in self.amounts}
-
-    def consumed_nanos(self) -> dict[str, int]:
-        return {cap.name: amount.nanos for cap, amount in self.amounts}
+    def consumed_capacity(self, requests: Mapping[str, Amount] | None) -> dict[str, Quantity]:
+        """The result's ``consumedCapacity`` for ``requests`` (the amounts this was computed for):
+        every capacity of the device, zero amounts included."""
+        consumed = {cap.name: a.quantity for cap, a in self.amounts}
+        if requests:
+            for name in self.from_request:
+                consumed[name] = requests[name].quantity
+        return consumed

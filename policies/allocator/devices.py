@@ -9,19 +9,24 @@ selector results. The search loop then reads plain attributes instead of walking
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-from policies.allocator.capacity import CapacityInfo, nanos
+from policies.allocator.capacity import Amount, CapacityInfo, Consumption, RequestKey, nanos
 from policies.allocator.constraints import AttributeValue
 from policies.allocator.taints import device_taints
 from policies.api.base import NodeSelector
-from policies.api.resource import Device, DeviceTaint, DeviceTaintRule, ResourceSlice
-
-if TYPE_CHECKING:
-    from policies.allocator.capacity import Consumption
+from policies.api.resource import (
+    Device,
+    DeviceRequestAllocationResult,
+    DeviceTaint,
+    DeviceTaintRule,
+    ResourceSlice,
+)
 
 CounterUse = tuple[str, tuple[tuple[str, int], ...]]
+# A device's consumption summed per (counter set, counter), in nano-units.
+CounterTotals = tuple[tuple[str, str, int], ...]
 # A class name and the expressions of a request's selectors.
 SelectorKey = tuple[str, tuple[str | None, ...]]
 
@@ -86,13 +91,15 @@ class DeviceInfo:
     __slots__ = (
         "_attributes",
         "_capacities",
-        "_has_policy",
         "cel",
         "consumes",
+        "consumptions",
+        "counter_totals",
         "device",
         "index",
         "multi",
-        "no_request_consumption",
+        "plain_capacity",
+        "results",
         "slice",
         "taints",
         "uid",
@@ -107,6 +114,11 @@ class DeviceInfo:
         self.slice = slice_info
         self.device = device
         self.multi = bool(device.allow_multiple_allocations)
+        # No capacity has a request policy: an unused device then fits any request that names no
+        # amounts without arithmetic (search._capacity_fits).
+        self.plain_capacity = not device.capacity or all(
+            c.request_policy is None for c in device.capacity.values()
+        )
         self.taints = taints
         self.consumes: tuple[CounterUse, ...] = (
             tuple(
@@ -116,21 +128,30 @@ class DeviceInfo:
             if device.consumes_counters
             else ()
         )
+        self.counter_totals = _totals(self.consumes)
         # Selector results by expression (True/False, or the evaluation error to re-raise) and
         # selector verdicts (a search Reason) by (class, request selectors). Both start as a shared
         # empty dict and get their own on the first write: most devices of a big cluster are never
         # evaluated, and fewer container objects keep the garbage collector's work down.
         self.cel: dict[str, bool | Exception] = _NOTHING
         self.verdicts: dict[SelectorKey, int] = _NOTHING
-        self.no_request_consumption: Consumption | None = None
+        # What requests consume of the device's capacities, by request amounts (see consumption()).
+        self.consumptions: dict[RequestKey, Consumption] = _NOTHING
+        # Result entries naming only the request and the device, by (request name, admin access):
+        # see results._device_result.
+        self.results: dict[tuple[str, bool], DeviceRequestAllocationResult] = _NOTHING
         self._attributes: dict[str, AttributeValue | None] = _NOTHING
         self._capacities: tuple[CapacityInfo, ...] | None = None
-        self._has_policy: bool | None = None
 
     def remember_cel(self, expression: str, result: bool | Exception) -> None:
         if self.cel is _NOTHING:
             self.cel = {}
         self.cel[expression] = result
+
+    def remember_result(self, key: tuple[str, bool], result: DeviceRequestAllocationResult) -> None:
+        if self.results is _NOTHING:
+            self.results = {}
+        self.results[key] = result
 
     def remember_verdict(self, key: SelectorKey, code: int) -> None:
         if self.verdicts is _NOTHING:
@@ -182,18 +203,25 @@ class DeviceInfo:
         return "/".join(self.key)
 
     @property
-    def has_capacity_policy(self) -> bool:
-        """Whether any capacity carries a request policy (then amounts must be computed)."""
-        if self._has_policy is None:
-            capacity = self.device.capacity or {}
-            self._has_policy = any(c.request_policy is not None for c in capacity.values())
-        return self._has_policy
-
-    @property
     def capacities(self) -> tuple[CapacityInfo, ...]:
         if self._capacities is None:
             self._capacities = tuple(CapacityInfo.of(n, c) for n, c in (self.device.capacity or {}).items())
         return self._capacities
+
+    def consumption(self, key: RequestKey, requests: Mapping[str, Amount] | None) -> Consumption:
+        """What a request for ``requests`` (whose ``request_key`` is ``key``) takes from the device.
+
+        Depends only on the device's capacities and the requested amounts, so it is computed once
+        per distinct amounts for the Allocator's lifetime: every call, node and pod asking for the
+        same share of the device reuses it (the existing shares are added in ``Consumption.fits``).
+        """
+        found = self.consumptions.get(key)
+        if found is None:
+            found = Consumption.of(self.capacities, requests)
+            if self.consumptions is _NOTHING:
+                self.consumptions = {}
+            self.consumptions[key] = found
+        return found
 
     def attribute(self, name: str) -> AttributeValue | None:
         """Attribute ``domain/id`` for a constraint: the exact key, else ``id`` if domain is the driver."""
@@ -210,6 +238,17 @@ class DeviceInfo:
             self._attributes = {}
         self._attributes[name] = value
         return value
+
+
+def _totals(consumes: tuple[CounterUse, ...]) -> CounterTotals:
+    """What the device consumes per (counter set, counter), summed over its consumesCounters entries."""
+    if not consumes:
+        return ()
+    totals: dict[tuple[str, str], int] = {}
+    for set_name, counters in consumes:
+        for counter, amount in counters:
+            totals[set_name, counter] = totals.get((set_name, counter), 0) + amount
+    return tuple((set_name, counter, amount) for (set_name, counter), amount in totals.items())
 
 
 class Catalog:

@@ -16,12 +16,17 @@ Upstream 1.36: ``GatherPools`` and ``buildPool`` in
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from policies.allocator.capacity import nanos
 from policies.allocator.devices import DeviceInfo, SliceInfo
 from policies.allocator.features import Features
 from policies.allocator.nodes import NodeSelectorError, node_matches
+
+if TYPE_CHECKING:
+    from policies.allocator.counters import PoolCounters
 
 CounterSets = dict[str, dict[str, int]]
 
@@ -39,6 +44,7 @@ class Pool:
         "has_binding_conditions",
         "incomplete",
         "invalid_reason",
+        "left",
         "name",
         "other_slices",
         "slices",
@@ -56,6 +62,8 @@ class Pool:
         # Slices of the pool for other nodes: they still consume shared counters.
         self.other_slices: list[SliceInfo] = []
         self.counter_sets: CounterSets = {}
+        # What the allocated devices leave of the counters: counters.left_in() fills it on first use.
+        self.left: PoolCounters | None = None
         self.has_binding_conditions = False
         self.slices_seen = 0
         self.slices_wanted = 0
@@ -73,9 +81,23 @@ class Pool:
 
 
 class NodeView:
-    """Everything one node sees, computed once per node and Allocator."""
+    """Everything one node sees, computed once per node and Allocator.
 
-    __slots__ = ("candidates", "device_on_node", "labels", "node_name", "pools")
+    Besides the pools and candidate devices, the view keeps the lists of candidates the search
+    scans, per what a request's checks read (``scan_list``).
+    """
+
+    __slots__ = (
+        "_pool_by_key",
+        "_scan_lists",
+        "_shared_names",
+        "candidates",
+        "device_on_node",
+        "labels",
+        "node_name",
+        "pools",
+        "verdicts_computed",
+    )
 
     def __init__(
         self,
@@ -92,6 +114,28 @@ class NodeView:
         self.candidates = candidates
         # Per-device node selection: device index -> reachable from the node (or the parse error).
         self.device_on_node = device_on_node
+        self._pool_by_key = {(p.driver, p.name): p for p in pools}
+        pools_named = Counter(p.name for p in pools)
+        self._shared_names = frozenset(name for name, count in pools_named.items() if count > 1)
+        # How many selector verdicts searches on this view have computed (see scan_list).
+        self.verdicts_computed = 0
+        self._scan_lists: dict[Hashable, tuple[int, list[DeviceInfo]]] = {}
+
+    def scan_list(self, key: Hashable, needed: Callable[[DeviceInfo], bool]) -> list[DeviceInfo]:
+        """The candidates, in order, for which ``needed`` holds; kept per ``key``.
+
+        The search keys these lists by what the predicate reads of a request (see
+        ``Search._scan_list``) and the predicate answers from selector verdicts already known.
+        Verdicts never change for the Allocator's lifetime, they only become known; so a list is
+        kept until searches on this view have computed new verdicts (``verdicts_computed``), and
+        then rebuilt on its next use.
+        """
+        found = self._scan_lists.get(key)
+        if found is not None and found[0] == self.verdicts_computed:
+            return found[1]
+        devices = [device for device in self.candidates if needed(device)]
+        self._scan_lists[key] = (self.verdicts_computed, devices)
+        return devices
 
     @property
     def any_invalid(self) -> bool:
@@ -99,12 +143,12 @@ class NodeView:
 
     def shares_name(self, pool: Pool) -> bool:
         """Whether another pool on the node (of another driver) has the same name."""
-        return any(p is not pool and p.name == pool.name for p in self.pools)
+        return pool.name in self._shared_names
 
     def pool_of(self, device: DeviceInfo) -> Pool:
         """The pool a candidate device belongs to."""
         info = device.slice
-        return next(p for p in self.pools if p.driver == info.driver and p.name == info.pool_name)
+        return self._pool_by_key[info.driver, info.pool_name]
 
 
 def gather(

@@ -42,6 +42,32 @@ def build_result(data: ClaimData, features: Features, node_name: str) -> Allocat
 
 
 def _device_result(pick: Pick, features: Features) -> DeviceRequestAllocationResult:
+    """The result entry of one pick.
+
+    Most entries name only the request and the device (no tolerations, share, consumed capacity
+    or binding conditions): those depend on nothing else, so the device keeps them for the
+    Allocator's lifetime and every call picking it for a request of that name reuses the
+    (frozen) entry instead of validating a new one.
+    """
+    device, rd = pick.device, pick.request
+    plain = (
+        rd.raw_tolerations is None
+        and pick.share_id is None
+        and not pick.consumed
+        and device.binding_conditions is None
+        and device.binding_failure_conditions is None
+    )
+    if not plain:
+        return _new_device_result(pick, features)
+    key = (rd.full_name, rd.admin)
+    found = device.results.get(key)
+    if found is None:
+        found = _new_device_result(pick, features)
+        device.remember_result(key, found)
+    return found
+
+
+def _new_device_result(pick: Pick, features: Features) -> DeviceRequestAllocationResult:
     device, rd = pick.device, pick.request
     fields: dict[str, Any] = {
         "request": rd.full_name,
@@ -49,7 +75,7 @@ def _device_result(pick: Pick, features: Features) -> DeviceRequestAllocationRes
         "pool": device.pool_name,
         "device": device.name,
     }
-    if pick.admin:
+    if rd.admin:
         fields["admin_access"] = True
     if rd.raw_tolerations is not None:
         fields["tolerations"] = list(rd.raw_tolerations)

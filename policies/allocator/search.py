@@ -13,19 +13,20 @@ MAX_EXCEEDED signal, and the quirks of ``allocateDevice`` are reproduced as upst
 * an in-flight share of a multi-allocatable device without capacities is never forgotten (so it
   skips the counter check for later shares), as upstream only removes non-empty consumption.
 
-The recursion of ``allocateOne`` is kept, but run as generators on an explicit stack (``_drive``)
-so that a deep search cannot hit Python's recursion limit.
+The recursion of ``allocateOne`` is kept as plain recursion (see ``Search.run`` for its depth).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Mapping, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from policies.allocator.budget import SearchBudget
-from policies.allocator.capacity import Amount, Consumption
+from policies.allocator.capacity import Amount, Consumption, request_key
 from policies.allocator.constraints import DistinctAttribute, MatchAttribute, Tracker
-from policies.allocator.devices import DeviceInfo, SelectorKey
+from policies.allocator.counters import PoolCounters, covers, has_room, left_in, release, reserve
+from policies.allocator.devices import CounterTotals, DeviceInfo, SelectorKey
 from policies.allocator.errors import AllocationError, SearchAbortedError
 from policies.allocator.explain import (
     REASON_TEXT,
@@ -63,10 +64,14 @@ MAX_EXCEEDED = 2
 # resourceapi.AllocationResultsMaxSize: at most this many devices per claim.
 RESULTS_MAX = 32
 
-Call = tuple[int, int, int, int, bool, int]
-Step = Generator[Call, int, int]
+# Frames a caller of the allocator may use below the search (see Search.run).
+_CALLER_FRAMES = 500
 
 _USABLE = int(Reason.USABLE)
+_IN_USE = int(Reason.IN_USE)
+_CAPACITY = int(Reason.CAPACITY)
+_COUNTERS = int(Reason.COUNTERS)
+_COUNTERS = int(Reason.COUNTERS)
 
 
 @dataclass
@@ -80,11 +85,11 @@ class SearchContext:
     # Devices allocated in any way (exclusive, shared, with consumed capacity): they consume counters.
     allocated_keys: frozenset[tuple[str, str, str]]
     aggregated: Mapping[int, Mapping[str, int]]
-    available_counters: dict[str, CounterSets]
+    available_counters: dict[str, PoolCounters]
     new_share_id: Callable[[], str]
     budget: SearchBudget
 
-    def counters_available(self, pool: Pool) -> CounterSets:
+    def counters_available(self, pool: Pool) -> PoolCounters:
         """Counters left in the pool after allocated devices, cached by pool *name* (upstream quirk).
 
         Only the search calls this: the first pool of a name whose counters it checks decides the
@@ -92,10 +97,10 @@ class SearchContext:
         """
         available = self.available_counters.get(pool.name)
         if available is None:
-            available = self.available_counters[pool.name] = self._left_in(pool)
+            available = self.available_counters[pool.name] = left_in(pool, self.allocated_keys)
         return available
 
-    def peek_counters(self, pool: Pool, name_shared: bool) -> CounterSets | None:
+    def peek_counters(self, pool: Pool, name_shared: bool) -> PoolCounters | None:
         """What the search would check the pool's devices against, without caching anything.
 
         Side checks (explanations, quick rejection) must not fill the cache from devices the search
@@ -105,20 +110,7 @@ class SearchContext:
         available = self.available_counters.get(pool.name)
         if available is not None:
             return available
-        return None if name_shared else self._left_in(pool)
-
-    def _left_in(self, pool: Pool) -> CounterSets:
-        available = {name: dict(counters) for name, counters in pool.counter_sets.items()}
-        for info in (*pool.slices, *pool.other_slices):
-            for device in info.devices:
-                if device.key not in self.allocated_keys:
-                    continue
-                for set_name, counters in device.consumes:
-                    left = available.get(set_name)
-                    for counter, amount in counters:
-                        if left is not None and counter in left:
-                            left[counter] -= amount
-        return available
+        return None if name_shared else left_in(pool, self.allocated_keys)
 
 
 class RequestData:
@@ -129,11 +121,11 @@ class RequestData:
         "all_devices",
         "all_mode",
         "base_name",
+        "capacity_key",
         "capacity_requests",
         "claim_key",
         "class_name",
         "class_selectors",
-        "consumption",
         "device_class",
         "full_name",
         "mode",
@@ -142,6 +134,7 @@ class RequestData:
         "parent",
         "raw_tolerations",
         "reached",
+        "scan_list",
         "selector_key",
         "selectors",
         "tolerations",
@@ -173,13 +166,15 @@ class RequestData:
         self.class_selectors: list[DeviceSelector] = []
         requests = request.capacity.requests if request.capacity is not None else None
         self.capacity_requests = {k: Amount.of(v) for k, v in requests.items()} if requests else None
+        self.capacity_key = request_key(self.capacity_requests)
         self.all_devices: list[DeviceInfo] = []
         self.trackers: tuple[Tracker, ...] = ()
         # Key of the selector verdicts cached on devices: same class and selectors, same answer.
         expressions = tuple(s.cel.expression if s.cel else None for s in self.selectors)
         self.selector_key: SelectorKey = (self.class_name, expressions)
         self.reached = False
-        self.consumption: dict[int, Consumption] = {}
+        # The view's scan list for the request (see Search._scan_list).
+        self.scan_list: list[DeviceInfo] | None = None
         # Per device index: the furthest reason the search recorded (for explanations).
         self.why: dict[int, int] = {}
 
@@ -201,16 +196,15 @@ class ClaimData:
 class Pick:
     """One device picked for one request, with what it takes from shared state."""
 
-    __slots__ = ("admin", "consumed", "consumed_nanos", "device", "multi", "request", "share_id")
+    __slots__ = ("consumed", "consumed_nanos", "device", "multi", "request", "share_id")
 
     def __init__(self, request: RequestData, device: DeviceInfo, multi: bool) -> None:
         self.request = request
         self.device = device
         self.multi = multi
-        self.admin = request.admin
         self.share_id: str | None = None
         self.consumed: dict[str, Quantity] | None = None
-        self.consumed_nanos: dict[str, int] | None = None
+        self.consumed_nanos: Mapping[str, int] | None = None
 
 
 class Search:
@@ -223,7 +217,7 @@ class Search:
         self.claims = [ClaimData(claim) for claim in claims]
         self.invocations = 0
         self.result_limit_hit = False
-        # Device uid -> indices of the claims it is being allocated for.
+        # Device uid -> indices of the claims it is being allocated for (never an empty set).
         self.picked: dict[int, set[int]] = {}
         # Device uid -> capacity being consumed by shares picked in this search.
         self.in_flight: dict[int, dict[str, int]] = {}
@@ -357,31 +351,25 @@ class Search:
     # --- step 4: the search ------------------------------------------------------------------------
 
     def run(self) -> bool:
-        """Search for a solution; True if every claim got its devices."""
-        return self._drive(self._allocate_one(0, 0, 0, 0, False, 0)) == SUCCESS
+        """Search for a solution; True if every claim got its devices.
 
-    def _drive(self, root: Step) -> int:
-        """Run nested ``_allocate_one`` generators: each yields the arguments of a recursive call."""
-        stack = [root]
-        value: int | None = None
-        while True:
-            try:
-                call = stack[-1].send(value)  # type: ignore[arg-type]
-            except StopIteration as done:
-                stack.pop()
-                if not stack:
-                    result: int = done.value
-                    return result
-                value = done.value
-                continue
-            stack.append(self._allocate_one(*call))
-            value = None
+        ``_allocate_one`` recurses once per device placed (at most RESULTS_MAX per claim) and once
+        per firstAvailable request entered, as upstream's allocateOne does. From Python 3.11 on,
+        such pure-Python recursion does not use the C stack, so when that depth could pass the
+        interpreter's recursion limit (dozens of claims), the limit is raised to fit; never
+        lowered, since other threads may be searching too.
+        """
+        depth = 1 + sum(RESULTS_MAX + len(data.requests) for data in self.claims)
+        if depth + _CALLER_FRAMES > sys.getrecursionlimit():
+            sys.setrecursionlimit(depth + _CALLER_FRAMES)
+        return self._allocate_one(0, 0, 0, 0, False, 0) == SUCCESS
 
-    def _allocate_one(self, c: int, r: int, s: int, d: int, in_sub: bool, start: int) -> Step:
+    def _allocate_one(self, c: int, r: int, s: int, d: int, in_sub: bool, start: int) -> int:
         """Upstream allocateOne: place device ``d`` of request ``r`` (alternative ``s``) of claim ``c``.
 
-        ``start`` is the position in the node's device list where the scan begins: after the
-        previous device of the same request, so that only combinations are tried.
+        ``start`` is the position in the request's scan list (the node's devices in order, minus
+        those it is known to refuse on their own: see ``_scan_list``) where the scan begins: after
+        the previous device of the same request, so that only combinations are tried.
 
         Moving on to the next request or claim ends upstream's function with a call whose result it
         returns unchanged; here that is a loop, still counted as one step each time. Past a claim
@@ -413,7 +401,7 @@ class Search:
         if rd.parent is not None and not in_sub:
             all_exceeded = True
             for k in range(len(alternatives)):
-                outcome = yield (c, r, k, 0, True, 0)
+                outcome = self._allocate_one(c, r, k, 0, True, 0)
                 if outcome == MAX_EXCEEDED:
                     continue
                 all_exceeded = False
@@ -430,48 +418,121 @@ class Search:
             return FAIL if crossed else MAX_EXCEEDED
 
         if rd.all_mode:
-            pick = self._allocate_device(c, rd, rd.all_devices[d], must=True)
+            pick = self._allocate_device(c, rd, rd.all_devices[d])
             if pick is None:
                 return FAIL
-            outcome = yield (c, r, s, d + 1, in_sub, 0)
+            outcome = self._allocate_one(c, r, s, d + 1, in_sub, 0)
             if outcome != SUCCESS:
                 self._undo(c, pick)
             return FAIL if crossed and outcome == MAX_EXCEEDED else outcome
 
-        candidates = self.view.candidates
+        candidates = rd.scan_list or self._scan_list(rd)
         picked = self.picked
         allocated = self.ctx.allocated_uids
-        check_capacity = self.features.consumable_capacity
+        admin = rd.admin
+        why = rd.why
         selector_key = rd.selector_key
+        # Capacity is only checked with consumable capacity on; its arithmetic is only needed
+        # when the request names amounts, the device has a request policy, or the device is in use
+        # (see _capacity_fits).
+        check_capacity = self.features.consumable_capacity
+        plain_request = rd.capacity_requests is None
+        aggregated = self.ctx.aggregated
+        in_flight = self.in_flight
+        # What the last device refused for its counters in this scan consumes, and its pool name: a
+        # device consuming the same from a pool of that name is refused too. What the search has
+        # reserved only grows over the scan (a pick's reservation is released on undo, but
+        # reservations leaked by rejections below stay: quirk 4.7), and a check refused at one
+        # level of reservations is refused at any higher one (see _counters_refusal).
+        refused_totals: CounterTotals | None = None
+        refused_pool = ""
         for pos in range(start, len(candidates)):
             device = candidates[pos]
             uid = device.uid
-            if rd.admin:
-                holders = picked.get(uid)
-                if holders and c in holders:
-                    _note(rd.why, device.index, Reason.IN_USE)
-                    continue
-            elif uid in allocated or picked.get(uid):
-                _note(rd.why, device.index, Reason.IN_USE)
+            # The checks of upstream's allocateOne loop and allocateDevice, in their order.
+            if (c in picked.get(uid, ())) if admin else (uid in allocated or uid in picked):
+                if why.get(device.index, 0) < _IN_USE:
+                    why[device.index] = _IN_USE
                 continue
             code = device.verdicts.get(selector_key)
             if code is None or (code == _USABLE and device.slice.per_device):
                 code = self._selectable(rd, device)
             if code != _USABLE:
                 continue
-            if check_capacity and not self._capacity_fits(rd, device):
-                _note(rd.why, device.index, Reason.CAPACITY)
+            if (
+                check_capacity
+                and not (
+                    plain_request and uid not in aggregated and uid not in in_flight and device.plain_capacity
+                )
+                and not self._capacity_fits(rd, device)
+            ):
+                _note(why, device.index, _CAPACITY)
                 continue
-            pick = self._allocate_device(c, rd, device, must=False)
+            if device.consumes:
+                if (
+                    device.counter_totals == refused_totals
+                    and device.slice.pool_name == refused_pool
+                    and not (check_capacity and device.multi)  # a shared device in use has no check
+                ):
+                    if why.get(device.index, 0) < _COUNTERS:
+                        why[device.index] = _COUNTERS
+                    continue
+                refusal = self._counters_refusal(device)
+                if refusal:
+                    if refusal == _COUNTERS:
+                        refused_totals, refused_pool = device.counter_totals, device.slice.pool_name
+                    _note(why, device.index, refusal)
+                    continue
+            pick = self._place(c, rd, device, must=False)
             if pick is None:
                 continue
-            outcome = yield (c, r, s, d + 1, in_sub, pos + 1)
+            outcome = self._allocate_one(c, r, s, d + 1, in_sub, pos + 1)
             if outcome == SUCCESS:
                 return SUCCESS
             self._undo(c, pick)
             if outcome == MAX_EXCEEDED:
                 return FAIL if crossed else MAX_EXCEEDED
         return FAIL
+
+    def _scan_list(self, rd: RequestData) -> list[DeviceInfo]:
+        """The devices the request's scan visits, fixed for this search at its first use (scan
+        positions index it).
+
+        Left out are the devices the request's own checks refuse whatever the search picks, as far
+        as the selector verdicts known so far tell: the scan passes them over without any effect
+        the answer shows, so scanning the list visits the others in the same order with the same
+        outcome, and the quick rejection counts the same usable devices (see _refused_alone). The
+        view keeps the list per what those checks read of the request.
+        """
+        if rd.scan_list is None:
+            key = (rd.selector_key, rd.admin, rd.capacity_key)
+            rd.scan_list = self.view.scan_list(key, lambda device: not self._refused_alone(rd, device))
+        return rd.scan_list
+
+    def _refused_alone(self, rd: RequestData, device: DeviceInfo) -> bool:
+        """Whether the device is refused for the request on its own, known without evaluating a
+        selector, and without any effect on the answer.
+
+        The scan skips a selector refusal silently. An allocated device (unless the request asks
+        for admin access) or one without the capacity the request needs even when no other share
+        is picked (static, it only gets worse) gets a note that no explanation reads: the
+        explanation reports such a device as allocated or short of capacity. Devices whose
+        selector verdict is not known yet are kept (checked when reached, as upstream checks
+        them: a selector that fails to evaluate fails there), and so are devices selected per
+        device, whose node check may fail.
+        """
+        code = device.verdicts.get(rd.selector_key)
+        if code is None:
+            return False
+        if code != _USABLE:
+            return True
+        if device.slice.per_device:
+            return False
+        if not rd.admin and device.uid in self.ctx.allocated_uids:
+            return True
+        return self.features.consumable_capacity and not self._capacity_fits(
+            rd, device, count_in_flight=False
+        )
 
     def _check_budget(self) -> None:
         budget = self.ctx.budget
@@ -505,6 +566,7 @@ class Search:
         if code is None:
             code = self._selector_verdict(rd, device)
             device.remember_verdict(rd.selector_key, code)
+            self.view.verdicts_computed += 1
         if code != _USABLE or not device.slice.per_device:
             return code
         return self._node_verdict(device)
@@ -544,15 +606,7 @@ class Search:
 
     def _consumption(self, rd: RequestData, device: DeviceInfo) -> Consumption:
         """What the request would take from the device, before counting what is in use."""
-        if rd.capacity_requests is None:
-            found = device.no_request_consumption
-            if found is None:
-                found = device.no_request_consumption = Consumption.of(device.capacities, None)
-            return found
-        found = rd.consumption.get(device.index)
-        if found is None:
-            found = rd.consumption[device.index] = Consumption.of(device.capacities, rd.capacity_requests)
-        return found
+        return device.consumption(rd.capacity_key, rd.capacity_requests)
 
     def _capacity_fits(self, rd: RequestData, device: DeviceInfo, count_in_flight: bool = True) -> bool:
         """Upstream CmpRequestOverCapacity: enough capacity left, within the request policy.
@@ -564,29 +618,74 @@ class Search:
         aggregated = self.ctx.aggregated.get(device.uid)
         in_flight = self.in_flight.get(device.uid) if count_in_flight else None
         if aggregated is None and in_flight is None:
-            if rd.capacity_requests is None and not device.has_capacity_policy:
+            if rd.capacity_requests is None and device.plain_capacity:
                 return True
             return self._consumption(rd, device).fits_alone
         return self._consumption(rd, device).fits(aggregated, in_flight)
 
-    def _allocate_device(self, c: int, rd: RequestData, device: DeviceInfo, must: bool) -> Pick | None:
-        """Upstream allocateDevice: final checks, then record the pick (None if rejected)."""
-        features = self.features
-        multi = features.consumable_capacity and device.multi
+    def _allocate_device(self, c: int, rd: RequestData, device: DeviceInfo) -> Pick | None:
+        """Upstream allocateDevice for a device of an All-mode request: every check, then the pick.
+
+        The scan of ExactCount requests makes the in-use and counter checks itself and calls
+        ``_place`` directly.
+        """
+        multi = self.features.consumable_capacity and device.multi
         uid = device.uid
         holders = self.picked.get(uid)
         if not multi and rd.admin and holders and c in holders:
             return _reject(rd, device, Reason.IN_USE)
         if not rd.admin and (uid in self.ctx.allocated_uids or holders):
             return _reject(rd, device, Reason.IN_USE)
-        if device.consumes:
-            if not features.partitionable_devices:
-                return _reject(rd, device, Reason.PARTITIONABLE_OFF)
-            capacity_in_use = uid in self.ctx.aggregated or uid in self.in_flight
-            if not (multi and capacity_in_use) and not self._take_counters(device):
-                return _reject(rd, device, Reason.COUNTERS)
-        if features.device_taints and device.taints and blocks_allocation(device.taints, rd.tolerations):
+        refusal = self._counters_refusal(device)
+        if refusal:
+            return _reject(rd, device, refusal)
+        return self._place(c, rd, device, must=True)
+
+    def _place(self, c: int, rd: RequestData, device: DeviceInfo, must: bool) -> Pick | None:
+        """The rest of upstream allocateDevice, once the device is not in use and its counters fit.
+
+        Reserves the counters, then checks taints and constraints (a rejection keeps the counters
+        reserved: quirk 4.7), marks the device picked, and re-checks capacity after that (a
+        rejection keeps the marks: 4.7). ``must`` (All mode): a constraint failure is an error, and
+        capacity was not checked yet; the ExactCount scan checks capacity before and calls this
+        without ``must``.
+        """
+        features = self.features
+        multi = features.consumable_capacity and device.multi
+        uid = device.uid
+        if device.consumes and not (multi and self._capacity_in_use(uid)):
+            reserve(self.consumed_counters.setdefault(device.slice.pool_name, {}), device.counter_totals)
+        if device.taints and features.device_taints and blocks_allocation(device.taints, rd.tolerations):
             return _reject(rd, device, Reason.TAINTED)
+        if rd.trackers and not self._add_to_trackers(rd, device, must):
+            return None
+        if not multi:
+            holders = self.picked.get(uid)
+            if holders is None:
+                self.picked[uid] = {c}
+            else:
+                holders.add(c)
+        pick = Pick(rd, device, multi)
+        if features.consumable_capacity:
+            # The scan checked capacity just before, and nothing since changed what is in use.
+            if must and not self._capacity_fits(rd, device):
+                return _reject(rd, device, Reason.CAPACITY)
+            if multi:
+                consumption = self._consumption(rd, device)
+                pick.consumed = consumption.consumed_capacity(rd.capacity_requests) or None
+                pick.consumed_nanos = consumption.nanos_by_name
+                pick.share_id = self.ctx.new_share_id()
+                self._add_in_flight(uid, pick.consumed_nanos)
+        self.claims[c].picks.append(pick)
+        self.placed += 1
+        if self.placed > self.most_placed:
+            self.most_placed = self.placed
+        rd.why[device.index] = _USABLE
+        return pick
+
+    def _add_to_trackers(self, rd: RequestData, device: DeviceInfo, must: bool) -> bool:
+        """Add the device to the request's constraints; on a refusal, take it out of those that
+        took it and record why (an error with ``must``)."""
         for i, tracker in enumerate(rd.trackers):
             if tracker.add(device, rd.base_name):
                 continue
@@ -597,29 +696,9 @@ class Search:
                 )
             for earlier in rd.trackers[:i]:
                 earlier.remove(rd.base_name)
-            return _reject(rd, device, Reason.CONSTRAINT + tracker.index)
-
-        if not multi:
-            if holders is None:
-                self.picked[uid] = {c}
-            else:
-                holders.add(c)
-        pick = Pick(rd, device, multi)
-        if features.consumable_capacity:
-            if not self._capacity_fits(rd, device):
-                return _reject(rd, device, Reason.CAPACITY)
-            if multi:
-                consumption = self._consumption(rd, device)
-                pick.consumed = consumption.consumed_capacity() or None
-                pick.consumed_nanos = consumption.consumed_nanos()
-                pick.share_id = self.ctx.new_share_id()
-                self._add_in_flight(uid, pick.consumed_nanos)
-        self.claims[c].picks.append(pick)
-        self.placed += 1
-        if self.placed > self.most_placed:
-            self.most_placed = self.placed
-        rd.why[device.index] = _USABLE
-        return pick
+            _reject(rd, device, Reason.CONSTRAINT + tracker.index)
+            return False
+        return True
 
     def _undo(self, c: int, pick: Pick) -> None:
         rd, device = pick.request, pick.device
@@ -628,15 +707,17 @@ class Search:
         holders = self.picked.get(device.uid)
         if holders:
             holders.discard(c)
+            if not holders:
+                del self.picked[device.uid]
         if pick.multi:
             if pick.consumed is not None and pick.consumed_nanos is not None:
                 self._remove_in_flight(device.uid, pick.consumed_nanos)
         elif self.features.partitionable_devices and device.consumes:
-            self._release_counters(device)
+            release(self.consumed_counters[device.slice.pool_name], device.counter_totals)
         self.claims[c].picks.pop()
         self.placed -= 1
 
-    def _add_in_flight(self, uid: int, amounts: dict[str, int]) -> None:
+    def _add_in_flight(self, uid: int, amounts: Mapping[str, int]) -> None:
         current = self.in_flight.get(uid)
         if current is None:
             self.in_flight[uid] = dict(amounts)
@@ -644,7 +725,7 @@ class Search:
         for name, amount in amounts.items():
             current[name] = current.get(name, 0) + amount
 
-    def _remove_in_flight(self, uid: int, amounts: dict[str, int]) -> None:
+    def _remove_in_flight(self, uid: int, amounts: Mapping[str, int]) -> None:
         current = self.in_flight.get(uid)
         if current is None:
             return
@@ -654,26 +735,31 @@ class Search:
         if not any(current.values()):
             del self.in_flight[uid]
 
-    def _take_counters(self, device: DeviceInfo) -> bool:
-        """Upstream checkAvailableCounters: reserve the device's counters if the pool still has them."""
-        pool = self.view.pool_of(device)
-        available = self.ctx.counters_available(pool)
-        consumed = self.consumed_counters.setdefault(device.pool_name, {})
-        for set_name, counters in device.consumes:
-            in_set = consumed.setdefault(set_name, {})
-            for counter, amount in counters:
-                in_set[counter] = in_set.get(counter, 0) + amount
-        if _counters_ok(available, consumed):
-            return True
-        self._release_counters(device)
-        return False
+    def _capacity_in_use(self, uid: int) -> bool:
+        """Whether shares of the device exist or are being picked: a shared device in use took its
+        counters with its first share (upstream skips the counter check for it)."""
+        return uid in self.ctx.aggregated or uid in self.in_flight
 
-    def _release_counters(self, device: DeviceInfo) -> None:
-        consumed = self.consumed_counters[device.pool_name]
-        for set_name, counters in device.consumes:
-            in_set = consumed[set_name]
-            for counter, amount in counters:
-                in_set[counter] -= amount
+    def _counters_refusal(self, device: DeviceInfo) -> int:
+        """Why allocateDevice refuses the device for its counters (a Reason), or 0 if it does not.
+
+        Upstream checkAvailableCounters. The answer depends only on what the device consumes and
+        on what the search has reserved in pools of the device's pool name, and a refusal stays a
+        refusal when more is reserved: so the scan reuses it for devices consuming the same.
+        """
+        if not device.consumes:
+            return 0
+        if not self.features.partitionable_devices:
+            return Reason.PARTITIONABLE_OFF
+        if self.features.consumable_capacity and device.multi and self._capacity_in_use(device.uid):
+            return 0
+        pool_name = device.slice.pool_name
+        available = self.ctx.available_counters.get(pool_name)
+        if available is None:
+            available = self.ctx.counters_available(self.view.pool_of(device))
+        if has_room(available, self.consumed_counters.get(pool_name) or {}, device.counter_totals):
+            return 0
+        return Reason.COUNTERS
 
     # --- quick rejection (opt-in) ------------------------------------------------------------------
 
@@ -715,7 +801,7 @@ class Search:
         if needed <= 0:
             return False
         usable = 0
-        for device in self.view.candidates:
+        for device in self._scan_list(rd):
             code = self._static_reason(rd, device)
             if code == Reason.SELECTOR_ERROR:
                 return False
@@ -807,7 +893,7 @@ class Search:
             pool = self.view.pool_of(device)
             available = self.ctx.peek_counters(pool, self.view.shares_name(pool))
             alone = {name: dict(counters) for name, counters in device.consumes}
-            if not shared_in_use and available is not None and not _counters_ok(available, alone):
+            if not shared_in_use and available is not None and not covers(available.sets, alone):
                 return Reason.COUNTERS
         if features.device_taints and device.taints and blocks_allocation(device.taints, rd.tolerations):
             return Reason.TAINTED
@@ -821,18 +907,10 @@ def _note(why: dict[int, int], index: int, code: int) -> None:
 
 def _reject(rd: RequestData, device: DeviceInfo, code: int) -> Pick | None:
     """Record why the device was refused for the request; always ``None`` (no pick)."""
-    _note(rd.why, device.index, code)
+    why = rd.why
+    if why.get(device.index, 0) < code:
+        why[device.index] = code
     return None
-
-
-def _counters_ok(available: CounterSets, consumed: CounterSets) -> bool:
-    """Every counter of every set in the pool must cover what is consumed (negative blocks all)."""
-    for set_name, counters in available.items():
-        used = consumed.get(set_name)
-        for counter, value in counters.items():
-            if value < (used.get(counter, 0) if used else 0):
-                return False
-    return True
 
 
 def _refusing_selector(rd: RequestData, device: DeviceInfo, code: int) -> tuple[str, int]:

@@ -1,10 +1,13 @@
-"""The allocator's small public types: Features, DeviceID, AllocatedState."""
+"""The allocator's small public types and helpers: Features, DeviceID, AllocatedState, share IDs."""
 
 from __future__ import annotations
+
+import uuid
 
 import pytest
 
 from policies.allocator import AllocatedState, DeviceID, Features
+from policies.allocator.allocator import random_share_id
 from policies.api.kinds import decode
 from policies.api.quantity import Quantity
 from policies.api.resource import API_VERSION, ResourceClaim
@@ -99,3 +102,13 @@ def test_public_taint_helpers_follow_upstream_toleration_rules() -> None:
     device = Device(name="d", taints=[taint])
     assert [t.key for t in device_taints(device, "drv", "p", [rule])] == ["k", "r"]
     assert [t.key for t in device_taints(device, "drv", "other", [rule])] == ["k"]
+
+
+def test_share_ids_are_random_version_4_uuids() -> None:
+    ids = {random_share_id() for _ in range(200)}
+    assert len(ids) == 200
+    for text in ids:
+        parsed = uuid.UUID(text)
+        assert str(parsed) == text
+        assert parsed.version == 4
+        assert parsed.variant == uuid.RFC_4122

@@ -1,7 +1,7 @@
 """The optimised search against a plain transliteration of upstream's, on seeded random scenarios.
 
-draguard's search (policies/allocator/search.py) runs upstream's recursion as generators on an
-explicit stack, caches selector verdicts and consumption, and filters constraints per request.
+draguard's search (policies/allocator/search.py) caches selector verdicts, consumption and counter
+refusals, scans per-request candidate lists, and filters constraints per request.
 Here the same questions go to :class:`Upstream`, a deliberately naive re-expression of the
 recursive functions of ``structured/internal/incubating/allocator_incubating.go`` (1.36):
 ``allocateOne`` (subrequest loop, "all devices" path, the 32-result cut-off and its special error,

@@ -1,0 +1,95 @@
+"""Shared counters (DRAPartitionableDevices): what a pool has left, and whether a device still fits.
+
+Upstream 1.36: ``checkAvailableCounters`` in
+``structured/internal/incubating/allocator_incubating.go`` (dra-reference 4.7, 4.16a). Upstream
+adds a device's counters to what the search has reserved in the pool so far and then compares
+*every* counter of the pool with what is left after the already-allocated devices. Here only the
+counters the device consumes are compared, which gives the same answer (see ``has_room``), and what
+is left after the allocated devices is computed once per pool and Allocator (see ``left_in``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Set
+
+from policies.allocator.devices import CounterTotals
+from policies.allocator.pools import CounterSets, Pool
+
+
+class PoolCounters:
+    """The counters of one pool left after the cluster's allocated devices, in nano-units.
+
+    ``overdrawn``: the allocated devices already use more of some counter than the pool has. Then
+    upstream's comparison of every counter fails for every device of the pool, whatever it consumes.
+    Shared by every search of the Allocator: never modified after it is built.
+    """
+
+    __slots__ = ("overdrawn", "sets")
+
+    def __init__(self, sets: CounterSets) -> None:
+        self.sets = sets
+        self.overdrawn = any(value < 0 for counters in sets.values() for value in counters.values())
+
+
+def left_in(pool: Pool, allocated: Set[tuple[str, str, str]]) -> PoolCounters:
+    """The pool's counters minus what its ``allocated`` devices consume (counting the pool's slices
+    for other nodes too), computed once per Pool and kept on it.
+
+    A Pool belongs to one node's view of one Allocator, and ``allocated`` is that Allocator's
+    allocated state: neither changes for the Allocator's lifetime, so nothing invalidates the value
+    (a new snapshot gets a new Allocator, with new views and pools).
+    """
+    if pool.left is not None:
+        return pool.left
+    sets = {name: dict(counters) for name, counters in pool.counter_sets.items()}
+    for info in (*pool.slices, *pool.other_slices):
+        for device in info.devices:
+            if not device.counter_totals or device.key not in allocated:
+                continue
+            for set_name, counter, amount in device.counter_totals:
+                left = sets.get(set_name)
+                if left is not None and counter in left:
+                    left[counter] -= amount
+    pool.left = PoolCounters(sets)
+    return pool.left
+
+
+def has_room(left: PoolCounters, reserved: CounterSets, totals: CounterTotals) -> bool:
+    """Whether the pool can take ``totals`` on top of what the search has ``reserved`` in it.
+
+    Upstream adds the device's counters and checks every counter of the pool. The search reserves
+    only through this check and releases only what it reserved, so before each check every
+    counter is within its limit unless the pool started overdrawn: only the counters the device
+    consumes can newly exceed theirs. Counters the pool does not define are not compared.
+    """
+    if left.overdrawn:
+        return False
+    for set_name, counter, amount in totals:
+        limits = left.sets.get(set_name)
+        if limits is None or counter not in limits:
+            continue
+        in_set = reserved.get(set_name)
+        if (in_set.get(counter, 0) if in_set else 0) + amount > limits[counter]:
+            return False
+    return True
+
+
+def reserve(reserved: CounterSets, totals: CounterTotals) -> None:
+    for set_name, counter, amount in totals:
+        in_set = reserved.setdefault(set_name, {})
+        in_set[counter] = in_set.get(counter, 0) + amount
+
+
+def release(reserved: CounterSets, totals: CounterTotals) -> None:
+    for set_name, counter, amount in totals:
+        reserved[set_name][counter] -= amount
+
+
+def covers(left: CounterSets, consumed: CounterSets) -> bool:
+    """Every counter of every set in the pool covers what is consumed (a negative one covers nothing)."""
+    for set_name, counters in left.items():
+        used = consumed.get(set_name)
+        for counter, value in counters.items():
+            if value < (used.get(counter, 0) if used else 0):
+                return False
+    return True

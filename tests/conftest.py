@@ -26,7 +26,10 @@ def control_plane() -> Iterator[ControlPlane]:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(missing, pytrace=False)
         pytest.skip(missing)
-    plane = ControlPlane(Path(os.environ[ASSETS_VAR]))
+    # KEP-5517 (alpha in 1.36, off by default): devices that hand out node resources (a CPU driver's
+    # cores) keep their nodeAllocatableResourceMappings only with it; the quota and sharing rules
+    # read them.
+    plane = ControlPlane(Path(os.environ[ASSETS_VAR]), feature_gates={"DRANodeAllocatableResources": True})
     plane.start()
     try:
         yield plane

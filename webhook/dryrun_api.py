@@ -54,6 +54,8 @@ from webhook.auth import (
     ClientCertificates,
     Open,
     RateLimiter,
+    SubjectAccessReviews,
+    kube_access_reviewer,
     kube_token_reviewer,
 )
 
@@ -454,7 +456,8 @@ class DryRunEndpoint:
 
 
 def authenticator_for(settings: DryRunSettings, api_client: object | None) -> Chain:
-    """Open with ``demo``; otherwise client certificates (with a CA) and TokenReview (with a cluster)."""
+    """Open with ``demo``; otherwise client certificates (with a CA) and TokenReview (with a cluster),
+    and with a cluster every caller authorized by SubjectAccessReview (see :mod:`webhook.auth`)."""
     if settings.demo:
         return Chain([Open()])
     methods: list[Authenticator] = []
@@ -466,7 +469,8 @@ def authenticator_for(settings: DryRunSettings, api_client: object | None) -> Ch
         log.warning(
             "the dry-run endpoint accepts nobody: give --dryrun-client-ca, serve a cluster, or --demo"
         )
-    return Chain(methods)
+    authorizer = SubjectAccessReviews(kube_access_reviewer(api_client)) if api_client is not None else None
+    return Chain(methods, authorizer)
 
 
 def add_dryrun_routes(
@@ -524,12 +528,14 @@ def _error_responses() -> dict[str, Any]:
     described = {
         "400": "malformed JSON or a wrong shape; each problem names the field",
         "401": "no credential, or a refused one",
+        "403": "authenticated, but not allowed to post to /v1/dryrun (SubjectAccessReview)",
         "413": "body over the size limit",
         "415": "not application/json",
         "422": "the objects cannot be used: a referenced claim or template is missing, a node is unknown, "
         "the API server would refuse an object",
         "429": "rate limit reached",
-        "503": "not synced yet, busy, the TokenReview failed, or no node checked within the deadline",
+        "503": "not synced yet, busy, the TokenReview or SubjectAccessReview failed, or no node checked "
+        "within the deadline",
     }
     return {
         code: {

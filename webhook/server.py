@@ -75,6 +75,9 @@ LARGE_WAITING = 1
 # default, which the event loop paid after every socket wait while costly checks compiled CEL on
 # the pool threads (py-spy: the loop held the GIL 9% of the time, four pool threads 84%).
 SWITCH_INTERVAL = 0.001
+# Work with lasting effects (the quota ledger's write) ends this long before the deadline, so that
+# its outcome, not the deadline's refusal, is what the API server is told.
+EFFECTS_MARGIN = 0.25
 
 
 def _webhook(rule: Rule) -> str:
@@ -153,10 +156,11 @@ class Admission:
         self.costly = Backlog(self.executor, self.costly_limit)
         self.large = Backlog(self.decoder, 1 + LARGE_WAITING)
 
-    def context(self) -> Context:
-        """The snapshot a request keeps from start to end, and whether it is fresh enough to trust."""
+    def context(self, deadline: float | None = None) -> Context:
+        """The snapshot a request keeps from start to end, and whether it is fresh enough to trust;
+        ``deadline`` (monotonic) is when the request's answer goes out whatever the rules do."""
         fresh = self.state.age() <= self.config.snapshot.max_age_seconds
-        return Context(self.state.snapshot, self.config, self.clock(), snapshot_fresh=fresh)
+        return Context(self.state.snapshot, self.config, self.clock(), fresh, deadline)
 
     async def handle(self, webhook: str, http: web.Request) -> web.Response:
         started = time.perf_counter()
@@ -209,7 +213,7 @@ class Admission:
         return _json(review.answer(request.uid, decision))
 
     async def _decide(self, webhook: str, request: Request, started: float) -> Decision:
-        ctx = self.context()
+        ctx = self.context(time.monotonic() + self._left(started) - EFFECTS_MARGIN)
         chosen = engine.applicable(request, self.rules[webhook], ctx)
         if not any(rule.costly(request, ctx) for rule, _ in chosen):
             return engine.decide_applicable(request, chosen, ctx)
@@ -304,8 +308,17 @@ def _application(**options: Any) -> web.Application:
     return web.Application(middlewares=[close_unless_read], **options)
 
 
-def build_app(admission: Admission, ready: Callable[[], list[str]]) -> web.Application:
-    """The HTTPS application; ``ready()`` lists what readiness still waits for (empty: ready)."""
+@dataclass(frozen=True)
+class Readiness:
+    """What ``/readyz`` reports: ``waiting()`` lists what keeps the server from answering at all (503
+    while any), ``notes()`` what it answers worse than it could (said in the 200's body)."""
+
+    waiting: Callable[[], list[str]]
+    notes: Callable[[], list[str]] = list
+
+
+def build_app(admission: Admission, ready: Readiness) -> web.Application:
+    """The HTTPS application; ``ready`` is what ``/readyz`` reports."""
     app = _application(client_max_size=review.MAX_BODY_BYTES)
     for webhook in admission.rules:
         app.router.add_post(f"/{webhook}", functools.partial(admission.handle, webhook))
@@ -313,7 +326,7 @@ def build_app(admission: Admission, ready: Callable[[], list[str]]) -> web.Appli
     return app
 
 
-def build_health_app(ready: Callable[[], list[str]]) -> web.Application:
+def build_health_app(ready: Readiness) -> web.Application:
     """The probes again, on their own plain-HTTP port: for the kubelet, they answer before a
     certificate is served, so a replica waiting for the elected one to write the first pair is
     not restarted by its liveness probe for a handshake it cannot complete yet."""
@@ -322,24 +335,31 @@ def build_health_app(ready: Callable[[], list[str]]) -> web.Application:
     return app
 
 
-def _add_probes(app: web.Application, ready: Callable[[], list[str]]) -> None:
+def _add_probes(app: web.Application, ready: Readiness) -> None:
     """``/healthz``: the event loop answers; ``/readyz``: and nothing is waited for."""
 
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok")
 
     async def readyz(_: web.Request) -> web.Response:
-        waiting = ready()
+        waiting = ready.waiting()
         if waiting:
             return web.Response(status=503, text="not ready: " + "; ".join(waiting))
-        return web.Response(text="ok")
+        return web.Response(text="\n".join(["ok", *ready.notes()]))
 
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
 
 
-def readiness(state: State, tls: CertReloader | None) -> Callable[[], list[str]]:
-    """Ready once the cluster state is synced and a certificate is served."""
+def readiness(state: State, tls: CertReloader | None, max_age: float | None = None) -> Readiness:
+    """Ready once the cluster state is synced and a certificate is served.
+
+    A state older than ``max_age`` (``snapshot.maxAgeSeconds``) is said in the body, and the replica
+    stays ready: it still answers every request, the rules that need the state per their failure
+    policy. Unready, it would leave the Service, and the API server would answer for it per the
+    webhooks' failurePolicy, for every rule alike, the ones that need no cluster state included
+    (and a stale state usually strikes every replica at once: the API server is what went away).
+    """
 
     def waiting() -> list[str]:
         reasons = []
@@ -349,7 +369,16 @@ def readiness(state: State, tls: CertReloader | None) -> Callable[[], list[str]]
             reasons.append("no TLS certificate loaded yet")
         return reasons
 
-    return waiting
+    def notes() -> list[str]:
+        age = state.age()
+        if max_age is None or not state.synced or age <= max_age:
+            return []
+        return [
+            f"stale: the cluster state was last confirmed {age:.0f}s ago (snapshot.maxAgeSeconds "
+            f"{max_age:g}): the rules that need it answer per their failurePolicy"
+        ]
+
+    return Readiness(waiting, notes)
 
 
 def build_metrics_app(metrics: Metrics) -> web.Application:
@@ -422,7 +451,7 @@ class SideLoop:
 
 async def run(
     app: web.Application,
-    ready: Callable[[], list[str]],
+    ready: Readiness,
     admission: Admission,
     tls: CertReloader,
     listen: Listen,
@@ -431,8 +460,8 @@ async def run(
     reload_interval: float = 1.0,
 ) -> None:
     """Serve ``app`` (:func:`build_app`, and whatever else shares the port) over ``tls``, and on a
-    :class:`SideLoop` the metrics and the probes answering ``ready()`` as ``app`` does, until
-    ``stop`` is set; ``started(ports)`` runs once all three listen."""
+    :class:`SideLoop` the metrics and the probes answering ``ready`` as ``app`` does, until ``stop``
+    is set; ``started(ports)`` runs once all three listen."""
     plain = (
         (build_metrics_app(admission.metrics), listen.metrics_port),
         (build_health_app(ready), listen.health_port),

@@ -548,6 +548,21 @@ async def test_readyz_waits_for_the_state_and_healthz_does_not(aiohttp_client: C
     assert (await client.get("/readyz")).status == 200
 
 
+async def test_readyz_says_a_stale_state_and_stays_ready(aiohttp_client: Client) -> None:
+    """Past snapshot.maxAgeSeconds the replica still answers (the rules that need the state per their
+    failure policy); leaving the Service would hand every rule to the webhooks' failurePolicy."""
+    state = FakeState(synced=True)
+    client = await aiohttp_client(build_app(make_admission(state=state), readiness(state, None, 30)))
+    assert await (await client.get("/readyz")).text() == "ok"
+    state.seconds = 42
+    stale = await client.get("/readyz")
+    assert stale.status == 200
+    assert await stale.text() == (
+        "ok\nstale: the cluster state was last confirmed 42s ago (snapshot.maxAgeSeconds 30): "
+        "the rules that need it answer per their failurePolicy"
+    )
+
+
 def test_default_deadline_is_below_every_timeout_the_chart_configures() -> None:
     values = yaml.safe_load((Path(__file__).resolve().parents[2] / "charts/draguard/values.yaml").read_text())
     hooks = values["webhooks"]
@@ -593,7 +608,7 @@ async def test_an_answer_that_leaves_the_body_unread_closes_the_connection(
 
 
 def test_the_probe_and_metrics_ports_close_after_unread_bodies_too() -> None:
-    for app in (server.build_health_app(lambda: []), server.build_metrics_app(make_admission().metrics)):
+    for app in (server.build_health_app(server.Readiness(lambda: [])), server.build_metrics_app(make_admission().metrics)):
         assert server.close_unless_read in app.middlewares
 
 
@@ -677,7 +692,7 @@ async def test_probes_on_the_side_loop_answer_while_the_main_loop_is_blocked() -
     side = server.SideLoop()
     try:
         runner, port = await side.call(
-            server._start(server.build_health_app(lambda: []), "127.0.0.1", 0, None)
+            server._start(server.build_health_app(server.Readiness(lambda: [])), "127.0.0.1", 0, None)
         )
         answered: list[float] = []
 

@@ -608,7 +608,10 @@ async def test_an_answer_that_leaves_the_body_unread_closes_the_connection(
 
 
 def test_the_probe_and_metrics_ports_close_after_unread_bodies_too() -> None:
-    for app in (server.build_health_app(server.Readiness(lambda: [])), server.build_metrics_app(make_admission().metrics)):
+    for app in (
+        server.build_health_app(server.Readiness(lambda: [])),
+        server.build_metrics_app(make_admission().metrics),
+    ):
         assert server.close_unless_read in app.middlewares
 
 

@@ -1,8 +1,8 @@
 """The quota rule through the real API server: two replicas share the ledger ConfigMap under load.
 
 The cluster: a CPU driver in the style of dra-driver-cpu (every device one core, mapped onto the
-node's ``cpu`` with KEP-5517's ``nodeAllocatableResourceMappings``, hence the session's
-DRANodeAllocatableResources gate), 4 nodes of 64 cores. One namespace has a ResourceQuota with two
+node's ``cpu`` with KEP-5517's ``nodeAllocatableResourceMappings``, hence the control plane with
+the DRANodeAllocatableResources gate), 4 nodes of 64 cores. One namespace has a ResourceQuota with two
 limits, one for each layer:
 
 * ``cpu.example.com.deviceclass.resource.k8s.io/devices: 150``: upstream's own quota admission
@@ -153,7 +153,8 @@ def pooled(api: client.ApiClient) -> client.ApiClient:
 
 
 @pytest.fixture(scope="module")
-def cluster(control_plane: ControlPlane) -> Iterator[Cluster]:
+def cluster(node_allocatable_plane: ControlPlane) -> Iterator[Cluster]:
+    control_plane = node_allocatable_plane
     admin = control_plane.client()
     nodes = [
         {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"quota-node-{n}"}} for n in range(NODES)

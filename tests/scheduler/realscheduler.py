@@ -150,6 +150,26 @@ class Scene:
         body = pod_manifest(name, labels=labels, nodeName=node, **spec)
         self.post(f"/api/v1/namespaces/{self.ns}/pods", body)
 
+    def namespace(self, name: str, labels: dict[str, str]) -> str:
+        """Another namespace, with the ``default`` ServiceAccount pods need; deleted at close."""
+        self.post("/api/v1/namespaces", {"metadata": {"name": name, "labels": labels}})
+        self.made.append(f"/api/v1/namespaces/{name}")
+        self.post(f"/api/v1/namespaces/{name}/serviceaccounts", {"metadata": {"name": "default"}})
+        return name
+
+    def label_namespace(self, labels: dict[str, str]) -> None:
+        answer = call(self.api, "PATCH", f"/api/v1/namespaces/{self.ns}", {"metadata": {"labels": labels}})
+        assert answer.status == 200, answer.body
+
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Any object from its manifest (the API path from its apiVersion, kind and namespace)."""
+        group_version = obj["apiVersion"]
+        root = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
+        namespace = obj["metadata"].get("namespace")
+        scope = f"/namespaces/{namespace}" if namespace else ""
+        plural = obj["kind"].lower() + ("es" if obj["kind"].endswith("s") else "s")
+        return self.post(f"{root}{scope}/{plural}", obj)
+
     # --- asking --------------------------------------------------------------------------------
 
     def state(self) -> list[dict[str, Any]]:

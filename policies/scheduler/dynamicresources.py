@@ -10,7 +10,8 @@ Upstream ``pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go`
   resources that a DeviceClass backs.
 * Filter checks each allocated claim's node selector, then asks the allocator for the rest. An
   allocator error other than "this node only" is an Error status: it aborts the whole scheduling
-  attempt, on every node. An allocated claim unusable on the node is remembered for PostFilter.
+  attempt, on every node; so does a search that runs out of time (draguard: out of its budget),
+  ``node N: timed out trying to allocate devices`` since 1.36. An allocated claim unusable on the node is remembered for PostFilter.
 * PostFilter, when no node fits: deallocates one remembered claim that no other pod reserves
   (the next attempt allocates it afresh), or says why not.
 * Score (weight 2): for each request with alternatives, ``8 - index`` of the alternative chosen.
@@ -229,7 +230,9 @@ class DynamicResources:
         error = str(outcome.error) if outcome.error is not None else None
         explanation = outcome.explanation
         if isinstance(outcome.error, SearchAbortedError):
-            return Status(unresolvable, (TIMED_OUT,), NAME, error=error, explanation=explanation)
+            # An Error since 1.36 (a timeout may be transient): it aborts the attempt on every node.
+            timed_out = f"node {node.name}: {TIMED_OUT}"
+            return Status(Code.ERROR, (timed_out,), NAME, error=error, explanation=explanation)
         if isinstance(outcome.error, FailedOnNodeError):
             return Status(unresolvable, (str(outcome.error),), NAME, error=error, explanation=explanation)
         if error is not None:

@@ -286,9 +286,9 @@ class Generator:
                 expressions.append({"key": self.pick(("zone", "gpu", "tier")), "operator": operator})
         term: dict[str, Any] = {"matchExpressions": expressions}
         if self.chance(0.2):
-            names = self.rng.sample(self.node_names, self.rng.randint(1, len(self.node_names)))
+            name = self.pick([*self.node_names, "elsewhere"])  # the API allows one value
             term["matchFields"] = [
-                {"key": "metadata.name", "operator": self.pick(("In", "NotIn")), "values": names}
+                {"key": "metadata.name", "operator": self.pick(("In", "NotIn")), "values": [name]}
             ]
             if self.chance(0.5):
                 del term["matchExpressions"]

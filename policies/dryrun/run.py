@@ -43,6 +43,7 @@ from policies.scheduler.dynamicresources import DynamicResources
 from policies.scheduler.extended import IN_MEMORY_NAME
 from policies.scheduler.features import FeatureGates
 from policies.scheduler.framework import Cycle
+from policies.scheduler.preemption import Preemption, preempt
 from policies.scheduler.profile import Attempt, Pace, Unpaced, Verdict
 from policies.snapshot import Snapshot
 
@@ -116,7 +117,7 @@ class Outcome:
     reason: str | None = None
     earlier: list[str] = field(default_factory=list)
     scores: dict[str, dict[str, int]] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
+    preemption: Preemption | None = None
 
     @property
     def fitting(self) -> list[Verdict]:
@@ -169,7 +170,7 @@ class DryRun:
             if outcome.attempt.fitting or outcome.attempt.error is not None or not outcome.attempt.complete:
                 break
             post, claim = outcome.dra.post_filter(question.pod)
-            outcome.message, outcome.notes = _unschedulable_message(outcome, post)
+            outcome.message, outcome.preemption = _unschedulable_message(outcome, post)
             if claim is None or claim.name == IN_MEMORY_NAME or question.claims is not None:
                 break
             earlier.append(outcome.message)
@@ -266,19 +267,28 @@ def with_uid(pod: Pod) -> Pod:
 # --- messages ----------------------------------------------------------------------------------------
 
 
-def _unschedulable_message(outcome: Outcome, post_filter: str) -> tuple[str, list[str]]:
+def _unschedulable_message(outcome: Outcome, post_filter: str) -> tuple[str, Preemption]:
     """The PodScheduled message: the FitError, then the PostFilter plugins' messages (the DRA
-    plugin's, then DefaultPreemption's)."""
-    attempt = outcome.attempt
-    pods_by_node = {n.name: n.pods for n in outcome.prepared.cluster.nodes}
-    preemption = profile.preemption_message(outcome.question.pod, attempt, pods_by_node)
-    notes = []
-    parts = [post_filter]
-    if preemption is None:
-        notes.append("preemption: a node holds pods of lower priority; draguard does not simulate preemption")
-    else:
-        parts.append(preemption)
-    return f"{profile.fit_error(attempt)} {', '.join(parts)}.", notes
+    plugin's, then DefaultPreemption's), none at all when preemption nominates a node (upstream
+    RunPostFilterPlugins returns the first success as it is)."""
+    attempt, prepared = outcome.attempt, outcome.prepared
+    cycle = Cycle(outcome.question.pod, prepared.cluster, prepared.gates)
+    statuses = {v.node: v.status for v in attempt.verdicts if v.status is not None}
+    preemption = preempt(cycle, statuses, attempt.prepared, attempt.order)
+    if preemption.message is None:
+        return profile.fit_error(attempt), preemption
+    return f"{profile.fit_error(attempt)} {post_filter}, {preemption.message}", preemption
+
+
+def _preemption_note(preemption: Preemption | None) -> list[str]:
+    if preemption is None or preemption.nominated is None:
+        return []
+    victims = ", ".join(p.key for p in preemption.victims)
+    return [
+        f"preemption: the scheduler would nominate {preemption.nominated} and evict {victims} there, "
+        "then try the pod again (draguard reads no PodDisruptionBudgets; equal candidates are a "
+        "random pick)"
+    ]
 
 
 def _fits_message(outcome: Outcome) -> str:
@@ -315,7 +325,7 @@ def _not_checked(outcome: Outcome) -> list[str]:
         notes.append("the pod has scheduling gates: the scheduler does not try it until they are removed")
     if len(outcome.fitting) > 1:
         notes.append(RANKING_NOTE)
-    return notes + outcome.notes
+    return notes + _preemption_note(outcome.preemption)
 
 
 # --- from the outcome to the answer --------------------------------------------------------------------
@@ -361,7 +371,7 @@ def _fitting(outcome: Outcome, verdict: Verdict, rank: int, costs: Costs) -> Nod
 
 def to_answer(outcome: Outcome, limit: int | None) -> PodAnswer:
     """The answer document for an outcome; ``limit`` nodes listed at most (None: every node in order)."""
-    pod, attempt, dra = outcome.question.pod, outcome.attempt, outcome.dra
+    pod, attempt, dra, preemption = outcome.question.pod, outcome.attempt, outcome.dra, outcome.preemption
     claims = dra.claims
     ranked = sorted(attempt.fitting, key=lambda v: (-outcome.total(v.node), v.node))
     ranks: dict[str, int] = {}
@@ -389,6 +399,8 @@ def to_answer(outcome: Outcome, limit: int | None) -> PodAnswer:
         reason=outcome.reason,
         message=outcome.message,
         preferred=outcome.preferred(),
+        nominated=preemption.nominated if preemption is not None else None,
+        victims=[p.key for p in preemption.victims] if preemption is not None else [],
         earlier_attempts=outcome.earlier,
         not_checked=_not_checked(outcome),
         nodes=nodes,

@@ -120,6 +120,10 @@ class Cluster:
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
         return self.snapshot.namespace_labels(namespace or DEFAULT_NAMESPACE) or {}
 
+    def with_node(self, info: NodeInfo) -> Cluster:
+        """The cluster with the node ``info`` names replaced by ``info`` (other pods on it)."""
+        return replace(self, nodes=tuple(info if n.name == info.name else n for n in self.nodes))
+
     def with_pod(self, pod: Pod, node: str) -> Cluster:
         """The cluster after ``pod`` was bound to ``node`` (the next pod of a sequence sees it)."""
         return replace(

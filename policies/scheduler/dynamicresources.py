@@ -11,7 +11,8 @@ Upstream ``pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go`
 * Filter checks each allocated claim's node selector, then asks the allocator for the rest. An
   allocator error other than "this node only" is an Error status: it aborts the whole scheduling
   attempt, on every node; so does a search that runs out of time (draguard: out of its budget),
-  ``node N: timed out trying to allocate devices`` since 1.36. An allocated claim unusable on the node is remembered for PostFilter.
+  ``node N: timed out trying to allocate devices`` since 1.36. An allocated claim unusable on the
+  node is remembered for PostFilter.
 * PostFilter, when no node fits: deallocates one remembered claim that no other pod reserves
   (the next attempt allocates it afresh), or says why not.
 * Score (weight 2): for each request with alternatives, ``8 - index`` of the alternative chosen.

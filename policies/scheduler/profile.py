@@ -3,8 +3,7 @@
 Upstream ``pkg/scheduler/schedule_one.go`` (``findNodesThatFitPod``, ``prioritizeNodes``),
 ``pkg/scheduler/framework/runtime/framework.go`` (``RunPreFilterPlugins``, ``RunFilterPlugins``,
 ``RunPostFilterPlugins``, ``RunScorePlugins``), ``pkg/scheduler/framework/types.go``
-(``FitError``) and ``pkg/scheduler/framework/preemption/preemption.go`` (the PostFilter message
-of DefaultPreemption). The filters run in the order of ``kube-scheduler --write-config-to`` for
+(``FitError``). The filters run in the order of ``kube-scheduler --write-config-to`` for
 1.36: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit,
 (the volume plugins), PodTopologySpread, InterPodAffinity, DynamicResources, (NodeDeclaredFeatures).
 A node gets the first refusal; a plugin whose PreFilter refuses makes every node refused with its
@@ -20,7 +19,6 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Protocol
 
-from policies.api.core import Pod
 from policies.api.resource import AllocationResult
 from policies.scheduler import (
     interpodaffinity,
@@ -36,8 +34,6 @@ from policies.scheduler.cluster import NodeInfo
 from policies.scheduler.dynamicresources import DynamicResources
 from policies.scheduler.framework import Code, Cycle, PreFilterOutcome, Prepared, Status
 
-NOT_HELPFUL = "Preemption is not helpful for scheduling"
-NO_VICTIMS = "No preemption victims found for incoming pod"
 MAX_NODE_SCORE = 100
 
 # The plugins of the default profile that draguard does not run, and why (said once per answer).
@@ -94,6 +90,8 @@ class Attempt:
     prefilter: Status | None = None
     error: tuple[str, Status] | None = None
     unchecked_resources: list[str] = field(default_factory=list)
+    prepared: list[tuple[str, Prepared]] = field(default_factory=list)
+    order: list[str] = field(default_factory=list)
 
     @cached_property
     def fitting(self) -> list[Verdict]:
@@ -138,8 +136,8 @@ def run(cycle: Cycle, plugins: Sequence[FilterPlugin], nodes: Sequence[NodeInfo]
     """PreFilter every plugin, then Filter every node in order (upstream RunFilterPlugins: the first
     refusal is the node's answer). ``nodes``: the nodes asked (all of them, unless the caller
     picked some). ``pace.over()`` stops early: the attempt is then incomplete."""
-    attempt = Attempt(asked=len(nodes))
-    prepared: list[tuple[str, Prepared]] = []
+    attempt = Attempt(asked=len(nodes), order=[p.NAME for p in plugins])
+    prepared = attempt.prepared
     for plugin in plugins:
         outcome = plugin.pre_filter(cycle)
         if isinstance(outcome, Status):
@@ -200,25 +198,6 @@ def fit_error(attempt: Attempt) -> str:
     if attempt.prefilter is not None:
         return f"{head} {attempt.prefilter.message()}."
     return f"{head} {histogram(v.status for v in attempt.verdicts if v.status is not None)}."
-
-
-def preemption_message(pod: Pod, attempt: Attempt, pods_by_node: Mapping[str, Sequence[Pod]]) -> str | None:
-    """DefaultPreemption's PostFilter message when it can find no victim; None when a node holds a
-    pod of lower priority (preemption might succeed, and draguard does not simulate it)."""
-    priority = pod.spec.priority or 0
-    statuses: list[Status] = []
-    for v in attempt.verdicts:
-        status = v.status
-        if status is None:
-            continue
-        if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-            reason = NOT_HELPFUL
-        elif any((p.spec.priority or 0) < priority for p in pods_by_node.get(v.node, ())):
-            return None
-        else:
-            reason = NO_VICTIMS
-        statuses.append(Status(status.code, (reason,)))
-    return f"preemption: 0/{attempt.asked} nodes are available: {histogram(statuses)}"
 
 
 # --- scoring -------------------------------------------------------------------------------------

@@ -367,6 +367,17 @@ POD: dict[str, Any] = {
     },
     "status": {
         "phase": "Running",
+        "conditions": [{"type": "PodResizePending", "status": "True", "reason": "Deferred"}],
+        "nominatedNodeName": "node-a",
+        "startTime": "2026-01-01T00:00:00Z",
+        "containerStatuses": [
+            {
+                "name": "main",
+                "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "2"}},
+                "allocatedResources": {"cpu": "2"},
+            }
+        ],
+        "initContainerStatuses": [{"name": "proxy", "allocatedResources": {"cpu": "100m"}}],
         "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "shared-gpu"}, {"name": "scratch"}],
         "extendedResourceClaimStatus": {
             "requestMappings": [

@@ -20,6 +20,7 @@ from policies.scheduler import (
     noderesources,
     nodeunschedulable,
     podtopologyspread,
+    preemption,
     profile,
     tainttoleration,
 )
@@ -218,6 +219,31 @@ def test_requests_count_init_containers_sidecars_and_overhead_as_upstream() -> N
     assert refused(noderesources, c) == {"n": ("Insufficient cpu",)}
 
 
+def test_a_bound_pod_being_resized_counts_the_larger_of_its_spec_and_status() -> None:
+    def resized(spec_cpu: str, status_cpu: str, allocated: str, *conditions: dict[str, str]) -> Any:
+        bound = pod("b", nodeName="n", containers=[requests(spec_cpu)])
+        bound["status"] = {
+            "conditions": list(conditions),
+            "containerStatuses": [
+                {
+                    "name": "c",
+                    "resources": {"requests": {"cpu": status_cpu}},
+                    "allocatedResources": {"cpu": allocated},
+                }
+            ],
+        }
+        return cluster(node("n"), bound).by_name["n"].requested.milli_cpu
+
+    assert resized("1", "2", "1") == 2000  # growing: the status already runs with 2
+    assert resized("3", "2", "2") == 3000  # the spec asks for 3: the kubelet will give it
+    infeasible = {"type": "PodResizePending", "status": "True", "reason": "Infeasible"}
+    assert resized("3", "2", "2", infeasible) == 2000  # never given: what runs counts
+    # Without status resources (a kubelet that reports none) the spec counts.
+    bound = pod("b", nodeName="n", containers=[requests("1")])
+    bound["status"] = {"containerStatuses": [{"name": "c", "allocatedResources": {"cpu": "4"}}]}
+    assert cluster(node("n"), bound).by_name["n"].requested.milli_cpu == 1000
+
+
 def test_bound_pods_pod_count_scalars_and_what_preemption_could_free() -> None:
     full = node("full", allocatable={"cpu": "4", "memory": "8Gi", "pods": "1", "example.com/nic": "1"})
     bound = pod("b", nodeName="full", containers=[requests("3")])
@@ -354,25 +380,83 @@ def test_the_fit_error_histogram_sorts_as_strings_like_go() -> None:
     assert profile.histogram(statuses) == "10 b reason, 2 a reason"
 
 
-def test_preemption_message_needs_lower_priority_pods_to_say_more() -> None:
-    attempt = profile.Attempt(
-        verdicts=[
-            profile.Verdict("a", Status(Code.UNSCHEDULABLE, ("Insufficient cpu",))),
-            profile.Verdict(
-                "b", Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) were unschedulable",))
-            ),
-        ],
-        asked=2,
+NON_DRA_FILTERS = [
+    nodeunschedulable,
+    nodename,
+    tainttoleration,
+    nodeaffinity,
+    nodeports,
+    noderesources,
+    podtopologyspread,
+    interpodaffinity,
+]
+
+
+def preemption_of(incoming: dict[str, Any], *objects: dict[str, Any]) -> preemption.Preemption:
+    """DefaultPreemption after an attempt of the filters (DRA aside) that fits nowhere."""
+    c = cycle(incoming, *objects)
+    attempt = profile.run(c, NON_DRA_FILTERS, c.cluster.nodes, profile.Unpaced())
+    assert not attempt.fitting
+    statuses = {v.node: v.status for v in attempt.verdicts if v.status is not None}
+    return preemption.preempt(c, statuses, attempt.prepared, attempt.order)
+
+
+def small(name: str, **spec: Any) -> dict[str, Any]:
+    return node(name, allocatable={"cpu": "2", "memory": "8Gi", "pods": "10"}, **spec)
+
+
+def test_preemption_without_lower_priority_pods_finds_no_victims() -> None:
+    found = preemption_of(
+        pod(containers=[requests("2")]),
+        small("a"),
+        small("b", unschedulable=True),
+        pod("equal", nodeName="a", containers=[requests("1")]),
     )
-    incoming = decode(pod())
-    assert isinstance(incoming, Pod)
-    assert profile.preemption_message(incoming, attempt, {}) == (
+    assert found == preemption.Preemption(
         "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
-        "1 Preemption is not helpful for scheduling"
+        "1 Preemption is not helpful for scheduling."
     )
-    low = decode(pod("low", priority=-1, nodeName="a"))
-    assert isinstance(low, Pod)
-    assert profile.preemption_message(incoming, attempt, {"a": [low]}) is None
+    never = pod(containers=[requests("3")], preemptionPolicy="Never")
+    assert (
+        preemption_of(never, small("a")).message == "preemption: not eligible due to preemptionPolicy=Never."
+    )
+
+
+def test_preemption_evicts_the_fewest_least_important_pods() -> None:
+    low = pod("low", nodeName="a", priority=-10, containers=[requests("1")])
+    lower = pod("lower", nodeName="a", priority=-20, containers=[requests("1")])
+    found = preemption_of(pod(containers=[requests("1")]), small("a"), low, lower)
+    # Only one CPU is missing: the more important of the two is reprieved.
+    assert found.message is None and found.nominated == "a"
+    assert [p.name for p in found.victims] == ["lower"]
+    # On b the one victim has a higher priority than both of a's: a's victims are less important.
+    b_low = pod("b-low", nodeName="b", priority=-5, containers=[requests("2")])
+    found = preemption_of(pod(containers=[requests("2")]), small("a"), low, lower, small("b"), b_low)
+    assert found.nominated == "a" and {p.name for p in found.victims} == {"low", "lower"}
+
+
+def test_preemption_that_cannot_help_names_the_filter_still_refusing() -> None:
+    low = pod("low", nodeName="a", priority=-1, containers=[requests("1")])
+    equal = pod("equal", nodeName="a", containers=[requests("1")])
+    # Without the low pod, 1 of the 2 CPUs is still taken by a pod of equal priority; asking for
+    # more than the node has at all (3) would not even be tried.
+    found = preemption_of(pod(containers=[requests("2")]), small("a"), low, equal)
+    assert found.message == "preemption: 0/1 nodes are available: 1 Insufficient cpu."
+    holder = pod(
+        "holder", nodeName="a", containers=[{"name": "c", "ports": [{"containerPort": 1, "hostPort": 80}]}]
+    )
+    wants_port = pod(containers=[{"name": "c", "ports": [{"containerPort": 1, "hostPort": 80}]}])
+    found = preemption_of(wants_port, small("a"), low, holder)
+    assert found.message == (
+        "preemption: 0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports."
+    )
+
+
+def test_preemption_recounts_pod_anti_affinity_without_the_victims() -> None:
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [affinity_term("db")]}}
+    db = pod("db", {"app": "db"}, nodeName="a", priority=-1)
+    found = preemption_of(pod(labels={"app": "web"}, affinity=anti), *zones()[:1], db)
+    assert found.nominated == "a" and [p.name for p in found.victims] == ["db"]
 
 
 def test_scores_least_allocated_balanced_and_normalized() -> None:

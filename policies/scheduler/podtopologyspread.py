@@ -21,7 +21,7 @@ from policies.scheduler.cluster import NodeInfo
 from policies.scheduler.framework import Cycle, Prepared, Status, unschedulable
 from policies.scheduler.labels import Selector, label_keys, selector
 from policies.scheduler.nodeaffinity import RequiredAffinity
-from policies.scheduler.tainttoleration import first_untolerated
+from policies.scheduler.tainttoleration import GATE, first_untolerated
 
 NAME = "PodTopologySpread"
 REASON = "node(s) didn't match pod topology spread constraints"
@@ -54,12 +54,13 @@ class Constraint:
             (raw.node_taints_policy or "Ignore") == "Honor",
         )
 
-    def includes(self, pod: Pod, required: RequiredAffinity, node: NodeInfo) -> bool:
-        """upstream matchNodeInclusionPolicies."""
+    def includes(self, pod: Pod, required: RequiredAffinity, node: NodeInfo, comparisons: bool) -> bool:
+        """upstream matchNodeInclusionPolicies (``comparisons``: the toleration operators' gate)."""
         if self.honor_affinity and not required.matches(node):
             return False
+        tolerations = pod.spec.tolerations or ()
         return not (
-            self.honor_taints and first_untolerated(node.taints, pod.spec.tolerations or ()) is not None
+            self.honor_taints and first_untolerated(node.taints, tolerations, comparisons) is not None
         )
 
 
@@ -88,11 +89,12 @@ def pre_filter(cycle: Cycle) -> Prepared | None:
         return None
     counts: list[dict[str, int]] = [{} for _ in chosen]
     required = RequiredAffinity.of(pod)
+    comparisons = cycle.gates.enabled(GATE)
     for node in cycle.cluster.nodes:
         if any(c.topology_key not in node.labels for c in chosen):
             continue
         for i, c in enumerate(chosen):
-            if c.includes(pod, required, node):
+            if c.includes(pod, required, node, comparisons):
                 value = node.labels[c.topology_key]
                 counts[i][value] = counts[i].get(value, 0) + _count(node, c.selector, pod.namespace)
     minimum = [

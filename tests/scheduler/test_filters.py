@@ -502,6 +502,29 @@ def test_scores_least_allocated_balanced_and_normalized() -> None:
 # --- extended resources -------------------------------------------------------------------------------
 
 
+def test_of_classes_naming_one_extended_resource_the_last_written_backs_it() -> None:
+    def device_class(name: str, version: str | None, created: str = "2026-01-01T00:00:00Z") -> Any:
+        meta = {
+            "name": name,
+            "creationTimestamp": created,
+            **({"resourceVersion": version} if version else {}),
+        }
+        spec = {"extendedResourceName": "example.com/gpu"}
+        return decode(
+            {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": meta, "spec": spec}
+        )
+
+    def backing(*classes: Any) -> str:
+        found = extended.DeviceClassResolver(classes).get("example.com/gpu")
+        assert found is not None
+        return found.name
+
+    assert backing(device_class("b", "900"), device_class("a", "1000")) == "a"  # written last
+    assert backing(device_class("a", "1000"), device_class("b", "900")) == "a"
+    assert backing(device_class("b", None, "2026-01-02T00:00:00Z"), device_class("a", None)) == "b"
+    assert backing(device_class("a", None), device_class("b", None)) == "b"  # a fresh list's order
+
+
 def test_the_implicit_claim_asks_per_container_and_init_containers_reuse_later_devices() -> None:
     gpu_class = decode(
         {

@@ -41,6 +41,14 @@ def has_required_anti_affinity(pod: Pod) -> bool:
     return bool(anti is not None and anti.required_during_scheduling_ignored_during_execution)
 
 
+def has_pod_affinity(pod: Pod) -> bool:
+    """upstream podWithAffinity: a pod affinity or anti-affinity section (NodeInfo.PodsWithAffinity)."""
+    affinity = pod.spec.affinity
+    return affinity is not None and (
+        affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None
+    )
+
+
 @dataclass(frozen=True)
 class NodeInfo:
     """A node and its bound pods, with the totals the filters and the scoring read."""
@@ -87,6 +95,10 @@ class NodeInfo:
     def pods_with_required_anti_affinity(self) -> tuple[Pod, ...]:
         return tuple(p for p in self.pods if has_required_anti_affinity(p))
 
+    @cached_property
+    def pods_with_affinity(self) -> tuple[Pod, ...]:
+        return tuple(p for p in self.pods if has_pod_affinity(p))
+
 
 @dataclass(frozen=True)
 class Cluster:
@@ -111,6 +123,11 @@ class Cluster:
     def with_required_anti_affinity(self) -> tuple[NodeInfo, ...]:
         """upstream HavePodsWithRequiredAntiAffinityList."""
         return tuple(info for info in self.nodes if info.pods_with_required_anti_affinity)
+
+    @cached_property
+    def with_pod_affinity(self) -> tuple[NodeInfo, ...]:
+        """upstream HavePodsWithAffinityList."""
+        return tuple(info for info in self.nodes if info.pods_with_affinity)
 
     @cached_property
     def resolver(self) -> DeviceClassResolver:

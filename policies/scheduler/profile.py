@@ -232,6 +232,8 @@ def scores(cycle: Cycle, dra: DynamicResources, fitting: Sequence[NodeInfo]) -> 
             normalize(_raw(nodeaffinity.prefers(cycle.pod), nodeaffinity.score, cycle, fitting)),
         ),
         noderesources.NAME: (1, {n.name: noderesources.least_allocated(with_defaults, n) for n in fitting}),
+        podtopologyspread.NAME: (2, podtopologyspread.score(cycle, fitting)),
+        interpodaffinity.NAME: (2, interpodaffinity.score(cycle, fitting)),
         dra.NAME: (
             2,
             normalize(

@@ -52,6 +52,7 @@ class Decision:
     reason: str | None = None
     message: str | None = None
     devices: tuple[frozenset[str], ...] = ()
+    nominated: str | None = None
 
 
 class Scene:
@@ -172,6 +173,14 @@ class Scene:
         plural = obj["kind"].lower() + ("es" if obj["kind"].endswith("s") else "s")
         return self.post(f"{root}{scope}/{plural}", obj)
 
+    def set_status(self, pod: dict[str, Any], status: dict[str, Any]) -> None:
+        """Write a pod's status (as its kubelet would)."""
+        path = f"/api/v1/namespaces/{pod['metadata']['namespace']}/pods/{pod['metadata']['name']}"
+        current = self.get(path)
+        body = {**current, "status": {**current.get("status", {}), **status}}
+        answer = call(self.api, "PUT", f"{path}/status", body)
+        assert answer.status == 200, answer.body
+
     # --- asking --------------------------------------------------------------------------------
 
     def state(self) -> list[dict[str, Any]]:
@@ -216,7 +225,8 @@ class Scene:
         pod = wait_for(f"kube-scheduler to decide on {name}", decided)
         if not pod["spec"].get("nodeName"):
             condition = next(c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")
-            return Decision(None, condition["reason"], condition["message"])
+            nominated = pod["status"].get("nominatedNodeName")
+            return Decision(None, condition["reason"], condition["message"], nominated=nominated)
         return Decision(pod["spec"]["nodeName"], devices=self.devices(pod))
 
     def devices(self, pod: dict[str, Any]) -> tuple[frozenset[str], ...]:
@@ -308,6 +318,9 @@ def disagreement(decision: Decision, answer: dict[str, Any]) -> str | None:
             return f"reason {decision.reason}; draguard: {answer['reason']} ({answer['message']})"
         if answer["message"] != generated_names_removed(decision.message or ""):
             return f"message\n  scheduler: {decision.message}\n  draguard:  {answer['message']}"
+        if bool(decision.nominated) != bool(answer.get("nominated")):
+            nominated = answer.get("nominated")
+            return f"preemption: the scheduler nominated {decision.nominated}; draguard {nominated}"
         return None
     if not answer["fits"] or decision.node not in fitting:
         refused = next((n for n in answer["nodes"] if n["node"] == decision.node), {})

@@ -37,6 +37,7 @@ class Scenario:
     objects: list[dict[str, Any]] = field(default_factory=list)  # classes, slices, templates...
     load: list[dict[str, Any]] = field(default_factory=list)  # pods with spec.nodeName
     pods: list[dict[str, Any]] = field(default_factory=list)  # pending pods, asked in order
+    resized: list[str] = field(default_factory=list)  # load pods given a status as if resized
 
 
 class Generator:
@@ -54,6 +55,8 @@ class Generator:
         self.extended = f"{ns}.example.com/gpu"  # backed by a DeviceClass
         self.plugin_resource = "example.com/foo"  # a device plugin's, in allocatable
         self.runtime_class = f"{ns}-rc"
+        self.low = f"{ns}-low"
+        self.high = f"{ns}-high"
         self.node_names: list[str] = []
         self.dra = False
         self.extended_backed = False
@@ -77,8 +80,10 @@ class Generator:
             out.objects += self.device_classes()
             out.objects += [s for name in self.node_names if (s := self.slice(name)) is not None]
         out.objects.append(self.runtime_class_object())
+        out.objects += self.priority_classes()
         for name in self.node_names:
             out.load += [self.load_pod(name, i) for i in range(self.rng.randint(0, 3))]
+        out.resized = [p["metadata"]["name"] for p in out.load if self.chance(0.2)]
         out.objects += self.templates_and_pods(out)
         return out
 
@@ -128,7 +133,7 @@ class Generator:
         if self.extended_backed:
             gpu["extendedResourceName"] = self.extended
         shared = {"selectors": [{"cel": {"expression": f'{model} == "shared"'}}]}
-        return [
+        classes = [
             {"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": self.gpu_class}, "spec": gpu},
             {
                 "apiVersion": V1,
@@ -137,6 +142,21 @@ class Generator:
                 "spec": shared,
             },
         ]
+        if self.extended_backed and self.chance(0.4):
+            # A second class naming the same extended resource, written after the first: it wins.
+            h100 = {
+                "selectors": [{"cel": {"expression": f'{model} == "h100"'}}],
+                "extendedResourceName": self.extended,
+            }
+            classes.append(
+                {
+                    "apiVersion": V1,
+                    "kind": "DeviceClass",
+                    "metadata": {"name": f"{self.ns}-a-h100"},
+                    "spec": h100,
+                }
+            )
+        return classes
 
     def slice(self, node: str) -> dict[str, Any] | None:
         if self.chance(0.25):
@@ -188,6 +208,17 @@ class Generator:
             "spec": spec,
         }
 
+    def priority_classes(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+            }
+            for name, value in ((self.low, -100), (self.high, 1000))
+        ]
+
     def runtime_class_object(self) -> dict[str, Any]:
         return {
             "apiVersion": "node.k8s.io/v1",
@@ -226,6 +257,8 @@ class Generator:
             spec["affinity"] = {
                 "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [self.affinity_term()]}
             }
+        if self.chance(0.35):
+            spec["priorityClassName"] = self.low
         namespace = self.other if self.chance(0.3) else self.ns
         return {
             "apiVersion": "v1",
@@ -466,12 +499,44 @@ class Generator:
             spec["tolerations"] = self.tolerations()
         if self.chance(0.25):
             spec["topologySpreadConstraints"] = [self.spread(labels)]
+        roll = self.rng.random()
+        if roll < 0.2:
+            spec["priorityClassName"] = self.high
+            if self.chance(0.2):
+                spec["preemptionPolicy"] = "Never"
+        elif roll < 0.3:
+            spec["priorityClassName"] = self.low
         return {
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": name, "namespace": self.ns, "labels": labels},
             "spec": spec,
         }
+
+
+def resized_status(pod: dict[str, Any], now: str) -> dict[str, Any]:
+    """A status as a kubelet reports it while it resizes the pod's main container in place: the
+    requests it runs with and those it allocated, here 2 CPUs whatever the spec asks (the
+    scheduler counts the larger)."""
+    main = pod["spec"]["containers"][0]
+    asked = main.get("resources", {}).get("requests", {})
+    running = {"cpu": "2", **({"memory": asked["memory"]} if "memory" in asked else {})}
+    return {
+        "phase": "Running",
+        "startTime": now,
+        "containerStatuses": [
+            {
+                "name": main["name"],
+                "image": main["image"],
+                "imageID": "",
+                "ready": True,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": now}},
+                "resources": {"requests": running},
+                "allocatedResources": running,
+            }
+        ],
+    }
 
 
 def generate(seed: int, ns: str, other: str) -> Scenario:

@@ -10,10 +10,11 @@ The fixed seeds run in the suite (a few scenarios, tens of pods). For more, set
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 from realscheduler import Scene, disagreement
-from scenarios import OTHER_NAMESPACE_LABELS, generate
+from scenarios import OTHER_NAMESPACE_LABELS, generate, resized_status
 
 SEEDS_VAR = "DRAGUARD_FIDELITY_SEEDS"
 FIXED_SEEDS = range(4)
@@ -42,6 +43,10 @@ def test_generated_scenario_agrees_with_the_scheduler(scene: Scene, seed: int) -
         scene.node_names.append(node["name"])
     for obj in [*scenario.objects, *scenario.load]:
         scene.create(obj)
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    for pod in scenario.load:
+        if pod["metadata"]["name"] in scenario.resized:
+            scene.set_status(pod, resized_status(pod, now))
     problems = []
     for i, pod in enumerate(scenario.pods):
         decision, answer = scene.ask(pod, settle=i == 0)

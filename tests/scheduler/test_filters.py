@@ -484,6 +484,52 @@ def test_preemption_recounts_pod_anti_affinity_without_the_victims() -> None:
     assert found.nominated == "a" and [p.name for p in found.victims] == ["db"]
 
 
+def test_soft_spreading_scores_the_emptier_domain_higher() -> None:
+    bound = [pod(f"w{i}", {"app": "w"}, nodeName="a") for i in range(2)]
+    c = cycle(
+        pod(labels={"app": "w"}, topologySpreadConstraints=spread(whenUnsatisfiable="ScheduleAnyway")),
+        *zones(),
+        *bound,
+    )
+    # a: round(2 pods * ln(2 zones + 2)) = 3, b: 0; "none" lacks the zone label and scores 0.
+    assert podtopologyspread.score(c, c.cluster.nodes) == {"a": 0, "b": 100, "none": 0}
+    by_host = spread(whenUnsatisfiable="ScheduleAnyway", topologyKey="kubernetes.io/hostname", maxSkew=2)
+    hosts = [node(n, {"kubernetes.io/hostname": n}) for n in ("a", "b")]
+    c = cycle(pod(labels={"app": "w"}, topologySpreadConstraints=by_host), *hosts, *bound)
+    # a: round(2 * ln(4) + 1) = 4, b: round(0 + 1) = 1: 100 * (4 + 1 - s) // 4.
+    assert podtopologyspread.score(c, c.cluster.nodes) == {"a": 25, "b": 100}
+    # Only DoNotSchedule constraints: nothing to score.
+    c = cycle(pod(labels={"app": "w"}, topologySpreadConstraints=spread()), *zones(), *bound)
+    assert set(podtopologyspread.score(c, c.cluster.nodes).values()) == {0}
+
+
+def test_pod_affinity_scores_preferred_terms_and_bound_pods_required_terms() -> None:
+    near_db = {
+        "podAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 10, "podAffinityTerm": affinity_term("db")}
+            ]
+        }
+    }
+    db = pod("db", {"app": "db"}, nodeName="b")
+    c = cycle(pod(affinity=near_db), *zones(), db)
+    assert interpodaffinity.score(c, c.cluster.nodes) == {"a": 0, "b": 100, "none": 0}
+    # A bound pod's required affinity term the incoming pod matches counts 1 (hardPodAffinityWeight);
+    # a preferred anti-affinity term of another counts against its zone.
+    wants_web = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [affinity_term("web")]}}
+    shuns_web = {
+        "podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 5, "podAffinityTerm": affinity_term("web")}
+            ]
+        }
+    }
+    bound = [pod("x", nodeName="a", affinity=wants_web), pod("y", nodeName="b", affinity=shuns_web)]
+    c = cycle(pod(labels={"app": "web"}), *zones(), *bound)
+    # a: +1, b: -5, none: 0 -> scaled between -5 and 1.
+    assert interpodaffinity.score(c, c.cluster.nodes) == {"a": 100, "b": 0, "none": 83}
+
+
 def test_scores_least_allocated_balanced_and_normalized() -> None:
     busy = pod("busy", nodeName="a", containers=[requests("3")])
     c = cycle(pod(containers=[requests("1")]), node("a"), node("b"), busy)

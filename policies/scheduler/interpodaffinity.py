@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from policies.api.core import Pod, PodAffinityTerm
 from policies.scheduler.cluster import Cluster, NodeInfo
-from policies.scheduler.framework import Cycle, Prepared, Status, unschedulable
+from policies.scheduler.framework import MAX_NODE_SCORE, Cycle, Prepared, Status, unschedulable
 from policies.scheduler.labels import Selector, label_keys, selector
 
 NAME = "InterPodAffinity"
@@ -29,7 +29,6 @@ REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
 REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
 
 TopologyPair = tuple[str, str]
-MAX_NODE_SCORE = 100
 AFFINITY_REFUSED = unschedulable(NAME, REASON_AFFINITY, unresolvable=True)
 ANTI_AFFINITY_REFUSED = unschedulable(NAME, REASON_ANTI_AFFINITY)
 EXISTING_REFUSED = unschedulable(NAME, REASON_EXISTING_ANTI_AFFINITY)

@@ -17,13 +17,12 @@ import math
 from collections.abc import Callable, Sequence
 
 from policies.scheduler.cluster import NodeInfo
-from policies.scheduler.framework import Cycle, Prepared, Status, unschedulable
+from policies.scheduler.framework import MAX_NODE_SCORE, Cycle, Prepared, Status, unschedulable
 from policies.scheduler.resources import Resource, non_zero_requests, requests
 
 NAME = "NodeResourcesFit"
 BALANCED = "NodeResourcesBalancedAllocation"
 TOO_MANY_PODS = "Too many pods"
-MAX_NODE_SCORE = 100
 
 
 def insufficient(want: Resource, node: NodeInfo, backed_by_dra: Callable[[str], bool]) -> Status | None:

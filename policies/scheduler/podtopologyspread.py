@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from policies.api.core import Pod, TopologySpreadConstraint
 from policies.scheduler.cluster import NodeInfo
-from policies.scheduler.framework import Cycle, Prepared, Status, unschedulable
+from policies.scheduler.framework import MAX_NODE_SCORE, Cycle, Prepared, Status, unschedulable
 from policies.scheduler.labels import Selector, label_keys, selector
 from policies.scheduler.nodeaffinity import RequiredAffinity
 from policies.scheduler.tainttoleration import GATE, first_untolerated
@@ -123,7 +123,6 @@ def pre_filter(cycle: Cycle) -> Prepared | None:
 # --- scoring (upstream scoring.go) ---------------------------------------------------------------------
 
 HOSTNAME = "kubernetes.io/hostname"
-MAX_NODE_SCORE = 100
 
 
 def score(cycle: Cycle, fitting: Sequence[NodeInfo]) -> dict[str, int]:

@@ -32,9 +32,7 @@ from policies.scheduler import (
 )
 from policies.scheduler.cluster import NodeInfo
 from policies.scheduler.dynamicresources import DynamicResources
-from policies.scheduler.framework import Code, Cycle, PreFilterOutcome, Prepared, Status
-
-MAX_NODE_SCORE = 100
+from policies.scheduler.framework import MAX_NODE_SCORE, Code, Cycle, PreFilterOutcome, Prepared, Status
 
 # The plugins of the default profile that draguard does not run, and why (said once per answer).
 NOT_CHECKED = {

@@ -176,10 +176,15 @@ class Scene:
     def set_status(self, pod: dict[str, Any], status: dict[str, Any]) -> None:
         """Write a pod's status (as its kubelet would)."""
         path = f"/api/v1/namespaces/{pod['metadata']['namespace']}/pods/{pod['metadata']['name']}"
-        current = self.get(path)
-        body = {**current, "status": {**current.get("status", {}), **status}}
-        answer = call(self.api, "PUT", f"{path}/status", body)
-        assert answer.status == 200, answer.body
+
+        def written() -> bool:
+            current = self.get(path)
+            body = {**current, "status": {**current.get("status", {}), **status}}
+            answer = call(self.api, "PUT", f"{path}/status", body)
+            assert answer.status in (200, 409), answer.body  # 409: written meanwhile, try again
+            return answer.status == 200
+
+        wait_for(f"the status of {path}", written)
 
     # --- asking --------------------------------------------------------------------------------
 

@@ -57,6 +57,7 @@ class Generator:
         self.runtime_class = f"{ns}-rc"
         self.low = f"{ns}-low"
         self.high = f"{ns}-high"
+        self.high_never = f"{ns}-high-never"
         self.node_names: list[str] = []
         self.dra = False
         self.extended_backed = False
@@ -209,14 +210,16 @@ class Generator:
         }
 
     def priority_classes(self) -> list[dict[str, Any]]:
+        classes = [(self.low, -100, None), (self.high, 1000, None), (self.high_never, 1000, "Never")]
         return [
             {
                 "apiVersion": "scheduling.k8s.io/v1",
                 "kind": "PriorityClass",
                 "metadata": {"name": name},
                 "value": value,
+                **({"preemptionPolicy": policy} if policy else {}),
             }
-            for name, value in ((self.low, -100), (self.high, 1000))
+            for name, value, policy in classes
         ]
 
     def runtime_class_object(self) -> dict[str, Any]:
@@ -501,9 +504,7 @@ class Generator:
             spec["topologySpreadConstraints"] = [self.spread(labels)]
         roll = self.rng.random()
         if roll < 0.2:
-            spec["priorityClassName"] = self.high
-            if self.chance(0.2):
-                spec["preemptionPolicy"] = "Never"
+            spec["priorityClassName"] = self.high_never if self.chance(0.2) else self.high
         elif roll < 0.3:
             spec["priorityClassName"] = self.low
         return {

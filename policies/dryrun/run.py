@@ -273,8 +273,7 @@ def _unschedulable_message(outcome: Outcome, post_filter: str) -> tuple[str, Pre
     RunPostFilterPlugins returns the first success as it is)."""
     attempt, prepared = outcome.attempt, outcome.prepared
     cycle = Cycle(outcome.question.pod, prepared.cluster, prepared.gates)
-    statuses = {v.node: v.status for v in attempt.verdicts if v.status is not None}
-    preemption = preempt(cycle, statuses, attempt.prepared, attempt.order)
+    preemption = preempt(cycle, attempt)
     if preemption.message is None:
         return profile.fit_error(attempt), preemption
     return f"{profile.fit_error(attempt)} {post_filter}, {preemption.message}", preemption

@@ -63,7 +63,10 @@ class NodeInfo:
 
     @classmethod
     def of(cls, node: Node, pods: Iterable[Pod] = ()) -> NodeInfo:
-        info = cls(node, node.name, node.labels)
+        return cls(node, node.name, node.labels).with_pods(pods)
+
+    def with_pods(self, pods: Iterable[Pod]) -> NodeInfo:
+        info = self
         for pod in pods:
             info = info.with_pod(pod)
         return info
@@ -136,6 +139,25 @@ class Cluster:
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
         return self.snapshot.namespace_labels(namespace or DEFAULT_NAMESPACE) or {}
+
+    def nominated(self, pod: Pod) -> Mapping[str, tuple[Pod, ...]]:
+        """Per node, the pending pods nominated to it (``status.nominatedNodeName``, after a
+        preemption) that are at least as important as ``pod`` (upstream addGENominatedPods)."""
+        found: dict[str, list[Pod]] = {}
+        for other, node in self.nominations:
+            if other.key != pod.key and (other.spec.priority or 0) >= (pod.spec.priority or 0):
+                found.setdefault(node, []).append(other)
+        return {node: tuple(pods) for node, pods in found.items()}
+
+    @cached_property
+    def nominations(self) -> tuple[tuple[Pod, str], ...]:
+        """Pending pods nominated to a node of the cluster, and the node."""
+        found = []
+        for pod in self.snapshot.pods.values():
+            node = pod.status.nominated_node_name if pod.status is not None else None
+            if node and node in self.by_name and is_pending(pod):
+                found.append((pod, node))
+        return tuple(found)
 
     def with_node(self, info: NodeInfo) -> Cluster:
         """The cluster with the node ``info`` names replaced by ``info`` (other pods on it)."""

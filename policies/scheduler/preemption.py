@@ -27,26 +27,18 @@ draguard takes the first in node order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 
 from policies.api.core import Pod
-from policies.scheduler import interpodaffinity, podtopologyspread
 from policies.scheduler.cluster import NodeInfo
-from policies.scheduler.framework import Code, Cycle, Prepared, Status
-from policies.scheduler.profile import histogram
+from policies.scheduler.framework import Code, Cycle, Status
+from policies.scheduler.profile import Attempt, Refilter, histogram
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NEVER = "not eligible due to preemptionPolicy=Never."
 TERMINATING = "not eligible due to a terminating pod on the nominated node."
 PREEMPTED_BY_SCHEDULER = "PreemptionByScheduler"
-# The PreFilters that count other pods: run again on the cluster without the victims (upstream
-# runs their RemovePod/AddPod extensions); the other plugins' PreFilter results stand.
-POD_COUNTING: Mapping[str, Callable[[Cycle], Prepared | None]] = MappingProxyType(
-    {interpodaffinity.NAME: interpodaffinity.pre_filter, podtopologyspread.NAME: podtopologyspread.pre_filter}
-)
 
 
 def priority(pod: Pod) -> int:
@@ -104,27 +96,7 @@ def _ineligible(cycle: Cycle, statuses: dict[str, Status]) -> str | None:
     return None
 
 
-class _Refilter:
-    """The filters of one attempt, run again on a node whose pods changed."""
-
-    def __init__(self, cycle: Cycle, prepared: Sequence[tuple[str, Prepared]], order: Sequence[str]) -> None:
-        self.cycle = cycle
-        self.prepared = dict(prepared)
-        self.order = order
-
-    def status(self, node: NodeInfo) -> Status | None:
-        """The first refusal of the node as it is now (None: the pod fits)."""
-        cycle = Cycle(self.cycle.pod, self.cycle.cluster.with_node(node), self.cycle.gates)
-        for name in self.order:
-            recount = POD_COUNTING.get(name)
-            found = recount(cycle) if recount is not None else self.prepared.get(name)
-            status = found.filter(node) if found is not None else None
-            if status is not None:
-                return status
-        return None
-
-
-def _victims(refilter: _Refilter, node: NodeInfo, pod: Pod) -> tuple[Pod, ...] | Status:
+def _victims(refilter: Refilter, node: NodeInfo, pod: Pod) -> tuple[Pod, ...] | Status:
     """upstream SelectVictimsOnNode without PDBs: the lower-priority pods the pod needs gone, or
     why the node does not help."""
     lower = [p for p in node.pods if priority(p) < priority(pod)]
@@ -149,15 +121,13 @@ def _start(pod: Pod) -> str:
     return start or "9999"  # RFC 3339 times sort as strings; none counts as now, the latest
 
 
-def preempt(
-    cycle: Cycle, statuses: dict[str, Status], prepared: Sequence[tuple[str, Prepared]], order: Sequence[str]
-) -> Preemption:
-    """DefaultPreemption's PostFilter for a pod refused everywhere. ``statuses``: each node's
-    refusal; ``prepared``: what the plugins' PreFilters prepared, ``order`` the filters' order."""
+def preempt(cycle: Cycle, attempt: Attempt) -> Preemption:
+    """DefaultPreemption's PostFilter for a pod the attempt refused everywhere."""
+    statuses = {v.node: v.status for v in attempt.verdicts if v.status is not None}
     why = _ineligible(cycle, statuses)
     if why is not None:
         return Preemption(f"preemption: {why}")
-    refilter = _Refilter(cycle, prepared, order)
+    refilter = Refilter(cycle, attempt)
     tried: list[Status] = []
     candidates: list[Candidate] = []
     for name, status in statuses.items():

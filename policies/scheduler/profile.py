@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from types import MappingProxyType
 from typing import Protocol
 
 from policies.api.resource import AllocationResult
@@ -149,13 +150,17 @@ def run(cycle: Cycle, plugins: Sequence[FilterPlugin], nodes: Sequence[NodeInfo]
             attempt, nodes, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (conflict,))
         )
     outside = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node(s) didn't satisfy plugin(s) [{by}]",))
+    refilter = Refilter(cycle, attempt)
     for node in nodes:
         if pace.over():
             break
         if restricted is not None and node.name not in restricted:
             attempt.verdicts.append(Verdict(node.name, outside))
             continue
-        verdict = _filter(node, prepared)
+        if node.name in refilter.nominated:
+            verdict = Verdict(node.name, refilter.status(node, changed=False))
+        else:
+            verdict = _filter(node, prepared)
         attempt.verdicts.append(verdict)
         if verdict.status is not None and verdict.status.is_error and attempt.error is None:
             attempt.error = (node.name, verdict.status)
@@ -179,6 +184,46 @@ def _filter(node: NodeInfo, prepared: Sequence[tuple[str, Prepared]]) -> Verdict
         if status is not None:
             return Verdict(node.name, status)
     return Verdict(node.name)
+
+
+# The PreFilters that count the pods of other nodes: run again when a node's pods are not the
+# cluster's (upstream runs their AddPod/RemovePod extensions); the others' results stand.
+POD_COUNTING: Mapping[str, Callable[[Cycle], Prepared | None]] = MappingProxyType(
+    {interpodaffinity.NAME: interpodaffinity.pre_filter, podtopologyspread.NAME: podtopologyspread.pre_filter}
+)
+
+
+class Refilter:
+    """An attempt's filters, run again on a node whose pods changed (preemption's victims gone)
+    and, as upstream RunFilterPluginsWithNominatedPods, with the pods nominated to the node that
+    are at least as important as the pod: a node passes only if it passes with them and without."""
+
+    def __init__(self, cycle: Cycle, attempt: Attempt) -> None:
+        self.cycle = cycle
+        self.prepared = dict(attempt.prepared)
+        self.order = attempt.order
+        self.nominated = cycle.cluster.nominated(cycle.pod)
+
+    def status(self, node: NodeInfo, changed: bool = True) -> Status | None:
+        """The node's first refusal (None: the pod fits); ``changed``: its pods are not the cluster's."""
+        added = self.nominated.get(node.name, ())
+        if added:
+            found = self._status(node.with_pods(added), True)
+            if found is not None:
+                return found
+        return self._status(node, changed)
+
+    def _status(self, node: NodeInfo, changed: bool) -> Status | None:
+        cycle = (
+            Cycle(self.cycle.pod, self.cycle.cluster.with_node(node), self.cycle.gates) if changed else None
+        )
+        for name in self.order:
+            recount = POD_COUNTING.get(name) if cycle is not None else None
+            found = recount(cycle) if recount is not None and cycle is not None else self.prepared.get(name)
+            status = found.filter(node) if found is not None else None
+            if status is not None:
+                return status
+        return None
 
 
 # --- the scheduler's message ---------------------------------------------------------------------

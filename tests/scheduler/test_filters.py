@@ -422,8 +422,7 @@ def preemption_of(incoming: dict[str, Any], *objects: dict[str, Any]) -> preempt
     c = cycle(incoming, *objects)
     attempt = profile.run(c, NON_DRA_FILTERS, c.cluster.nodes, profile.Unpaced())
     assert not attempt.fitting
-    statuses = {v.node: v.status for v in attempt.verdicts if v.status is not None}
-    return preemption.preempt(c, statuses, attempt.prepared, attempt.order)
+    return preemption.preempt(c, attempt)
 
 
 def small(name: str, **spec: Any) -> dict[str, Any]:
@@ -475,6 +474,19 @@ def test_preemption_that_cannot_help_names_the_filter_still_refusing() -> None:
     assert found.message == (
         "preemption: 0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports."
     )
+
+
+def test_pods_nominated_to_a_node_count_there_unless_less_important() -> None:
+    nominated = pod("preemptor", containers=[requests("2")])
+    nominated["status"] = {"nominatedNodeName": "a"}
+
+    def fitting(priority: int) -> list[str]:
+        c = cycle(pod(containers=[requests("1")], priority=priority), small("a"), small("b"), nominated)
+        attempt = profile.run(c, NON_DRA_FILTERS, c.cluster.nodes, profile.Unpaced())
+        return [v.node for v in attempt.fitting]
+
+    assert fitting(0) == ["b"]  # a's 2 CPUs are promised to the nominated pod of equal priority
+    assert fitting(1) == ["a", "b"]  # a more important pod may take them
 
 
 def test_preemption_recounts_pod_anti_affinity_without_the_victims() -> None:

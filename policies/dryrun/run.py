@@ -42,7 +42,7 @@ from policies.scheduler.cluster import Cluster
 from policies.scheduler.dynamicresources import DynamicResources
 from policies.scheduler.extended import IN_MEMORY_NAME
 from policies.scheduler.features import FeatureGates
-from policies.scheduler.framework import Cycle
+from policies.scheduler.framework import Code, Cycle, Status
 from policies.scheduler.preemption import Preemption, preempt
 from policies.scheduler.profile import Attempt, Pace, Unpaced, Verdict
 from policies.snapshot import Snapshot
@@ -167,7 +167,8 @@ class DryRun:
         lazy = listed is not None and listed < asked
         while True:
             outcome = self._attempt(question, prepared, snapshot, nodes, lazy)
-            if outcome.attempt.fitting or outcome.attempt.error is not None or not outcome.attempt.complete:
+            failed = outcome.attempt.error is not None or outcome.attempt.binding_error is not None
+            if outcome.attempt.fitting or failed or not outcome.attempt.complete:
                 break
             post, claim = outcome.dra.post_filter(question.pod)
             outcome.message, outcome.preemption = _unschedulable_message(outcome, post)
@@ -198,6 +199,8 @@ class DryRun:
         cycle = Cycle(question.pod, prepared.cluster, prepared.gates)
         asked = prepared.cluster.nodes if nodes is None else [prepared.cluster.by_name[n] for n in nodes]
         attempt = profile.run(cycle, profile.default_filters(dra), asked, self.pace)
+        if attempt.error is None and any(v.fits for v in attempt.verdicts):
+            attempt.binding_error = dra.binding_error(question.pod)
         return Outcome(question, prepared, snapshot, attempt, dra)
 
     def _conclude(self, outcome: Outcome) -> None:
@@ -206,6 +209,9 @@ class DryRun:
             status = attempt.error[1]
             outcome.reason = "SchedulerError"
             outcome.message = f'running "{status.plugin}" filter plugin: {status.message()}'
+            return
+        if attempt.binding_error is not None:
+            outcome.reason, outcome.message = "SchedulerError", attempt.binding_error
             return
         if not attempt.fitting:
             outcome.reason = outcome.reason or "Unschedulable"
@@ -417,6 +423,9 @@ def _aborted(verdict: Verdict, attempt: Attempt) -> Verdict:
         node, status = attempt.error
         aborted = f"the scheduling attempt was aborted by node {node}: {status.error}"
         return Verdict(verdict.node, replace(status, error=aborted))
+    if verdict.status is None and attempt.binding_error is not None:
+        failed = f"the filters pass, but binding the pod fails: {attempt.binding_error}"
+        return Verdict(verdict.node, Status(Code.ERROR, (), "DynamicResources", error=failed))
     return verdict
 
 

@@ -88,14 +88,18 @@ class Attempt:
     asked: int = 0
     prefilter: Status | None = None
     error: tuple[str, Status] | None = None
+    binding_error: str | None = None
     unchecked_resources: list[str] = field(default_factory=list)
     prepared: list[tuple[str, Prepared]] = field(default_factory=list)
     order: list[str] = field(default_factory=list)
 
     @cached_property
     def fitting(self) -> list[Verdict]:
-        """The nodes that fit (none when the attempt was aborted); read once it is complete."""
-        return [v for v in self.verdicts if v.fits] if self.error is None else []
+        """The nodes that fit (none when the attempt was aborted, or its binding fails); read once
+        it is complete and its binding judged."""
+        return (
+            [v for v in self.verdicts if v.fits] if self.error is None and self.binding_error is None else []
+        )
 
     @property
     def complete(self) -> bool:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from contextlib import redirect_stdout
 
 import yaml
-from controlplane import wait_for
+from controlplane import call, wait_for
 from realscheduler import Scene, agree, generated_names_removed, pod_manifest, request
 
 from webhook import cli
@@ -324,3 +325,26 @@ def test_pods_one_after_another_share_what_is_left(scene: Scene) -> None:
     placed, left = (p for p in json.loads(out.getvalue())["pods"] if p["pod"].startswith(scene.ns))
     assert placed["placedOn"] == a
     assert not left["fits"] and left["message"] == generated_names_removed(decision.message or "")
+
+
+def test_a_claim_reserved_by_as_many_consumers_as_allowed_refuses_another_pod(scene: Scene) -> None:
+    a = scene.node("a")
+    scene.gpus(a, 1)
+    gpu = scene.device_class("gpu")
+    result = {"request": "g", "driver": scene.driver, "pool": a, "device": "gpu-0"}
+    allocated = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    scene.claim(
+        "busy",
+        request("g", gpu),
+        allocation={"devices": {"results": [result]}, "allocationTimestamp": allocated},
+    )
+    path = f"/apis/resource.k8s.io/v1/namespaces/{scene.ns}/resourceclaims/busy"
+    claim = scene.get(path)
+    consumers = [{"resource": "pods", "name": f"p{i}", "uid": f"uid-{i}"} for i in range(256)]
+    claim["status"]["reservedFor"] = consumers
+    answer = call(scene.api, "PUT", f"{path}/status", claim)
+    assert answer.status == 200, answer.body
+    decision, answer = scene.ask(pod_manifest("p", claims=[{"name": "g", "resourceClaimName": "busy"}]))
+    # 1.36 no longer refuses it in PreFilter: the filters pass, PreBind's update is refused.
+    assert decision.reason == "SchedulerError"
+    agree(decision, answer)

@@ -415,17 +415,26 @@ class Generator:
         }
 
     def templates_and_pods(self, out: Scenario) -> list[dict[str, Any]]:
-        templates = []
+        """The pending pods, the claim templates they use and a claim some of them share (the
+        first to bind allocates it; the others must follow it to its node)."""
+        made: list[dict[str, Any]] = []
+        if self.dra:
+            shared = self.template("shared")
+            made.append({**shared, "kind": "ResourceClaim", "spec": shared["spec"]["spec"]})
         for i in range(self.rng.randint(6, 10)):
             pod = self.pending_pod(f"p{i}")
+            claims = []
             if self.dra and self.chance(0.4):
-                template = self.template(f"t{i}")
-                templates.append(template)
-                pod["spec"]["resourceClaims"] = [{"name": "devices", "resourceClaimTemplateName": f"t{i}"}]
+                made.append(self.template(f"t{i}"))
+                claims.append({"name": "devices", "resourceClaimTemplateName": f"t{i}"})
+            if self.dra and self.chance(0.15):
+                claims.append({"name": "shared", "resourceClaimName": "shared"})
+            if claims:
+                pod["spec"]["resourceClaims"] = claims
                 main = pod["spec"]["containers"][0]
-                main["resources"]["claims"] = [{"name": "devices"}]
+                main["resources"]["claims"] = [{"name": c["name"]} for c in claims]
             out.pods.append(pod)
-        return templates
+        return made
 
     def pending_pod(self, name: str) -> dict[str, Any]:
         labels = self.labels()
@@ -462,6 +471,8 @@ class Generator:
         init = []
         if self.chance(0.2):
             init.append(self.container("init", ("2", "5"), (None, "2Gi")))
+            if limits and self.chance(0.5):  # the init container asks for the same extended resources
+                init[-1]["resources"]["limits"] = {n: self.pick(("1", "3")) for n in limits if "/" in n}
         if self.chance(0.15):
             sidecar = self.container("proxy", ("500m", "1"), (None, "512Mi"))
             sidecar["restartPolicy"] = "Always"

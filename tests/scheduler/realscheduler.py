@@ -227,7 +227,7 @@ class Scene:
             refused = not bound and scheduled is not None and scheduled["status"] == "False"
             return pod if pod["spec"].get("nodeName") or refused else None
 
-        pod = wait_for(f"kube-scheduler to decide on {name}", decided)
+        pod = wait_for(f"kube-scheduler to decide on {name}", decided, interval=0.05)
         if not pod["spec"].get("nodeName"):
             condition = next(c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")
             nominated = pod["status"].get("nominatedNodeName")

@@ -59,6 +59,7 @@ class Generator:
         self.high = f"{ns}-high"
         self.high_never = f"{ns}-high-never"
         self.node_names: list[str] = []
+        self.evicting: set[str] = set()
         self.dra = False
         self.extended_backed = False
 
@@ -75,6 +76,7 @@ class Generator:
         count = self.rng.randint(2, 6)
         self.node_names = [f"{self.ns}-n{i}" for i in range(count)]
         out.nodes = [self.node(name) for name in self.node_names]
+        self.evicting = {n["name"] for n in out.nodes if any(t["effect"] == "NoExecute" for t in n["taints"])}
         self.dra = self.chance(0.7)
         if self.dra:
             self.extended_backed = self.chance(0.5)
@@ -256,6 +258,8 @@ class Generator:
         if self.chance(0.25):
             container["ports"] = [self.host_port()]
         spec: dict[str, Any] = {"nodeName": node, "containers": [container]}
+        if node in self.evicting:  # or the taint eviction controller deletes it while pods are asked
+            spec["tolerations"] = [{"operator": "Exists"}]
         if self.chance(0.2):
             spec["affinity"] = {
                 "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [self.affinity_term()]}

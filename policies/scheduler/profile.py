@@ -31,7 +31,7 @@ from policies.scheduler import (
     podtopologyspread,
     tainttoleration,
 )
-from policies.scheduler.cluster import NodeInfo
+from policies.scheduler.cluster import NodeInfo, has_required_anti_affinity
 from policies.scheduler.dynamicresources import DynamicResources
 from policies.scheduler.framework import MAX_NODE_SCORE, Code, Cycle, PreFilterOutcome, Prepared, Status
 
@@ -207,6 +207,11 @@ class Refilter:
         self.prepared = dict(attempt.prepared)
         self.order = attempt.order
         self.nominated = cycle.cluster.nominated(cycle.pod)
+        # Removing pods never gives a PreFilter that skipped something to count; a nominated pod
+        # with required anti-affinity may give InterPodAffinity one.
+        self.recounted = {name for name in POD_COUNTING if name in self.prepared}
+        if any(has_required_anti_affinity(p) for pods in self.nominated.values() for p in pods):
+            self.recounted.add(interpodaffinity.NAME)
 
     def status(self, node: NodeInfo, changed: bool = True) -> Status | None:
         """The node's first refusal (None: the pod fits); ``changed``: its pods are not the cluster's."""
@@ -218,12 +223,11 @@ class Refilter:
         return self._status(node, changed)
 
     def _status(self, node: NodeInfo, changed: bool) -> Status | None:
-        cycle = (
-            Cycle(self.cycle.pod, self.cycle.cluster.with_node(node), self.cycle.gates) if changed else None
-        )
+        cycle = Cycle(self.cycle.pod, self.cycle.cluster.with_node(node), self.cycle.gates)
         for name in self.order:
-            recount = POD_COUNTING.get(name) if cycle is not None else None
-            found = recount(cycle) if recount is not None and cycle is not None else self.prepared.get(name)
+            found = (
+                POD_COUNTING[name](cycle) if changed and name in self.recounted else self.prepared.get(name)
+            )
             status = found.filter(node) if found is not None else None
             if status is not None:
                 return status

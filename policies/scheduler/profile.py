@@ -223,11 +223,13 @@ class Refilter:
         return self._status(node, changed)
 
     def _status(self, node: NodeInfo, changed: bool) -> Status | None:
-        cycle = Cycle(self.cycle.pod, self.cycle.cluster.with_node(node), self.cycle.gates)
+        recounted = self.recounted if changed else set()
+        cycle = (
+            Cycle(self.cycle.pod, self.cycle.cluster.with_node(node), self.cycle.gates) if recounted else None
+        )
         for name in self.order:
-            found = (
-                POD_COUNTING[name](cycle) if changed and name in self.recounted else self.prepared.get(name)
-            )
+            recount = cycle is not None and name in recounted
+            found = POD_COUNTING[name](cycle) if cycle is not None and recount else self.prepared.get(name)
             status = found.filter(node) if found is not None else None
             if status is not None:
                 return status

@@ -229,9 +229,15 @@ class NodeSpec(ApiModel):
     taints: list[Taint] | None = None
 
 
+class ContainerImage(ApiModel):
+    names: list[str] | None = None
+    size_bytes: int | None = None
+
+
 class NodeStatus(ApiModel):
     allocatable: dict[str, Quantity] | None = None
     capacity: dict[str, Quantity] | None = None
+    images: list[ContainerImage] | None = None
 
 
 class Node(TypedObject):

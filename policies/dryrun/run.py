@@ -50,10 +50,10 @@ from policies.snapshot import Snapshot
 SYNTHETIC_POD = "dryrun"
 RANKING_NOTE = (
     "ranking: the scores of TaintToleration, NodeAffinity, NodeResourcesFit (least allocated), "
-    "NodeResourcesBalancedAllocation, PodTopologySpread, InterPodAffinity and DynamicResources, "
-    "weighted as in the default profile; ImageLocality (node images) and the cluster's default "
-    "spreading (Services, controllers) are not scored; the scheduler breaks ties at random, and on "
-    "clusters over 100 nodes scores only a sample of the fitting nodes"
+    "NodeResourcesBalancedAllocation, PodTopologySpread, InterPodAffinity, ImageLocality and "
+    "DynamicResources, weighted as in the default profile; the cluster's default spreading "
+    "(Services, controllers) is not scored; the scheduler breaks ties at random, and on clusters "
+    "over 100 nodes scores only a sample of the fitting nodes"
 )
 
 

@@ -22,6 +22,7 @@ from typing import Protocol
 
 from policies.api.resource import AllocationResult
 from policies.scheduler import (
+    imagelocality,
     interpodaffinity,
     nodeaffinity,
     nodename,
@@ -286,6 +287,7 @@ def scores(cycle: Cycle, dra: DynamicResources, fitting: Sequence[NodeInfo]) -> 
         ),
         noderesources.NAME: (1, {n.name: noderesources.least_allocated(with_defaults, n) for n in fitting}),
         podtopologyspread.NAME: (2, podtopologyspread.score(cycle, fitting)),
+        imagelocality.NAME: (1, imagelocality.score(cycle, fitting)),
         interpodaffinity.NAME: (2, interpodaffinity.score(cycle, fitting)),
         dra.NAME: (
             2,

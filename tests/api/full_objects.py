@@ -411,7 +411,16 @@ NODE: dict[str, Any] = {
             {"key": "gpu", "value": "true", "effect": "NoSchedule", "timeAdded": "2025-01-01T00:00:00Z"}
         ],
     },
-    "status": {"allocatable": {"cpu": "16", "memory": "64Gi"}, "capacity": {"cpu": 16, "memory": "64Gi"}},
+    "status": {
+        "allocatable": {"cpu": "16", "memory": "64Gi"},
+        "capacity": {"cpu": 16, "memory": "64Gi"},
+        "images": [
+            {
+                "names": ["registry.example.com/trainer@sha256:0f1e", "registry.example.com/trainer:1"],
+                "sizeBytes": 512000000,
+            }
+        ],
+    },
 }
 
 NAMESPACE: dict[str, Any] = {

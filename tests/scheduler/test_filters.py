@@ -13,6 +13,7 @@ from policies.api.defaults import apply_defaults
 from policies.api.kinds import decode
 from policies.scheduler import (
     extended,
+    imagelocality,
     interpodaffinity,
     nodeaffinity,
     nodename,
@@ -540,6 +541,18 @@ def test_pod_affinity_scores_preferred_terms_and_bound_pods_required_terms() -> 
     c = cycle(pod(labels={"app": "web"}), *zones(), *bound)
     # a: +1, b: -5, none: 0 -> scaled between -5 and 1.
     assert interpodaffinity.score(c, c.cluster.nodes) == {"a": 100, "b": 0, "none": 83}
+
+
+def test_image_locality_prefers_nodes_holding_the_images_scaled_by_their_spread() -> None:
+    held = node("a")
+    held["status"]["images"] = [{"names": ["registry.example.com/app:1"], "sizeBytes": 500 * 1024 * 1024}]
+    latest = node("c")
+    latest["status"]["images"] = [{"names": ["registry.example.com/tool:latest"], "sizeBytes": 10**9}]
+    c = cycle(pod(containers=[{"name": "c", "image": "registry.example.com/app:1"}]), held, node("b"), latest)
+    # 500 MB held by 1 of 3 nodes counts 166 MB: (166 - 23) / (1000 - 23) of 100.
+    assert imagelocality.score(c, c.cluster.nodes) == {"a": 14, "b": 0, "c": 0}
+    untagged = cycle(pod(containers=[{"name": "c", "image": "registry.example.com/tool"}]), held, latest)
+    assert imagelocality.score(untagged, untagged.cluster.nodes)["c"] == 46  # ":latest", on 1 of 2 nodes
 
 
 def test_scores_least_allocated_balanced_and_normalized() -> None:

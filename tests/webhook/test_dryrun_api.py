@@ -395,6 +395,7 @@ async def test_fitting_nodes_come_ranked_by_the_default_scoring_with_footprint_a
         "NodeAffinity": 0,
         "NodeResourcesFit": 93,
         "PodTopologySpread": 0,
+        "ImageLocality": 0,
         "InterPodAffinity": 0,
         "DynamicResources": 0,
         "NodeResourcesBalancedAllocation": 93,

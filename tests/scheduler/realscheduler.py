@@ -81,6 +81,12 @@ class Scene:
             self.made.append(f"{path}/{answer.body['metadata']['name']}")
         return answer.body
 
+    def patch(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """A JSON merge patch."""
+        answer = call(self.api, "PATCH", path, body)
+        assert answer.status == 200, answer.body
+        return answer.body
+
     def n(self, short: str) -> str:
         """A cluster-scoped name of this scenario."""
         return f"{self.ns}-{short}"
@@ -161,8 +167,7 @@ class Scene:
         return name
 
     def label_namespace(self, labels: dict[str, str]) -> None:
-        answer = call(self.api, "PATCH", f"/api/v1/namespaces/{self.ns}", {"metadata": {"labels": labels}})
-        assert answer.status == 200, answer.body
+        self.patch(f"/api/v1/namespaces/{self.ns}", {"metadata": {"labels": labels}})
 
     def create(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Any object from its manifest (the API path from its apiVersion, kind and namespace)."""

@@ -128,6 +128,11 @@ class Generator:
             "allocatable": allocatable,
             "taints": taints,
             "unschedulable": self.chance(0.12),
+            "images": [
+                {"names": [f"registry.example.com/{image}"], "sizeBytes": size}
+                for image, size in (("app:1", 600 * 2**20), ("tool:latest", 300 * 2**20))
+                if self.chance(0.3)
+            ],
         }
 
     def device_classes(self) -> list[dict[str, Any]]:
@@ -251,7 +256,8 @@ class Generator:
             requests["memory"] = m
         if self.chance(0.1):
             requests["ephemeral-storage"] = self.pick(("1Gi", "20Gi"))
-        return {"name": name, "image": "registry.example.com/app:1", "resources": {"requests": requests}}
+        image = self.pick(("registry.example.com/app:1", "registry.example.com/tool"))
+        return {"name": name, "image": image, "resources": {"requests": requests}}
 
     def load_pod(self, node: str, index: int) -> dict[str, Any]:
         container = self.container("main", (None, "500m", "1", "2"), (None, "1Gi", "4Gi"))

@@ -39,8 +39,11 @@ def test_generated_scenario_agrees_with_the_scheduler(scene: Scene, seed: int) -
     scene.label_namespace(ADMIN_ACCESS_LABEL)
     scenario = generate(seed, scene.ns, other)
     for node in scenario.nodes:
+        images = node.pop("images")
         scene.plane.add_node(**node)
         scene.node_names.append(node["name"])
+        if images:
+            scene.patch(f"/api/v1/nodes/{node['name']}/status", {"status": {"images": images}})
     for obj in [*scenario.objects, *scenario.load]:
         scene.create(obj)
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

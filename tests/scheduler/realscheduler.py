@@ -21,7 +21,7 @@ import json
 import re
 import time
 from contextlib import redirect_stdout
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -216,9 +216,28 @@ class Scene:
         decision = self.decision(pod["metadata"]["name"], bound=retried)
         asked = {"apiVersion": "v1", "kind": "Pod", **created}
         answer = self.draguard([*before, asked], pod["metadata"]["name"])
+        if answer.get("nominated") and generated_names_removed(decision.message or "") != answer["message"]:
+            decision = replace(decision, message=self.event(pod["metadata"]["name"], answer["message"]))
         if decision.node is None and not keep:
             call(self.api, "DELETE", f"/api/v1/namespaces/{self.ns}/pods/{pod['metadata']['name']}")
         return decision, answer
+
+    def event(self, pod: str, wanted: str, timeout: float = 5.0) -> str | None:
+        """``wanted`` if one of the pod's FailedScheduling events says it, else the latest one. After
+        a preemption the scheduler tries the pod again at once (its victims' updates requeue it),
+        so the PodScheduled condition may already hold the second attempt's words; the first
+        attempt's are in its events (written asynchronously)."""
+        path = f"/api/v1/namespaces/{self.ns}/events"
+        query = {"fieldSelector": f"involvedObject.name={pod},reason=FailedScheduling"}
+        deadline = time.monotonic() + timeout
+        messages: list[str] = []
+        while time.monotonic() < deadline:
+            items = call(self.api, "GET", path, query=query).body.get("items", [])
+            messages = [e["message"] for e in items]
+            if wanted in map(generated_names_removed, messages):
+                return wanted
+            time.sleep(0.2)
+        return messages[-1] if messages else None
 
     def decision(self, name: str, bound: bool = False) -> Decision:
         """What kube-scheduler decided on pod ``name``: its node, or the first unschedulable reason

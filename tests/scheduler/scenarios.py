@@ -102,9 +102,9 @@ class Generator:
             if value is not None:
                 labels[key] = value
         allocatable = {
-            "cpu": self.pick(("2", "4", "8")),
-            "memory": self.pick(("4Gi", "8Gi", "32Gi")),
-            "pods": self.pick(("2", "4", "110")),
+            "cpu": self.pick(("4", "8", "16")),
+            "memory": self.pick(("8Gi", "32Gi", "64Gi")),
+            "pods": self.pick(("3", "110", "110")),
             "ephemeral-storage": self.pick(("10Gi", "100Gi")),
         }
         if self.chance(0.3):
@@ -112,7 +112,7 @@ class Generator:
         if self.chance(0.3):
             allocatable[self.plugin_resource] = self.pick(("1", "2"))
         taints = []
-        if self.chance(0.4):
+        if self.chance(0.3):
             pool = [
                 {"key": "dedicated", "value": self.pick(("ml", "web")), "effect": "NoSchedule"},
                 {"key": "dedicated", "value": "ml", "effect": "NoExecute"},
@@ -127,7 +127,7 @@ class Generator:
             "labels": labels,
             "allocatable": allocatable,
             "taints": taints,
-            "unschedulable": self.chance(0.12),
+            "unschedulable": self.chance(0.08),
             "images": [
                 {"names": [f"registry.example.com/{image}"], "sizeBytes": size}
                 for image, size in (("app:1", 600 * 2**20), ("tool:latest", 300 * 2**20))
@@ -167,10 +167,10 @@ class Generator:
         return classes
 
     def slice(self, node: str) -> dict[str, Any] | None:
-        if self.chance(0.25):
+        if self.chance(0.15):
             return None
         devices = []
-        for i in range(self.rng.randint(0, 4)):
+        for i in range(self.rng.randint(1, 4)):
             device: dict[str, Any] = {
                 "name": f"gpu-{i}",
                 "attributes": {
@@ -432,9 +432,10 @@ class Generator:
             shared = self.template("shared")
             made.append({**shared, "kind": "ResourceClaim", "spec": shared["spec"]["spec"]})
         for i in range(self.rng.randint(6, 10)):
-            pod = self.pending_pod(f"p{i}")
+            focused = self.dra and self.chance(0.35)
+            pod = self.pending_pod(f"p{i}", 0.3 if focused else self.pick((0.5, 1.0)))
             claims = []
-            if self.dra and self.chance(0.4):
+            if focused or (self.dra and self.chance(0.3)):
                 made.append(self.template(f"t{i}"))
                 claims.append({"name": "devices", "resourceClaimTemplateName": f"t{i}"})
             if self.dra and self.chance(0.15):
@@ -446,10 +447,16 @@ class Generator:
             out.pods.append(pod)
         return made
 
-    def pending_pod(self, name: str) -> dict[str, Any]:
+    def pending_pod(self, name: str, strictness: float) -> dict[str, Any]:
+        """A pending pod; ``strictness`` scales the odds of each constraint (the pods that mostly
+        ask for devices get few others, so that they reach the DRA filter)."""
+
+        def chance(p: float) -> bool:
+            return self.chance(p * strictness)
+
         labels = self.labels()
         spec: dict[str, Any] = {}
-        level = self.chance(0.1)
+        level = chance(0.1)
         if level:
             main = self.container("main", (None,), (None,))
             spec["resources"] = {
@@ -461,40 +468,40 @@ class Generator:
             )
         spec["containers"] = [main]
         limits: dict[str, str] = {}
-        if self.chance(0.12):
+        if chance(0.12):
             limits[self.plugin_resource] = self.pick(("1", "2"))
-        if self.dra and self.chance(0.2):
+        if self.dra and chance(0.2):
             resource = (
                 self.extended
-                if self.extended_backed and self.chance(0.7)
+                if self.extended_backed and chance(0.7)
                 else f"deviceclass.resource.kubernetes.io/{self.gpu_class}"
             )
             limits[resource] = self.pick(("1", "2"))
-        if not level and self.chance(0.08):
+        if not level and chance(0.08):
             limits["hugepages-2Mi"] = "256Mi"
             limits["memory"] = main["resources"]["requests"].get("memory", "1Gi")
             main["resources"]["requests"]["memory"] = limits["memory"]
         if limits:
             main["resources"]["limits"] = limits
-        if self.chance(0.2):
+        if chance(0.2):
             main["ports"] = [self.host_port()]
         init = []
-        if self.chance(0.2):
+        if chance(0.2):
             init.append(self.container("init", ("2", "5"), (None, "2Gi")))
-            if limits and self.chance(0.5):  # the init container asks for the same extended resources
+            if limits and chance(0.5):  # the init container asks for the same extended resources
                 init[-1]["resources"]["limits"] = {n: self.pick(("1", "3")) for n in limits if "/" in n}
-        if self.chance(0.15):
+        if chance(0.15):
             sidecar = self.container("proxy", ("500m", "1"), (None, "512Mi"))
             sidecar["restartPolicy"] = "Always"
-            if self.chance(0.3):
+            if chance(0.3):
                 sidecar["ports"] = [self.host_port()]
             init.append(sidecar)
         if init and not level:
             self.rng.shuffle(init)
             spec["initContainers"] = init
-        if self.chance(0.1):
+        if chance(0.1):
             spec["runtimeClassName"] = self.runtime_class
-        if self.chance(0.2):
+        if chance(0.2):
             spec["nodeSelector"] = self.pick(
                 (
                     {"zone": self.pick(ZONES)},
@@ -503,29 +510,29 @@ class Generator:
                 )
             )
         affinity: dict[str, Any] = {}
-        if self.chance(0.3):
+        if chance(0.3):
             terms = [self.node_selector_term() for _ in range(self.rng.randint(1, 2))]
             affinity["nodeAffinity"] = {
                 "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}
             }
-        if self.chance(0.2):
+        if chance(0.2):
             affinity["podAffinity"] = {
                 "requiredDuringSchedulingIgnoredDuringExecution": [self.affinity_term()]
             }
-        if self.chance(0.2):
+        if chance(0.2):
             term = self.affinity_term()
-            if self.chance(0.3) and "ver" in labels:
+            if chance(0.3) and "ver" in labels:
                 term[self.pick(("matchLabelKeys", "mismatchLabelKeys"))] = ["ver"]
             affinity["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
         if affinity:
             spec["affinity"] = affinity
-        if self.chance(0.4):
+        if chance(0.4):
             spec["tolerations"] = self.tolerations()
-        if self.chance(0.25):
+        if chance(0.25):
             spec["topologySpreadConstraints"] = [self.spread(labels)]
         roll = self.rng.random()
         if roll < 0.2:
-            spec["priorityClassName"] = self.high_never if self.chance(0.2) else self.high
+            spec["priorityClassName"] = self.high_never if chance(0.2) else self.high
         elif roll < 0.3:
             spec["priorityClassName"] = self.low
         return {

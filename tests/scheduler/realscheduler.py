@@ -227,17 +227,21 @@ class Scene:
         a preemption the scheduler tries the pod again at once (its victims' updates requeue it),
         so the PodScheduled condition may already hold the second attempt's words; the first
         attempt's are in its events (written asynchronously)."""
-        path = f"/api/v1/namespaces/{self.ns}/events"
-        query = {"fieldSelector": f"involvedObject.name={pod},reason=FailedScheduling"}
         deadline = time.monotonic() + timeout
         messages: list[str] = []
         while time.monotonic() < deadline:
-            items = call(self.api, "GET", path, query=query).body.get("items", [])
-            messages = [e["message"] for e in items]
+            messages = self.events(pod)
             if wanted in map(generated_names_removed, messages):
                 return wanted
             time.sleep(0.2)
         return messages[-1] if messages else None
+
+    def events(self, pod: str) -> list[str]:
+        """The messages of the pod's FailedScheduling events, oldest first."""
+        path = f"/api/v1/namespaces/{self.ns}/events"
+        query = {"fieldSelector": f"involvedObject.name={pod},reason=FailedScheduling"}
+        items = call(self.api, "GET", path, query=query).body.get("items", [])
+        return [e["message"] for e in sorted(items, key=lambda e: e.get("firstTimestamp") or "")]
 
     def decision(self, name: str, bound: bool = False) -> Decision:
         """What kube-scheduler decided on pod ``name``: its node, or the first unschedulable reason

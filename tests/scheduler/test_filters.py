@@ -562,11 +562,20 @@ def test_scores_least_allocated_balanced_and_normalized() -> None:
     wanted, as_requested = noderesources.scoring_requests(c)
     # a: (4000 - 4000) * 100 / 4000 = 0 cpu, memory (8Gi - 400Mi) / 8Gi = 95 -> 47; b: 75 and 97 -> 86
     assert (noderesources.least_allocated(wanted, a), noderesources.least_allocated(wanted, b)) == (47, 86)
-    # a: cpu 1.0 (clipped), memory 0 -> 100 * (1 - 0.5) = 50; b: 0.25 and 0 -> 87
+    # 1.36 scores the change in balance: a: with the pod cpu 1.0 (clipped) and memory 0 -> 50,
+    # without it 0.75 and 0 -> 62: 50 + (50 + 50 - 62) / 2 = 69; b: 0.25 and 0 -> 87, empty -> 100: 68.
     assert (
         noderesources.balanced_allocation(as_requested, a),
         noderesources.balanced_allocation(as_requested, b),
-    ) == (50, 87)
+    ) == (69, 68)
+    # As a 1.36.2 kube-scheduler logged them (-v=10): an empty 4-CPU 32Gi node given 2 CPUs and
+    # 16Gi scores 75; a 16-CPU 32Gi node holding 500m scores 67 for the same pod.
+    big = pod(containers=[{"name": "c", "resources": {"requests": {"cpu": "2", "memory": "16Gi"}}}])
+    small_node = node("s", allocatable={"cpu": "4", "memory": "32Gi", "pods": "10"})
+    big_node = node("b", allocatable={"cpu": "16", "memory": "32Gi", "pods": "10"})
+    c = cycle(big, small_node, big_node, pod("load", nodeName="b", containers=[requests("500m")]))
+    _, as_requested = noderesources.scoring_requests(c)
+    assert [noderesources.balanced_allocation(as_requested, n) for n in c.cluster.nodes] == [75, 67]
     assert profile.normalize({"x": 3, "y": 1, "z": 0}) == {"x": 100, "y": 33, "z": 0}
 
 

@@ -126,5 +126,10 @@ def _balance(requested: tuple[int, int], allocatable: Resource) -> int:
 
 def scoring_requests(cycle: Cycle) -> tuple[Resource, Resource]:
     """What the pod adds when nodes are scored: with the defaults (least allocated) and as
-    requested (balanced allocation, skipped for a pod that requests neither cpu nor memory)."""
-    return non_zero_requests(cycle.pod), requests(cycle.pod)
+    requested (balanced allocation, skipped for a pod that requests neither cpu nor memory).
+    Least allocated counts the containers only: 1.36's NodeResourcesFit builds its scorer without
+    the PodLevelResources switch (fit.go ``NewFit``, ``nodeResourceStrategyTypeMap``), so a
+    pod-level request is not seen there (a 1.36.2 kube-scheduler scores so)."""
+    pod = cycle.pod
+    containers_only = pod.model_copy(update={"spec": pod.spec.model_copy(update={"resources": None})})
+    return non_zero_requests(containers_only if pod.spec.resources else pod), requests(pod)

@@ -53,6 +53,7 @@ class Decision:
     message: str | None = None
     devices: tuple[frozenset[str], ...] = ()
     nominated: str | None = None
+    scores: dict[str, dict[str, int]] | None = None  # node -> plugin -> weighted score, as logged
 
 
 class Scene:
@@ -260,7 +261,22 @@ class Scene:
             condition = next(c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")
             nominated = pod["status"].get("nominatedNodeName")
             return Decision(None, condition["reason"], condition["message"], nominated=nominated)
-        return Decision(pod["spec"]["nodeName"], devices=self.devices(pod))
+        return Decision(pod["spec"]["nodeName"], devices=self.devices(pod), scores=self.scores(name))
+
+    def scores(self, pod: str) -> dict[str, dict[str, int]] | None:
+        """Each plugin's weighted score of each node for ``pod``, from the scheduler's log (None
+        when it logged none: one node fitted, so nothing was scored)."""
+        key = f'pod="{self.ns}/{pod}"'
+        found: dict[str, dict[str, int]] = {}
+        for _ in range(3):  # the log is flushed every 100 ms
+            for line in self.plane.scheduler_log().splitlines():
+                if "Plugin scored node for pod" in line and key in line:
+                    fields = dict(re.findall(r'(\w+)="?([^" ]+)"?', line.split("]", 1)[1]))
+                    found.setdefault(fields["node"], {})[fields["plugin"]] = int(fields["score"])
+            if found:
+                return found
+            time.sleep(0.1)
+        return None
 
     def devices(self, pod: dict[str, Any]) -> tuple[frozenset[str], ...]:
         """``driver/pool/device`` of each claim of the bound pod, in draguard's claim order."""
@@ -361,6 +377,16 @@ def disagreement(decision: Decision, answer: dict[str, Any]) -> str | None:
             f"the scheduler bound it to {decision.node}; draguard: {answer['message']} "
             f"({decision.node}: {refused.get('reasons')} {refused.get('detail')})"
         )
+    if decision.scores is not None:
+        ours = {n["node"]: n.get("scores") or {} for n in answer["nodes"] if n["fits"]}
+        differ = {
+            (node, plugin): (decision.scores[node].get(plugin), ours.get(node, {}).get(plugin))
+            for node in decision.scores
+            for plugin in {*decision.scores[node], *ours.get(node, {})}
+            if decision.scores[node].get(plugin, 0) != ours.get(node, {}).get(plugin, 0)
+        }
+        if differ:
+            return f"scores (node, plugin): (scheduler, draguard): {differ}"
     if len(fitting) > 1 and decision.node not in answer["preferred"]:
         return f"scoring: the scheduler chose {decision.node}; draguard prefers {answer['preferred']}"
     entry = next(n for n in answer["nodes"] if n["node"] == decision.node)

@@ -577,6 +577,13 @@ def test_scores_least_allocated_balanced_and_normalized() -> None:
     _, as_requested = noderesources.scoring_requests(c)
     assert [noderesources.balanced_allocation(as_requested, n) for n in c.cluster.nodes] == [75, 67]
     assert profile.normalize({"x": 3, "y": 1, "z": 0}) == {"x": 100, "y": 33, "z": 0}
+    # Pod-level requests fit the pod on the node, but least allocated sees only the containers'
+    # (with the defaults, 100m and 200Mi): 1.36's NodeResourcesFit scorer skips pod-level resources.
+    level = pod(containers=[{"name": "c"}], resources={"requests": {"cpu": "3", "memory": "8Gi"}})
+    c = cycle(level, node("n", allocatable={"cpu": "8", "memory": "32Gi", "pods": "10"}))
+    wanted, as_requested = noderesources.scoring_requests(c)
+    assert (wanted.milli_cpu, as_requested.milli_cpu) == (100, 3000)
+    assert noderesources.least_allocated(wanted, c.cluster.nodes[0]) == 98
 
 
 # --- extended resources -------------------------------------------------------------------------------

@@ -71,6 +71,15 @@ class NodeInfo:
             info = info.with_pod(pod)
         return info
 
+    def without_pods(self, gone: Iterable[Pod]) -> NodeInfo:
+        """The node without ``gone`` (upstream NodeInfo.RemovePod for each): their requests are
+        freed, and so are their host ports, which the node keeps as a set, not a count."""
+        gone = list(gone)
+        keys = {p.key for p in gone}
+        freed = frozenset().union(*(host_ports(p) for p in gone))
+        kept = NodeInfo.of(self.node, (p for p in self.pods if p.key not in keys))
+        return replace(kept, used_ports=self.used_ports - freed)
+
     def with_pod(self, pod: Pod) -> NodeInfo:
         """The node with ``pod`` added (upstream NodeInfo.AddPod)."""
         return replace(

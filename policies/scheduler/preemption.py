@@ -98,20 +98,21 @@ def _ineligible(cycle: Cycle, statuses: dict[str, Status]) -> str | None:
 
 def _victims(refilter: Refilter, node: NodeInfo, pod: Pod) -> tuple[Pod, ...] | Status:
     """upstream SelectVictimsOnNode without PDBs: the lower-priority pods the pod needs gone, or
-    why the node does not help."""
+    why the node does not help. The node changes as upstream's NodeInfo does, pod by pod (its host
+    ports are a set: removing a pod frees its ports even where another pod holds them too)."""
     lower = [p for p in node.pods if priority(p) < priority(pod)]
     if not lower:
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NO_VICTIMS,))
-    kept = [p for p in node.pods if priority(p) >= priority(pod)]
-    refused = refilter.status(NodeInfo.of(node.node, kept))
+    current = node.without_pods(lower)
+    refused = refilter.status(current)
     if refused is not None:
         return refused
     victims = []
     # Most important first: higher priority, then earlier start (no start time: now).
     for candidate in sorted(lower, key=lambda p: (-priority(p), _start(p))):
-        if refilter.status(NodeInfo.of(node.node, [*kept, candidate])) is None:
-            kept.append(candidate)
-        else:
+        current = current.with_pod(candidate)
+        if refilter.status(current) is not None:
+            current = current.without_pods([candidate])
             victims.append(candidate)
     return tuple(victims)
 

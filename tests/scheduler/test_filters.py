@@ -490,6 +490,16 @@ def test_pods_nominated_to_a_node_count_there_unless_less_important() -> None:
     assert fitting(1) == ["a", "b"]  # a more important pod may take them
 
 
+def test_preemption_frees_a_port_another_pod_still_holds_as_upstream_does() -> None:
+    port = {"name": "c", "ports": [{"containerPort": 1, "hostPort": 80}]}
+    equal = pod("equal", nodeName="a", containers=[port])
+    low = pod("low", nodeName="a", priority=-1, containers=[port])
+    # The node keeps its host ports as a set: removing the low pod frees port 80 although the pod
+    # of equal priority holds it too, so the scheduler nominates the node (a 1.36.2 scheduler did).
+    found = preemption_of(pod(containers=[port]), small("a"), equal, low)
+    assert found.nominated == "a" and [p.name for p in found.victims] == ["low"]
+
+
 def test_preemption_recounts_pod_anti_affinity_without_the_victims() -> None:
     anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [affinity_term("db")]}}
     db = pod("db", {"app": "db"}, nodeName="a", priority=-1)

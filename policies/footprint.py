@@ -62,6 +62,14 @@ def _max_into(target: dict[str, Quantity], other: ResourceList) -> None:
             target[name] = amount
 
 
+def max_lists(*lists: ResourceList) -> dict[str, Quantity]:
+    """The per-resource maximum (upstream resource helpers' ``max``)."""
+    found: dict[str, Quantity] = {}
+    for resources in lists:
+        _max_into(found, resources)
+    return found
+
+
 @dataclass(frozen=True)
 class ClaimFootprint:
     """What one allocated claim yields: ``mapped`` once per pod (1.36 mappings, 1.37 ``mapping``),

@@ -106,6 +106,13 @@ def test_search_budget_gives_up_with_a_reported_error(capsys: pytest.CaptureFixt
     assert node2.startswith("filter operation aborted: search effort limit of 1 steps exceeded")
     assert "gave up" in node2
     assert node1 is None and node3 is None
+    # A filter timeout is an Error since 1.36 (dynamicresources.go Filter): the attempt is aborted.
+    pod = json.loads(out)["pods"][0]
+    assert pod["reason"] == "SchedulerError"
+    assert (
+        pod["message"]
+        == 'running "DynamicResources" filter plugin: node node-2: timed out trying to allocate devices'
+    )
 
 
 def test_pod_claims_come_from_its_template(capsys: pytest.CaptureFixture[str]) -> None:

@@ -183,8 +183,27 @@ class PodExtendedResourceClaimStatus(ApiModel):
     resource_claim_name: str = ""
 
 
+class PodCondition(ApiModel):
+    type: str = ""
+    status: str = ""
+    reason: str | None = None
+
+
+class ContainerStatus(ApiModel):
+    """What the scheduler reads of a container's status: the resources of an in-place resize."""
+
+    name: str = ""
+    resources: ResourceRequirements | None = None
+    allocated_resources: dict[str, Quantity] | None = None
+
+
 class PodStatus(ApiModel):
     phase: str | None = None
+    conditions: list[PodCondition] | None = None
+    nominated_node_name: str | None = None
+    start_time: str | None = None
+    container_statuses: list[ContainerStatus] | None = None
+    init_container_statuses: list[ContainerStatus] | None = None
     resource_claim_statuses: list[PodResourceClaimStatus] | None = None
     extended_resource_claim_status: PodExtendedResourceClaimStatus | None = None
     node_allocatable_resource_claim_statuses: list[NodeAllocatableResourceClaimStatus] | None = None
@@ -210,9 +229,15 @@ class NodeSpec(ApiModel):
     taints: list[Taint] | None = None
 
 
+class ContainerImage(ApiModel):
+    names: list[str] | None = None
+    size_bytes: int | None = None
+
+
 class NodeStatus(ApiModel):
     allocatable: dict[str, Quantity] | None = None
     capacity: dict[str, Quantity] | None = None
+    images: list[ContainerImage] | None = None
 
 
 class Node(TypedObject):

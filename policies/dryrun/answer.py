@@ -82,6 +82,11 @@ class PodAnswer(AnswerModel):
         description="the fitting nodes with the best score (the scheduler picks one of them at random)",
     )
     placed_on: str | None = Field(default=None, description="with --sequence: the node the pod was placed on")
+    nominated: str | None = Field(
+        default=None,
+        description="where it fits nowhere: the node DefaultPreemption would nominate after evicting victims",
+    )
+    victims: list[str] = Field(default=[], description="the pods preemption would evict (namespace/name)")
     earlier_attempts: list[str] = Field(
         default=[], description="messages of attempts after which the scheduler deallocated a claim"
     )

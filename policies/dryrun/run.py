@@ -42,17 +42,18 @@ from policies.scheduler.cluster import Cluster
 from policies.scheduler.dynamicresources import DynamicResources
 from policies.scheduler.extended import IN_MEMORY_NAME
 from policies.scheduler.features import FeatureGates
-from policies.scheduler.framework import Cycle
+from policies.scheduler.framework import Code, Cycle, Status
+from policies.scheduler.preemption import Preemption, preempt
 from policies.scheduler.profile import Attempt, Pace, Unpaced, Verdict
 from policies.snapshot import Snapshot
 
 SYNTHETIC_POD = "dryrun"
 RANKING_NOTE = (
     "ranking: the scores of TaintToleration, NodeAffinity, NodeResourcesFit (least allocated), "
-    "NodeResourcesBalancedAllocation and DynamicResources, weighted as in the default profile; "
-    "PodTopologySpread and InterPodAffinity preferences and ImageLocality are not scored; the "
-    "scheduler breaks ties at random, and on clusters over 100 nodes scores only a sample of the "
-    "fitting nodes"
+    "NodeResourcesBalancedAllocation, PodTopologySpread, InterPodAffinity, ImageLocality and "
+    "DynamicResources, weighted as in the default profile; the cluster's default spreading "
+    "(Services, controllers) is not scored; the scheduler breaks ties at random, and on clusters "
+    "over 100 nodes scores only a sample of the fitting nodes"
 )
 
 
@@ -116,7 +117,7 @@ class Outcome:
     reason: str | None = None
     earlier: list[str] = field(default_factory=list)
     scores: dict[str, dict[str, int]] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
+    preemption: Preemption | None = None
 
     @property
     def fitting(self) -> list[Verdict]:
@@ -166,10 +167,11 @@ class DryRun:
         lazy = listed is not None and listed < asked
         while True:
             outcome = self._attempt(question, prepared, snapshot, nodes, lazy)
-            if outcome.attempt.fitting or outcome.attempt.error is not None or not outcome.attempt.complete:
+            failed = outcome.attempt.error is not None or outcome.attempt.binding_error is not None
+            if outcome.attempt.fitting or failed or not outcome.attempt.complete:
                 break
             post, claim = outcome.dra.post_filter(question.pod)
-            outcome.message, outcome.notes = _unschedulable_message(outcome, post)
+            outcome.message, outcome.preemption = _unschedulable_message(outcome, post)
             if claim is None or claim.name == IN_MEMORY_NAME or question.claims is not None:
                 break
             earlier.append(outcome.message)
@@ -197,6 +199,8 @@ class DryRun:
         cycle = Cycle(question.pod, prepared.cluster, prepared.gates)
         asked = prepared.cluster.nodes if nodes is None else [prepared.cluster.by_name[n] for n in nodes]
         attempt = profile.run(cycle, profile.default_filters(dra), asked, self.pace)
+        if attempt.error is None and any(v.fits for v in attempt.verdicts):
+            attempt.binding_error = dra.binding_error(question.pod)
         return Outcome(question, prepared, snapshot, attempt, dra)
 
     def _conclude(self, outcome: Outcome) -> None:
@@ -205,6 +209,9 @@ class DryRun:
             status = attempt.error[1]
             outcome.reason = "SchedulerError"
             outcome.message = f'running "{status.plugin}" filter plugin: {status.message()}'
+            return
+        if attempt.binding_error is not None:
+            outcome.reason, outcome.message = "SchedulerError", attempt.binding_error
             return
         if not attempt.fitting:
             outcome.reason = outcome.reason or "Unschedulable"
@@ -266,19 +273,27 @@ def with_uid(pod: Pod) -> Pod:
 # --- messages ----------------------------------------------------------------------------------------
 
 
-def _unschedulable_message(outcome: Outcome, post_filter: str) -> tuple[str, list[str]]:
+def _unschedulable_message(outcome: Outcome, post_filter: str) -> tuple[str, Preemption]:
     """The PodScheduled message: the FitError, then the PostFilter plugins' messages (the DRA
-    plugin's, then DefaultPreemption's)."""
-    attempt = outcome.attempt
-    pods_by_node = {n.name: n.pods for n in outcome.prepared.cluster.nodes}
-    preemption = profile.preemption_message(outcome.question.pod, attempt, pods_by_node)
-    notes = []
-    parts = [post_filter]
-    if preemption is None:
-        notes.append("preemption: a node holds pods of lower priority; draguard does not simulate preemption")
-    else:
-        parts.append(preemption)
-    return f"{profile.fit_error(attempt)} {', '.join(parts)}.", notes
+    plugin's, then DefaultPreemption's), none at all when preemption nominates a node (upstream
+    RunPostFilterPlugins returns the first success as it is)."""
+    attempt, prepared = outcome.attempt, outcome.prepared
+    cycle = Cycle(outcome.question.pod, prepared.cluster, prepared.gates)
+    preemption = preempt(cycle, attempt)
+    if preemption.message is None:
+        return profile.fit_error(attempt), preemption
+    return f"{profile.fit_error(attempt)} {post_filter}, {preemption.message}", preemption
+
+
+def _preemption_note(preemption: Preemption | None) -> list[str]:
+    if preemption is None or preemption.nominated is None:
+        return []
+    victims = ", ".join(p.key for p in preemption.victims)
+    return [
+        f"preemption: the scheduler would nominate {preemption.nominated} and evict {victims} there, "
+        "then try the pod again (draguard reads no PodDisruptionBudgets; equal candidates are a "
+        "random pick)"
+    ]
 
 
 def _fits_message(outcome: Outcome) -> str:
@@ -315,7 +330,7 @@ def _not_checked(outcome: Outcome) -> list[str]:
         notes.append("the pod has scheduling gates: the scheduler does not try it until they are removed")
     if len(outcome.fitting) > 1:
         notes.append(RANKING_NOTE)
-    return notes + outcome.notes
+    return notes + _preemption_note(outcome.preemption)
 
 
 # --- from the outcome to the answer --------------------------------------------------------------------
@@ -361,7 +376,7 @@ def _fitting(outcome: Outcome, verdict: Verdict, rank: int, costs: Costs) -> Nod
 
 def to_answer(outcome: Outcome, limit: int | None) -> PodAnswer:
     """The answer document for an outcome; ``limit`` nodes listed at most (None: every node in order)."""
-    pod, attempt, dra = outcome.question.pod, outcome.attempt, outcome.dra
+    pod, attempt, dra, preemption = outcome.question.pod, outcome.attempt, outcome.dra, outcome.preemption
     claims = dra.claims
     ranked = sorted(attempt.fitting, key=lambda v: (-outcome.total(v.node), v.node))
     ranks: dict[str, int] = {}
@@ -389,6 +404,8 @@ def to_answer(outcome: Outcome, limit: int | None) -> PodAnswer:
         reason=outcome.reason,
         message=outcome.message,
         preferred=outcome.preferred(),
+        nominated=preemption.nominated if preemption is not None else None,
+        victims=[p.key for p in preemption.victims] if preemption is not None else [],
         earlier_attempts=outcome.earlier,
         not_checked=_not_checked(outcome),
         nodes=nodes,
@@ -406,6 +423,9 @@ def _aborted(verdict: Verdict, attempt: Attempt) -> Verdict:
         node, status = attempt.error
         aborted = f"the scheduling attempt was aborted by node {node}: {status.error}"
         return Verdict(verdict.node, replace(status, error=aborted))
+    if verdict.status is None and attempt.binding_error is not None:
+        failed = f"the filters pass, but binding the pod fails: {attempt.binding_error}"
+        return Verdict(verdict.node, Status(Code.ERROR, (), "DynamicResources", error=failed))
     return verdict
 
 

@@ -41,6 +41,14 @@ def has_required_anti_affinity(pod: Pod) -> bool:
     return bool(anti is not None and anti.required_during_scheduling_ignored_during_execution)
 
 
+def has_pod_affinity(pod: Pod) -> bool:
+    """upstream podWithAffinity: a pod affinity or anti-affinity section (NodeInfo.PodsWithAffinity)."""
+    affinity = pod.spec.affinity
+    return affinity is not None and (
+        affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None
+    )
+
+
 @dataclass(frozen=True)
 class NodeInfo:
     """A node and its bound pods, with the totals the filters and the scoring read."""
@@ -55,10 +63,22 @@ class NodeInfo:
 
     @classmethod
     def of(cls, node: Node, pods: Iterable[Pod] = ()) -> NodeInfo:
-        info = cls(node, node.name, node.labels)
+        return cls(node, node.name, node.labels).with_pods(pods)
+
+    def with_pods(self, pods: Iterable[Pod]) -> NodeInfo:
+        info = self
         for pod in pods:
             info = info.with_pod(pod)
         return info
+
+    def without_pods(self, gone: Iterable[Pod]) -> NodeInfo:
+        """The node without ``gone`` (upstream NodeInfo.RemovePod for each): their requests are
+        freed, and so are their host ports, which the node keeps as a set, not a count."""
+        gone = list(gone)
+        keys = {p.key for p in gone}
+        freed = frozenset().union(*(host_ports(p) for p in gone))
+        kept = NodeInfo.of(self.node, (p for p in self.pods if p.key not in keys))
+        return replace(kept, used_ports=self.used_ports - freed)
 
     def with_pod(self, pod: Pod) -> NodeInfo:
         """The node with ``pod`` added (upstream NodeInfo.AddPod)."""
@@ -87,6 +107,10 @@ class NodeInfo:
     def pods_with_required_anti_affinity(self) -> tuple[Pod, ...]:
         return tuple(p for p in self.pods if has_required_anti_affinity(p))
 
+    @cached_property
+    def pods_with_affinity(self) -> tuple[Pod, ...]:
+        return tuple(p for p in self.pods if has_pod_affinity(p))
+
 
 @dataclass(frozen=True)
 class Cluster:
@@ -113,12 +137,40 @@ class Cluster:
         return tuple(info for info in self.nodes if info.pods_with_required_anti_affinity)
 
     @cached_property
+    def with_pod_affinity(self) -> tuple[NodeInfo, ...]:
+        """upstream HavePodsWithAffinityList."""
+        return tuple(info for info in self.nodes if info.pods_with_affinity)
+
+    @cached_property
     def resolver(self) -> DeviceClassResolver:
         """Which DeviceClass backs an extended resource name."""
         return DeviceClassResolver(self.snapshot.classes.values())
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
         return self.snapshot.namespace_labels(namespace or DEFAULT_NAMESPACE) or {}
+
+    def nominated(self, pod: Pod) -> Mapping[str, tuple[Pod, ...]]:
+        """Per node, the pending pods nominated to it (``status.nominatedNodeName``, after a
+        preemption) that are at least as important as ``pod`` (upstream addGENominatedPods)."""
+        found: dict[str, list[Pod]] = {}
+        for other, node in self.nominations:
+            if other.key != pod.key and (other.spec.priority or 0) >= (pod.spec.priority or 0):
+                found.setdefault(node, []).append(other)
+        return {node: tuple(pods) for node, pods in found.items()}
+
+    @cached_property
+    def nominations(self) -> tuple[tuple[Pod, str], ...]:
+        """Pending pods nominated to a node of the cluster, and the node."""
+        found = []
+        for pod in self.snapshot.pods.values():
+            node = pod.status.nominated_node_name if pod.status is not None else None
+            if node and node in self.by_name and is_pending(pod):
+                found.append((pod, node))
+        return tuple(found)
+
+    def with_node(self, info: NodeInfo) -> Cluster:
+        """The cluster with the node ``info`` names replaced by ``info`` (other pods on it)."""
+        return replace(self, nodes=tuple(info if n.name == info.name else n for n in self.nodes))
 
     def with_pod(self, pod: Pod, node: str) -> Cluster:
         """The cluster after ``pod`` was bound to ``node`` (the next pod of a sequence sees it)."""

@@ -4,13 +4,16 @@ Upstream ``pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go`
 ``extendeddynamicresources.go``:
 
 * PreFilter finds the claims (a missing one is the caller's input problem here, see
-  :mod:`policies.scheduler.claims`), refuses the pod when an allocated claim is reserved by 256
-  others ("resourceclaim in use"), when a request's DeviceClass does not exist, or when a request
-  has alternatives and DRAPrioritizedList is off; it adds the implicit claim for extended
-  resources that a DeviceClass backs.
+  :mod:`policies.scheduler.claims`), refuses the pod when a request's DeviceClass does not exist,
+  or when a request has alternatives and DRAPrioritizedList is off; it adds the implicit claim for
+  extended resources that a DeviceClass backs. An allocated claim already reserved by 256 other
+  consumers passes every filter in 1.36: PreBind's update then fails at the API server
+  (:meth:`DynamicResources.binding_error`).
 * Filter checks each allocated claim's node selector, then asks the allocator for the rest. An
   allocator error other than "this node only" is an Error status: it aborts the whole scheduling
-  attempt, on every node. An allocated claim unusable on the node is remembered for PostFilter.
+  attempt, on every node; so does a search that runs out of time (draguard: out of its budget),
+  ``node N: timed out trying to allocate devices`` since 1.36. An allocated claim unusable on the
+  node is remembered for PostFilter.
 * PostFilter, when no node fits: deallocates one remembered claim that no other pod reserves
   (the next attempt allocates it afresh), or says why not.
 * Score (weight 2): for each request with alternatives, ``8 - index`` of the alternative chosen.
@@ -29,7 +32,13 @@ from policies.allocator.nodes import NodeSelectorError, selector_matches
 from policies.api.core import Pod
 from policies.api.resource import AllocationResult, DeviceRequest, ResourceClaim
 from policies.scheduler import extended
-from policies.scheduler.claims import can_be_reserved, is_allocated, is_reserved_for, pod_claims
+from policies.scheduler.claims import (
+    RESERVED_FOR_MAX,
+    can_be_reserved,
+    is_allocated,
+    is_reserved_for,
+    pod_claims,
+)
 from policies.scheduler.cluster import NodeInfo
 from policies.scheduler.framework import Code, Cycle, Prepared, Status, unschedulable
 from policies.scheduler.resources import is_dra_extended, requests
@@ -38,7 +47,6 @@ from policies.snapshot import Snapshot
 NAME = "DynamicResources"
 CANNOT_ALLOCATE = "cannot allocate all claims"
 NOT_AVAILABLE = "resourceclaim not available on the node"
-IN_USE = "resourceclaim in use"
 TIMED_OUT = "timed out trying to allocate devices"
 CANNOT_SCHEDULE_EXTENDED = "cannot schedule extended resource claim"
 CANNOT_FIT_RESOURCE = "cannot fit resource"
@@ -129,8 +137,6 @@ class DynamicResources:
             return None
         for claim in self.claims:
             if is_allocated(claim):
-                if not can_be_reserved(claim) and not is_reserved_for(claim, pod):
-                    return unschedulable(NAME, IN_USE, unresolvable=True)
                 continue
             if self._is_implicit(claim):
                 continue
@@ -229,7 +235,9 @@ class DynamicResources:
         error = str(outcome.error) if outcome.error is not None else None
         explanation = outcome.explanation
         if isinstance(outcome.error, SearchAbortedError):
-            return Status(unresolvable, (TIMED_OUT,), NAME, error=error, explanation=explanation)
+            # An Error since 1.36 (a timeout may be transient): it aborts the attempt on every node.
+            timed_out = f"node {node.name}: {TIMED_OUT}"
+            return Status(Code.ERROR, (timed_out,), NAME, error=error, explanation=explanation)
         if isinstance(outcome.error, FailedOnNodeError):
             return Status(unresolvable, (str(outcome.error),), NAME, error=error, explanation=explanation)
         if error is not None:
@@ -268,6 +276,21 @@ class DynamicResources:
         ):
             return "deletion of ResourceClaim completed", self.claims[self.extended_index]
         return "still not schedulable", None
+
+    def binding_error(self, pod: Pod) -> str | None:
+        """The SchedulerError of PreBind when it adds the pod to an allocated claim that already has
+        the most consumers the API allows (upstream PreBind's update, refused by the API server's
+        validation), or None."""
+        for claim in self.claims:
+            if is_allocated(claim) and not can_be_reserved(claim) and not is_reserved_for(claim, pod):
+                assert claim.status is not None
+                count = len(claim.status.reserved_for or ()) + 1
+                return (
+                    f'running PreBind plugin "{NAME}": add reservation to claim {claim.key}: '
+                    f'ResourceClaim.resource.k8s.io "{claim.name}" is invalid: status.reservedFor: Too many: '
+                    f"{count}: must have at most {RESERVED_FOR_MAX} items"
+                )
+        return None
 
     def has_alternatives(self) -> bool:
         """Whether a claim has a request with alternatives (firstAvailable): only those score."""

@@ -44,12 +44,13 @@ class DeviceClassResolver:
 
     @cached_property
     def _by_name(self) -> Mapping[str, DeviceClass]:
-        """Implicit names first, then explicit ones; of classes naming the same resource the one
-        created last wins (ties: the first name), as the scheduler's cache keeps the newest."""
+        """Implicit names first, then explicit ones. Of classes naming the same resource the one
+        written last wins: the scheduler's cache (``extended/cache.go`` ``OnDeviceClassEvent``)
+        maps the name to the class of the latest Added or Modified event, and the API server's
+        resourceVersion orders the writes (then the creation time, for manifests without one;
+        ties: the last name, the order of a fresh scheduler's initial list)."""
         mapping: dict[str, DeviceClass] = {DEVICE_CLASS_PREFIX + c.name: c for c in self._classes}
-        explicit = [c for c in self._classes if c.spec.extended_resource_name]
-        explicit.sort(key=lambda c: c.name, reverse=True)
-        explicit.sort(key=lambda c: c.metadata.creation_timestamp or "")
+        explicit = sorted((c for c in self._classes if c.spec.extended_resource_name), key=_written)
         for c in explicit:
             mapping[c.spec.extended_resource_name or ""] = c
         return mapping
@@ -59,6 +60,16 @@ class DeviceClassResolver:
 
     def backs(self, name: str) -> bool:
         return self.get(name) is not None
+
+
+def _written(device_class: DeviceClass) -> tuple[int, str, str]:
+    """When the class was last written, as far as its manifest tells."""
+    version = device_class.metadata.resource_version or ""
+    return (
+        int(version) if version.isdigit() else 0,
+        device_class.metadata.creation_timestamp or "",
+        device_class.name,
+    )
 
 
 def _container_request(

@@ -34,6 +34,7 @@ DEFAULTS: Mapping[str, bool] = MappingProxyType(
         "DRAListTypeAttributes": False,
         "DRAExtendedResource": True,
         "MatchLabelKeysInPodTopologySpread": True,
+        "TaintTolerationComparisonOperators": False,
     }
 )
 

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from policies.scheduler.features import FeatureGates
 
 
+MAX_NODE_SCORE = 100  # upstream framework.MaxNodeScore: a score plugin's normalized best
+
+
 class Code(IntEnum):
     """upstream fwk.Code, the codes a filter returns."""
 

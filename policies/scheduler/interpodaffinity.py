@@ -15,12 +15,12 @@ anti-affinity terms match the pod. A node is refused when:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from policies.api.core import Pod, PodAffinityTerm
 from policies.scheduler.cluster import Cluster, NodeInfo
-from policies.scheduler.framework import Cycle, Prepared, Status, unschedulable
+from policies.scheduler.framework import MAX_NODE_SCORE, Cycle, Prepared, Status, unschedulable
 from policies.scheduler.labels import Selector, label_keys, selector
 
 NAME = "InterPodAffinity"
@@ -153,3 +153,58 @@ def pre_filter(cycle: Cycle) -> Prepared | None:
         return None
 
     return Prepared(check)
+
+
+# --- scoring (upstream scoring.go) ---------------------------------------------------------------------
+
+HARD_POD_AFFINITY_WEIGHT = 1  # InterPodAffinityArgs.hardPodAffinityWeight, default profile
+
+
+def preferred_terms(pod: Pod, anti: bool) -> list[tuple[int, Term]]:
+    affinity = pod.spec.affinity
+    section = (
+        (affinity.pod_anti_affinity if anti else affinity.pod_affinity) if affinity is not None else None
+    )
+    raw = (section.preferred_during_scheduling_ignored_during_execution or []) if section is not None else []
+    return [(t.weight, Term.of(pod, t.pod_affinity_term)) for t in raw]
+
+
+def score(cycle: Cycle, fitting: Sequence[NodeInfo]) -> dict[str, int]:
+    """upstream PreScore, Score and NormalizeScore: per topology pair, the weights of the incoming
+    pod's preferred terms that bound pods match (anti-affinity negative), of the bound pods'
+    required affinity terms (weight 1) and preferred terms that the incoming pod matches; a node
+    sums the pairs of its labels, and the sums are scaled to 0..100 between their minimum and
+    maximum. Every node 0 when nothing matched (the plugin skips)."""
+    pod = cycle.pod
+    wanted = [(w, t.merged(cycle.cluster)) for w, t in preferred_terms(pod, anti=False)]
+    unwanted = [(w, t.merged(cycle.cluster)) for w, t in preferred_terms(pod, anti=True)]
+    everything = bool(wanted or unwanted)
+    own_namespace = cycle.cluster.namespace_labels(pod.namespace)
+    pairs: dict[TopologyPair, int] = {}
+
+    def add(term: Term, weight: int, matches: bool, node: NodeInfo) -> None:
+        value = node.labels.get(term.topology_key)
+        if matches and value is not None:
+            pairs[(term.topology_key, value)] = pairs.get((term.topology_key, value), 0) + weight
+
+    for node in cycle.cluster.nodes if everything else cycle.cluster.with_pod_affinity:
+        if not node.labels:
+            continue
+        for existing in node.pods if everything else node.pods_with_affinity:
+            for weight, term in wanted:
+                add(term, weight, term.matches(existing, {}), node)
+            for weight, term in unwanted:
+                add(term, -weight, term.matches(existing, {}), node)
+            for term in required_terms(existing, anti=False):
+                add(term, HARD_POD_AFFINITY_WEIGHT, term.matches(pod, own_namespace), node)
+            for weight, term in preferred_terms(existing, anti=False):
+                add(term, weight, term.matches(pod, own_namespace), node)
+            for weight, term in preferred_terms(existing, anti=True):
+                add(term, -weight, term.matches(pod, own_namespace), node)
+    if not pairs:
+        return dict.fromkeys((n.name for n in fitting), 0)
+    raw = {n.name: sum(pairs.get(pair, 0) for pair in n.labels.items()) for n in fitting}
+    low, high = min(raw.values()), max(raw.values())
+    if high == low:
+        return dict.fromkeys(raw, 0)
+    return {name: int(MAX_NODE_SCORE * ((s - low) / (high - low))) for name, s in raw.items()}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from policies.api.core import Taint
 from policies.scheduler.cluster import NodeInfo
 from policies.scheduler.framework import Cycle, Prepared, Status, unschedulable
-from policies.scheduler.tainttoleration import NO_SCHEDULE, tolerated
+from policies.scheduler.tainttoleration import GATE, NO_SCHEDULE, tolerated
 
 NAME = "NodeUnschedulable"
 REASON = "node(s) were unschedulable"
@@ -18,7 +18,7 @@ REFUSED = unschedulable(NAME, REASON, unresolvable=True)
 
 
 def pre_filter(cycle: Cycle) -> Prepared | None:
-    if tolerated(cycle.pod.spec.tolerations or (), UNSCHEDULABLE_TAINT):
+    if tolerated(cycle.pod.spec.tolerations or (), UNSCHEDULABLE_TAINT, cycle.gates.enabled(GATE)):
         return None
 
     def check(node: NodeInfo) -> Status | None:

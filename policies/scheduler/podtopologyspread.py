@@ -14,14 +14,16 @@ which draguard does not read; they are ``ScheduleAnyway`` (scoring only) in any 
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from policies.api.core import Pod, TopologySpreadConstraint
 from policies.scheduler.cluster import NodeInfo
-from policies.scheduler.framework import Cycle, Prepared, Status, unschedulable
+from policies.scheduler.framework import MAX_NODE_SCORE, Cycle, Prepared, Status, unschedulable
 from policies.scheduler.labels import Selector, label_keys, selector
 from policies.scheduler.nodeaffinity import RequiredAffinity
-from policies.scheduler.tainttoleration import first_untolerated
+from policies.scheduler.tainttoleration import GATE, first_untolerated
 
 NAME = "PodTopologySpread"
 REASON = "node(s) didn't match pod topology spread constraints"
@@ -54,20 +56,23 @@ class Constraint:
             (raw.node_taints_policy or "Ignore") == "Honor",
         )
 
-    def includes(self, pod: Pod, required: RequiredAffinity, node: NodeInfo) -> bool:
-        """upstream matchNodeInclusionPolicies."""
+    def includes(self, pod: Pod, required: RequiredAffinity, node: NodeInfo, comparisons: bool) -> bool:
+        """upstream matchNodeInclusionPolicies (``comparisons``: the toleration operators' gate)."""
         if self.honor_affinity and not required.matches(node):
             return False
+        tolerations = pod.spec.tolerations or ()
         return not (
-            self.honor_taints and first_untolerated(node.taints, pod.spec.tolerations or ()) is not None
+            self.honor_taints and first_untolerated(node.taints, tolerations, comparisons) is not None
         )
 
 
-def constraints(pod: Pod, match_label_keys: bool) -> list[Constraint]:
+def constraints(pod: Pod, match_label_keys: bool, when: str = "DoNotSchedule") -> list[Constraint]:
+    """The pod's constraints with ``whenUnsatisfiable: when`` (filtering: DoNotSchedule, scoring:
+    ScheduleAnyway)."""
     return [
         Constraint.of(c, pod, match_label_keys)
         for c in pod.spec.topology_spread_constraints or ()
-        if c.when_unsatisfiable == "DoNotSchedule"
+        if c.when_unsatisfiable == when
     ]
 
 
@@ -88,11 +93,12 @@ def pre_filter(cycle: Cycle) -> Prepared | None:
         return None
     counts: list[dict[str, int]] = [{} for _ in chosen]
     required = RequiredAffinity.of(pod)
+    comparisons = cycle.gates.enabled(GATE)
     for node in cycle.cluster.nodes:
         if any(c.topology_key not in node.labels for c in chosen):
             continue
         for i, c in enumerate(chosen):
-            if c.includes(pod, required, node):
+            if c.includes(pod, required, node, comparisons):
                 value = node.labels[c.topology_key]
                 counts[i][value] = counts[i].get(value, 0) + _count(node, c.selector, pod.namespace)
     minimum = [
@@ -112,3 +118,60 @@ def pre_filter(cycle: Cycle) -> Prepared | None:
         return None
 
     return Prepared(check)
+
+
+# --- scoring (upstream scoring.go) ---------------------------------------------------------------------
+
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def score(cycle: Cycle, fitting: Sequence[NodeInfo]) -> dict[str, int]:
+    """upstream PreScore, Score and NormalizeScore for the pod's ScheduleAnyway constraints: a node
+    scores, per constraint, the matching pods of its domain (of its own pods for the hostname key)
+    times ln(domains among the fitting nodes + 2), plus maxSkew - 1; the fewer the better, scaled
+    to 0..100; a fitting node without every topology key scores 0. Every node 0 without such
+    constraints (the plugin skips; the cluster's default constraints need the Services and
+    controllers selecting the pod, which draguard does not read)."""
+    pod = cycle.pod
+    soft = constraints(pod, cycle.gates.enabled("MatchLabelKeysInPodTopologySpread"), "ScheduleAnyway")
+    names = [n.name for n in fitting]
+    if not soft:
+        return dict.fromkeys(names, 0)
+    keys = [c.topology_key for c in soft]
+    scored = [n for n in fitting if all(k in n.labels for k in keys)]
+    counts: list[dict[str, int]] = [{} for _ in soft]
+    for i, c in enumerate(soft):
+        if c.topology_key != HOSTNAME:
+            counts[i] = dict.fromkeys({n.labels[c.topology_key] for n in scored}, 0)
+    weights = [
+        math.log((len(scored) if c.topology_key == HOSTNAME else len(counts[i])) + 2)
+        for i, c in enumerate(soft)
+    ]
+    required = RequiredAffinity.of(pod)
+    comparisons = cycle.gates.enabled(GATE)
+    for node in cycle.cluster.nodes:
+        if not all(k in node.labels for k in keys):
+            continue
+        for i, c in enumerate(soft):
+            value = node.labels[c.topology_key]
+            if value in counts[i] and c.includes(pod, required, node, comparisons):
+                counts[i][value] += _count(node, c.selector, pod.namespace)
+    raw: dict[str, int] = {}
+    for node in scored:
+        total = 0.0
+        for i, c in enumerate(soft):
+            if c.topology_key == HOSTNAME:
+                found = _count(node, c.selector, pod.namespace)
+            else:
+                found = counts[i][node.labels[c.topology_key]]
+            total += found * weights[i] + (c.max_skew - 1)
+        raw[node.name] = math.floor(total + 0.5)  # Go math.Round (never negative here)
+    low, high = min(raw.values(), default=0), max(raw.values(), default=0)
+    return {
+        name: 0
+        if name not in raw
+        else MAX_NODE_SCORE
+        if high == 0
+        else MAX_NODE_SCORE * (high + low - raw[name]) // high
+        for name in names
+    }

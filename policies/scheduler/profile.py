@@ -3,8 +3,7 @@
 Upstream ``pkg/scheduler/schedule_one.go`` (``findNodesThatFitPod``, ``prioritizeNodes``),
 ``pkg/scheduler/framework/runtime/framework.go`` (``RunPreFilterPlugins``, ``RunFilterPlugins``,
 ``RunPostFilterPlugins``, ``RunScorePlugins``), ``pkg/scheduler/framework/types.go``
-(``FitError``) and ``pkg/scheduler/framework/preemption/preemption.go`` (the PostFilter message
-of DefaultPreemption). The filters run in the order of ``kube-scheduler --write-config-to`` for
+(``FitError``). The filters run in the order of ``kube-scheduler --write-config-to`` for
 1.36: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit,
 (the volume plugins), PodTopologySpread, InterPodAffinity, DynamicResources, (NodeDeclaredFeatures).
 A node gets the first refusal; a plugin whose PreFilter refuses makes every node refused with its
@@ -18,11 +17,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from types import MappingProxyType
 from typing import Protocol
 
-from policies.api.core import Pod
 from policies.api.resource import AllocationResult
 from policies.scheduler import (
+    imagelocality,
     interpodaffinity,
     nodeaffinity,
     nodename,
@@ -32,13 +32,9 @@ from policies.scheduler import (
     podtopologyspread,
     tainttoleration,
 )
-from policies.scheduler.cluster import NodeInfo
+from policies.scheduler.cluster import NodeInfo, has_required_anti_affinity
 from policies.scheduler.dynamicresources import DynamicResources
-from policies.scheduler.framework import Code, Cycle, PreFilterOutcome, Prepared, Status
-
-NOT_HELPFUL = "Preemption is not helpful for scheduling"
-NO_VICTIMS = "No preemption victims found for incoming pod"
-MAX_NODE_SCORE = 100
+from policies.scheduler.framework import MAX_NODE_SCORE, Code, Cycle, PreFilterOutcome, Prepared, Status
 
 # The plugins of the default profile that draguard does not run, and why (said once per answer).
 NOT_CHECKED = {
@@ -93,12 +89,18 @@ class Attempt:
     asked: int = 0
     prefilter: Status | None = None
     error: tuple[str, Status] | None = None
+    binding_error: str | None = None
     unchecked_resources: list[str] = field(default_factory=list)
+    prepared: list[tuple[str, Prepared]] = field(default_factory=list)
+    order: list[str] = field(default_factory=list)
 
     @cached_property
     def fitting(self) -> list[Verdict]:
-        """The nodes that fit (none when the attempt was aborted); read once it is complete."""
-        return [v for v in self.verdicts if v.fits] if self.error is None else []
+        """The nodes that fit (none when the attempt was aborted, or its binding fails); read once
+        it is complete and its binding judged."""
+        return (
+            [v for v in self.verdicts if v.fits] if self.error is None and self.binding_error is None else []
+        )
 
     @property
     def complete(self) -> bool:
@@ -138,8 +140,8 @@ def run(cycle: Cycle, plugins: Sequence[FilterPlugin], nodes: Sequence[NodeInfo]
     """PreFilter every plugin, then Filter every node in order (upstream RunFilterPlugins: the first
     refusal is the node's answer). ``nodes``: the nodes asked (all of them, unless the caller
     picked some). ``pace.over()`` stops early: the attempt is then incomplete."""
-    attempt = Attempt(asked=len(nodes))
-    prepared: list[tuple[str, Prepared]] = []
+    attempt = Attempt(asked=len(nodes), order=[p.NAME for p in plugins])
+    prepared = attempt.prepared
     for plugin in plugins:
         outcome = plugin.pre_filter(cycle)
         if isinstance(outcome, Status):
@@ -153,13 +155,17 @@ def run(cycle: Cycle, plugins: Sequence[FilterPlugin], nodes: Sequence[NodeInfo]
             attempt, nodes, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (conflict,))
         )
     outside = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node(s) didn't satisfy plugin(s) [{by}]",))
+    refilter = Refilter(cycle, attempt)
     for node in nodes:
         if pace.over():
             break
         if restricted is not None and node.name not in restricted:
             attempt.verdicts.append(Verdict(node.name, outside))
             continue
-        verdict = _filter(node, prepared)
+        if node.name in refilter.nominated:
+            verdict = Verdict(node.name, refilter.status(node, changed=False))
+        else:
+            verdict = _filter(node, prepared)
         attempt.verdicts.append(verdict)
         if verdict.status is not None and verdict.status.is_error and attempt.error is None:
             attempt.error = (node.name, verdict.status)
@@ -185,6 +191,52 @@ def _filter(node: NodeInfo, prepared: Sequence[tuple[str, Prepared]]) -> Verdict
     return Verdict(node.name)
 
 
+# The PreFilters that count the pods of other nodes: run again when a node's pods are not the
+# cluster's (upstream runs their AddPod/RemovePod extensions); the others' results stand.
+POD_COUNTING: Mapping[str, Callable[[Cycle], Prepared | None]] = MappingProxyType(
+    {interpodaffinity.NAME: interpodaffinity.pre_filter, podtopologyspread.NAME: podtopologyspread.pre_filter}
+)
+
+
+class Refilter:
+    """An attempt's filters, run again on a node whose pods changed (preemption's victims gone)
+    and, as upstream RunFilterPluginsWithNominatedPods, with the pods nominated to the node that
+    are at least as important as the pod: a node passes only if it passes with them and without."""
+
+    def __init__(self, cycle: Cycle, attempt: Attempt) -> None:
+        self.cycle = cycle
+        self.prepared = dict(attempt.prepared)
+        self.order = attempt.order
+        self.nominated = cycle.cluster.nominated(cycle.pod)
+        # Removing pods never gives a PreFilter that skipped something to count; a nominated pod
+        # with required anti-affinity may give InterPodAffinity one.
+        self.recounted = {name for name in POD_COUNTING if name in self.prepared}
+        if any(has_required_anti_affinity(p) for pods in self.nominated.values() for p in pods):
+            self.recounted.add(interpodaffinity.NAME)
+
+    def status(self, node: NodeInfo, changed: bool = True) -> Status | None:
+        """The node's first refusal (None: the pod fits); ``changed``: its pods are not the cluster's."""
+        added = self.nominated.get(node.name, ())
+        if added:
+            found = self._status(node.with_pods(added), True)
+            if found is not None:
+                return found
+        return self._status(node, changed)
+
+    def _status(self, node: NodeInfo, changed: bool) -> Status | None:
+        recounted = self.recounted if changed else set()
+        cycle = (
+            Cycle(self.cycle.pod, self.cycle.cluster.with_node(node), self.cycle.gates) if recounted else None
+        )
+        for name in self.order:
+            recount = cycle is not None and name in recounted
+            found = POD_COUNTING[name](cycle) if cycle is not None and recount else self.prepared.get(name)
+            status = found.filter(node) if found is not None else None
+            if status is not None:
+                return status
+        return None
+
+
 # --- the scheduler's message ---------------------------------------------------------------------
 
 
@@ -200,25 +252,6 @@ def fit_error(attempt: Attempt) -> str:
     if attempt.prefilter is not None:
         return f"{head} {attempt.prefilter.message()}."
     return f"{head} {histogram(v.status for v in attempt.verdicts if v.status is not None)}."
-
-
-def preemption_message(pod: Pod, attempt: Attempt, pods_by_node: Mapping[str, Sequence[Pod]]) -> str | None:
-    """DefaultPreemption's PostFilter message when it can find no victim; None when a node holds a
-    pod of lower priority (preemption might succeed, and draguard does not simulate it)."""
-    priority = pod.spec.priority or 0
-    statuses: list[Status] = []
-    for v in attempt.verdicts:
-        status = v.status
-        if status is None:
-            continue
-        if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-            reason = NOT_HELPFUL
-        elif any((p.spec.priority or 0) < priority for p in pods_by_node.get(v.node, ())):
-            return None
-        else:
-            reason = NO_VICTIMS
-        statuses.append(Status(status.code, (reason,)))
-    return f"preemption: 0/{attempt.asked} nodes are available: {histogram(statuses)}"
 
 
 # --- scoring -------------------------------------------------------------------------------------
@@ -253,6 +286,9 @@ def scores(cycle: Cycle, dra: DynamicResources, fitting: Sequence[NodeInfo]) -> 
             normalize(_raw(nodeaffinity.prefers(cycle.pod), nodeaffinity.score, cycle, fitting)),
         ),
         noderesources.NAME: (1, {n.name: noderesources.least_allocated(with_defaults, n) for n in fitting}),
+        podtopologyspread.NAME: (2, podtopologyspread.score(cycle, fitting)),
+        imagelocality.NAME: (1, imagelocality.score(cycle, fitting)),
+        interpodaffinity.NAME: (2, interpodaffinity.score(cycle, fitting)),
         dra.NAME: (
             2,
             normalize(

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from policies.api.core import Pod
+from policies.api.core import Container, Pod, ResourceRequirements
 from policies.api.quantity import Quantity
-from policies.footprint import pod_requests
+from policies.footprint import max_lists, pod_requests
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -96,9 +96,63 @@ class Resource:
 
 def requests(pod: Pod) -> Resource:
     """What NodeResourcesFit fits on a node for the pod (upstream computePodResourceRequest)."""
-    return Resource.of(pod_requests(pod))
+    return Resource.of(pod_requests(as_resized(pod)))
 
 
 def non_zero_requests(pod: Pod) -> Resource:
     """The requests the scoring counts, with the defaults for containers that name none."""
-    return Resource.of(pod_requests(pod, missing=NON_ZERO_DEFAULTS))
+    return Resource.of(pod_requests(as_resized(pod), missing=NON_ZERO_DEFAULTS))
+
+
+def as_resized(pod: Pod) -> Pod:
+    """The pod with each container's requests as the scheduler counts them during an in-place
+    resize (InPlacePodVerticalScaling, GA): the larger of the spec's, the status's and the
+    allocated resources, for containers and sidecars whose status reports resources; only the
+    status's and the allocated ones while the resize is infeasible (upstream component-helpers
+    ``resource/helpers.go`` ``AggregateContainerRequests``, ``determineContainerReqs``). The pod
+    itself when no container's count changes (the common case: a running pod's status repeats
+    its spec)."""
+    status = pod.status
+    if status is None or not (status.container_statuses or status.init_container_statuses):
+        return pod
+    by_name = {
+        c.name: c for c in (*(status.container_statuses or ()), *(status.init_container_statuses or ()))
+    }
+    infeasible = any(
+        c.type == "PodResizePending" and c.reason == "Infeasible" for c in status.conditions or ()
+    )
+    counted = [
+        *((c, True) for c in pod.spec.containers),
+        *((c, c.restart_policy == "Always") for c in pod.spec.init_containers or ()),
+    ]
+    changed: dict[str, dict[str, Quantity]] = {}
+    for container, uses_status in counted:
+        found = by_name.get(container.name)
+        if not uses_status or found is None or found.resources is None:
+            continue
+        asked = (container.resources.requests if container.resources is not None else None) or {}
+        wanted = max_lists(
+            {} if infeasible else asked, found.resources.requests or {}, found.allocated_resources or {}
+        )
+        if wanted != asked:
+            changed[container.name] = wanted
+    if not changed:
+        return pod
+
+    def resized(container: Container) -> Container:
+        if container.name not in changed:
+            return container
+        resources = (container.resources or ResourceRequirements()).model_copy(
+            update={"requests": changed[container.name]}
+        )
+        return container.model_copy(update={"resources": resources})
+
+    spec = pod.spec.model_copy(
+        update={
+            "containers": [resized(c) for c in pod.spec.containers],
+            "init_containers": [resized(c) for c in pod.spec.init_containers]
+            if pod.spec.init_containers
+            else None,
+        }
+    )
+    return pod.model_copy(update={"spec": spec})

@@ -666,6 +666,10 @@ def _topology_spread(constraints: Sequence[Json], path: Path) -> ErrorList:
 
 
 def _spread_label_keys(constraint: Json, path: Path) -> ErrorList:
+    """validateMatchLabelKeysInTopologySpread with the selector merge of 1.34+: the API server has
+    already added ``key In (value)`` to the selector for each matchLabelKeys key, so a key is a
+    duplicate only where an expression names it after matchLabels or an earlier expression did
+    (a stored pod, read back, carries the merged expression)."""
     keys = constraint.get("matchLabelKeys") or []
     if not keys:
         return []
@@ -673,13 +677,17 @@ def _spread_label_keys(constraint: Json, path: Path) -> ErrorList:
     errs: ErrorList = []
     if selector is None:
         errs.append(forbidden(path, "must not be specified when labelSelector is not set"))
-    in_selector = set((selector or {}).get("matchLabels") or {}) | {
-        e.get("key") for e in (selector or {}).get("matchExpressions") or []
-    }
     for i, key in enumerate(keys):
         errs += validate_label_name(key, path.index(i))
-        if key in in_selector:
-            errs.append(invalid(path.index(i), key, "exists in both matchLabelKeys and labelSelector"))
+    position = {key: i for i, key in enumerate(keys)}
+    seen = set((selector or {}).get("matchLabels") or {})
+    for expression in (selector or {}).get("matchExpressions") or []:
+        key = expression.get("key")
+        if key in position and key in seen:
+            errs.append(
+                invalid(path.index(position[key]), key, "exists in both matchLabelKeys and labelSelector")
+            )
+        seen.add(key)
     return errs
 
 
@@ -871,8 +879,8 @@ def _pod_resources(spec: Json, path: Path) -> ErrorList:
     errs = validate_resource_requirements(defaulted, path, container=False)
     aggregate = _aggregate_requests(spec)
     for name, total in aggregate.items():
-        own = requests.get(name, Quantity.parse("0"))
-        if total.cmp(own) > 0:
+        own = requests.get(name)
+        if own is not None and total.cmp(own) > 0:  # only resources the pod itself requests
             errs.append(
                 invalid(
                     path.child("requests").key(name),

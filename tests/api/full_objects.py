@@ -367,6 +367,17 @@ POD: dict[str, Any] = {
     },
     "status": {
         "phase": "Running",
+        "conditions": [{"type": "PodResizePending", "status": "True", "reason": "Deferred"}],
+        "nominatedNodeName": "node-a",
+        "startTime": "2026-01-01T00:00:00Z",
+        "containerStatuses": [
+            {
+                "name": "main",
+                "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "2"}},
+                "allocatedResources": {"cpu": "2"},
+            }
+        ],
+        "initContainerStatuses": [{"name": "proxy", "allocatedResources": {"cpu": "100m"}}],
         "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "shared-gpu"}, {"name": "scratch"}],
         "extendedResourceClaimStatus": {
             "requestMappings": [
@@ -400,7 +411,16 @@ NODE: dict[str, Any] = {
             {"key": "gpu", "value": "true", "effect": "NoSchedule", "timeAdded": "2025-01-01T00:00:00Z"}
         ],
     },
-    "status": {"allocatable": {"cpu": "16", "memory": "64Gi"}, "capacity": {"cpu": 16, "memory": "64Gi"}},
+    "status": {
+        "allocatable": {"cpu": "16", "memory": "64Gi"},
+        "capacity": {"cpu": 16, "memory": "64Gi"},
+        "images": [
+            {
+                "names": ["registry.example.com/trainer@sha256:0f1e", "registry.example.com/trainer:1"],
+                "sizeBytes": 512000000,
+            }
+        ],
+    },
 }
 
 NAMESPACE: dict[str, Any] = {

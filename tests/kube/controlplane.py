@@ -198,9 +198,17 @@ class ControlPlane:
         self._start_apiserver()
 
     def start_scheduler(self) -> None:
-        """kube-scheduler with the default profile, running until the control plane stops."""
+        """kube-scheduler with the default profile, running until the control plane stops. It logs
+        each plugin's score of each node (``schedule_one.go`` at -v=10 only: a line per plugin and
+        node, nothing else), flushed at once, so tests can compare scores (:meth:`scheduler_log`)."""
         if "kube-scheduler" not in self._components:
-            self._start_controller("kube-scheduler", "system:kube-scheduler", [])
+            flags = ["--vmodule=schedule_one=10", "--log-flush-frequency=100ms"]
+            self._start_controller("kube-scheduler", "system:kube-scheduler", flags)
+
+    def scheduler_log(self) -> str:
+        """What kube-scheduler logged so far ("" when it is not running)."""
+        component = self._components.get("kube-scheduler")
+        return component.log.read_text(errors="replace") if component is not None else ""
 
     def start_controller_manager(self) -> None:
         """kube-controller-manager: claims from templates, garbage collection, namespace lifecycle,

@@ -13,6 +13,7 @@ from policies.api.defaults import apply_defaults
 from policies.api.kinds import decode
 from policies.scheduler import (
     extended,
+    imagelocality,
     interpodaffinity,
     nodeaffinity,
     nodename,
@@ -20,6 +21,7 @@ from policies.scheduler import (
     noderesources,
     nodeunschedulable,
     podtopologyspread,
+    preemption,
     profile,
     tainttoleration,
 )
@@ -92,6 +94,31 @@ def test_toleration_matching(toleration: dict[str, Any], tolerated: bool) -> Non
     taint = {"key": "k", "value": "v", "effect": "NoSchedule"}
     c = cycle(pod(tolerations=[toleration]), node("n", taints=[taint]))
     assert refused(tainttoleration, c) == ({} if tolerated else {"n": ("node(s) had untolerated taint(s)",)})
+
+
+@pytest.mark.parametrize(
+    ("operator", "value", "taint_value", "tolerated"),
+    [
+        ("Gt", "4", "8", True),  # the taint's value is greater
+        ("Gt", "8", "8", False),
+        ("Lt", "8", "4", True),  # the taint's value is less
+        ("Lt", "-1", "-2", True),
+        ("Lt", "8", "x", False),  # not an integer: tolerates nothing
+        ("Gt", " 4", "8", False),  # Go's ParseInt takes no spaces
+    ],
+)
+def test_comparison_operators_need_their_gate(
+    operator: str, value: str, taint_value: str, tolerated: bool
+) -> None:
+    toleration = {"key": "cores", "operator": operator, "value": value, "effect": "NoSchedule"}
+    tainted = node("n", taints=[{"key": "cores", "value": taint_value, "effect": "NoSchedule"}])
+    gated = FeatureGates.parse("TaintTolerationComparisonOperators=true")
+    untolerated = {"n": ("node(s) had untolerated taint(s)",)}
+    assert refused(tainttoleration, cycle(pod(tolerations=[toleration]), tainted, gates=gated)) == (
+        {} if tolerated else untolerated
+    )
+    # Off by default in 1.36 (alpha): the operators tolerate nothing.
+    assert refused(tainttoleration, cycle(pod(tolerations=[toleration]), tainted)) == untolerated
 
 
 def test_prefer_no_schedule_taints_do_not_filter_but_score() -> None:
@@ -216,6 +243,31 @@ def test_requests_count_init_containers_sidecars_and_overhead_as_upstream() -> N
     c = cycle(pod(initContainers=init, containers=[requests("1")], overhead={"cpu": "500m"}), node("n"))
     assert noderesources.requests(c.pod).milli_cpu == 4500
     assert refused(noderesources, c) == {"n": ("Insufficient cpu",)}
+
+
+def test_a_bound_pod_being_resized_counts_the_larger_of_its_spec_and_status() -> None:
+    def resized(spec_cpu: str, status_cpu: str, allocated: str, *conditions: dict[str, str]) -> Any:
+        bound = pod("b", nodeName="n", containers=[requests(spec_cpu)])
+        bound["status"] = {
+            "conditions": list(conditions),
+            "containerStatuses": [
+                {
+                    "name": "c",
+                    "resources": {"requests": {"cpu": status_cpu}},
+                    "allocatedResources": {"cpu": allocated},
+                }
+            ],
+        }
+        return cluster(node("n"), bound).by_name["n"].requested.milli_cpu
+
+    assert resized("1", "2", "1") == 2000  # growing: the status already runs with 2
+    assert resized("3", "2", "2") == 3000  # the spec asks for 3: the kubelet will give it
+    infeasible = {"type": "PodResizePending", "status": "True", "reason": "Infeasible"}
+    assert resized("3", "2", "2", infeasible) == 2000  # never given: what runs counts
+    # Without status resources (a kubelet that reports none) the spec counts.
+    bound = pod("b", nodeName="n", containers=[requests("1")])
+    bound["status"] = {"containerStatuses": [{"name": "c", "allocatedResources": {"cpu": "4"}}]}
+    assert cluster(node("n"), bound).by_name["n"].requested.milli_cpu == 1000
 
 
 def test_bound_pods_pod_count_scalars_and_what_preemption_could_free() -> None:
@@ -354,25 +406,163 @@ def test_the_fit_error_histogram_sorts_as_strings_like_go() -> None:
     assert profile.histogram(statuses) == "10 b reason, 2 a reason"
 
 
-def test_preemption_message_needs_lower_priority_pods_to_say_more() -> None:
-    attempt = profile.Attempt(
-        verdicts=[
-            profile.Verdict("a", Status(Code.UNSCHEDULABLE, ("Insufficient cpu",))),
-            profile.Verdict(
-                "b", Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) were unschedulable",))
-            ),
-        ],
-        asked=2,
+NON_DRA_FILTERS = [
+    nodeunschedulable,
+    nodename,
+    tainttoleration,
+    nodeaffinity,
+    nodeports,
+    noderesources,
+    podtopologyspread,
+    interpodaffinity,
+]
+
+
+def preemption_of(incoming: dict[str, Any], *objects: dict[str, Any]) -> preemption.Preemption:
+    """DefaultPreemption after an attempt of the filters (DRA aside) that fits nowhere."""
+    c = cycle(incoming, *objects)
+    attempt = profile.run(c, NON_DRA_FILTERS, c.cluster.nodes, profile.Unpaced())
+    assert not attempt.fitting
+    return preemption.preempt(c, attempt)
+
+
+def small(name: str, **spec: Any) -> dict[str, Any]:
+    return node(name, allocatable={"cpu": "2", "memory": "8Gi", "pods": "10"}, **spec)
+
+
+def test_preemption_without_lower_priority_pods_finds_no_victims() -> None:
+    found = preemption_of(
+        pod(containers=[requests("2")]),
+        small("a"),
+        small("b", unschedulable=True),
+        pod("equal", nodeName="a", containers=[requests("1")]),
     )
-    incoming = decode(pod())
-    assert isinstance(incoming, Pod)
-    assert profile.preemption_message(incoming, attempt, {}) == (
+    assert found == preemption.Preemption(
         "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
-        "1 Preemption is not helpful for scheduling"
+        "1 Preemption is not helpful for scheduling."
     )
-    low = decode(pod("low", priority=-1, nodeName="a"))
-    assert isinstance(low, Pod)
-    assert profile.preemption_message(incoming, attempt, {"a": [low]}) is None
+    never = pod(containers=[requests("3")], preemptionPolicy="Never")
+    assert (
+        preemption_of(never, small("a")).message == "preemption: not eligible due to preemptionPolicy=Never."
+    )
+
+
+def test_preemption_evicts_the_fewest_least_important_pods() -> None:
+    low = pod("low", nodeName="a", priority=-10, containers=[requests("1")])
+    lower = pod("lower", nodeName="a", priority=-20, containers=[requests("1")])
+    found = preemption_of(pod(containers=[requests("1")]), small("a"), low, lower)
+    # Only one CPU is missing: the more important of the two is reprieved.
+    assert found.message is None and found.nominated == "a"
+    assert [p.name for p in found.victims] == ["lower"]
+    # On b the one victim has a higher priority than both of a's: a's victims are less important.
+    b_low = pod("b-low", nodeName="b", priority=-5, containers=[requests("2")])
+    found = preemption_of(pod(containers=[requests("2")]), small("a"), low, lower, small("b"), b_low)
+    assert found.nominated == "a" and {p.name for p in found.victims} == {"low", "lower"}
+
+
+def test_preemption_that_cannot_help_names_the_filter_still_refusing() -> None:
+    low = pod("low", nodeName="a", priority=-1, containers=[requests("1")])
+    equal = pod("equal", nodeName="a", containers=[requests("1")])
+    # Without the low pod, 1 of the 2 CPUs is still taken by a pod of equal priority; asking for
+    # more than the node has at all (3) would not even be tried.
+    found = preemption_of(pod(containers=[requests("2")]), small("a"), low, equal)
+    assert found.message == "preemption: 0/1 nodes are available: 1 Insufficient cpu."
+    holder = pod(
+        "holder", nodeName="a", containers=[{"name": "c", "ports": [{"containerPort": 1, "hostPort": 80}]}]
+    )
+    wants_port = pod(containers=[{"name": "c", "ports": [{"containerPort": 1, "hostPort": 80}]}])
+    found = preemption_of(wants_port, small("a"), low, holder)
+    assert found.message == (
+        "preemption: 0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports."
+    )
+
+
+def test_pods_nominated_to_a_node_count_there_unless_less_important() -> None:
+    nominated = pod("preemptor", containers=[requests("2")])
+    nominated["status"] = {"nominatedNodeName": "a"}
+
+    def fitting(priority: int) -> list[str]:
+        c = cycle(pod(containers=[requests("1")], priority=priority), small("a"), small("b"), nominated)
+        attempt = profile.run(c, NON_DRA_FILTERS, c.cluster.nodes, profile.Unpaced())
+        return [v.node for v in attempt.fitting]
+
+    assert fitting(0) == ["b"]  # a's 2 CPUs are promised to the nominated pod of equal priority
+    assert fitting(1) == ["a", "b"]  # a more important pod may take them
+
+
+def test_preemption_frees_a_port_another_pod_still_holds_as_upstream_does() -> None:
+    port = {"name": "c", "ports": [{"containerPort": 1, "hostPort": 80}]}
+    equal = pod("equal", nodeName="a", containers=[port])
+    low = pod("low", nodeName="a", priority=-1, containers=[port])
+    # The node keeps its host ports as a set: removing the low pod frees port 80 although the pod
+    # of equal priority holds it too, so the scheduler nominates the node (a 1.36.2 scheduler did).
+    found = preemption_of(pod(containers=[port]), small("a"), equal, low)
+    assert found.nominated == "a" and [p.name for p in found.victims] == ["low"]
+
+
+def test_preemption_recounts_pod_anti_affinity_without_the_victims() -> None:
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [affinity_term("db")]}}
+    db = pod("db", {"app": "db"}, nodeName="a", priority=-1)
+    found = preemption_of(pod(labels={"app": "web"}, affinity=anti), *zones()[:1], db)
+    assert found.nominated == "a" and [p.name for p in found.victims] == ["db"]
+
+
+def test_soft_spreading_scores_the_emptier_domain_higher() -> None:
+    bound = [pod(f"w{i}", {"app": "w"}, nodeName="a") for i in range(2)]
+    c = cycle(
+        pod(labels={"app": "w"}, topologySpreadConstraints=spread(whenUnsatisfiable="ScheduleAnyway")),
+        *zones(),
+        *bound,
+    )
+    # a: round(2 pods * ln(2 zones + 2)) = 3, b: 0; "none" lacks the zone label and scores 0.
+    assert podtopologyspread.score(c, c.cluster.nodes) == {"a": 0, "b": 100, "none": 0}
+    by_host = spread(whenUnsatisfiable="ScheduleAnyway", topologyKey="kubernetes.io/hostname", maxSkew=2)
+    hosts = [node(n, {"kubernetes.io/hostname": n}) for n in ("a", "b")]
+    c = cycle(pod(labels={"app": "w"}, topologySpreadConstraints=by_host), *hosts, *bound)
+    # a: round(2 * ln(4) + 1) = 4, b: round(0 + 1) = 1: 100 * (4 + 1 - s) // 4.
+    assert podtopologyspread.score(c, c.cluster.nodes) == {"a": 25, "b": 100}
+    # Only DoNotSchedule constraints: nothing to score.
+    c = cycle(pod(labels={"app": "w"}, topologySpreadConstraints=spread()), *zones(), *bound)
+    assert set(podtopologyspread.score(c, c.cluster.nodes).values()) == {0}
+
+
+def test_pod_affinity_scores_preferred_terms_and_bound_pods_required_terms() -> None:
+    near_db = {
+        "podAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 10, "podAffinityTerm": affinity_term("db")}
+            ]
+        }
+    }
+    db = pod("db", {"app": "db"}, nodeName="b")
+    c = cycle(pod(affinity=near_db), *zones(), db)
+    assert interpodaffinity.score(c, c.cluster.nodes) == {"a": 0, "b": 100, "none": 0}
+    # A bound pod's required affinity term the incoming pod matches counts 1 (hardPodAffinityWeight);
+    # a preferred anti-affinity term of another counts against its zone.
+    wants_web = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [affinity_term("web")]}}
+    shuns_web = {
+        "podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 5, "podAffinityTerm": affinity_term("web")}
+            ]
+        }
+    }
+    bound = [pod("x", nodeName="a", affinity=wants_web), pod("y", nodeName="b", affinity=shuns_web)]
+    c = cycle(pod(labels={"app": "web"}), *zones(), *bound)
+    # a: +1, b: -5, none: 0 -> scaled between -5 and 1.
+    assert interpodaffinity.score(c, c.cluster.nodes) == {"a": 100, "b": 0, "none": 83}
+
+
+def test_image_locality_prefers_nodes_holding_the_images_scaled_by_their_spread() -> None:
+    held = node("a")
+    held["status"]["images"] = [{"names": ["registry.example.com/app:1"], "sizeBytes": 500 * 1024 * 1024}]
+    latest = node("c")
+    latest["status"]["images"] = [{"names": ["registry.example.com/tool:latest"], "sizeBytes": 10**9}]
+    c = cycle(pod(containers=[{"name": "c", "image": "registry.example.com/app:1"}]), held, node("b"), latest)
+    # 500 MB held by 1 of 3 nodes counts 166 MB: (166 - 23) / (1000 - 23) of 100.
+    assert imagelocality.score(c, c.cluster.nodes) == {"a": 14, "b": 0, "c": 0}
+    untagged = cycle(pod(containers=[{"name": "c", "image": "registry.example.com/tool"}]), held, latest)
+    assert imagelocality.score(untagged, untagged.cluster.nodes)["c"] == 46  # ":latest", on 1 of 2 nodes
 
 
 def test_scores_least_allocated_balanced_and_normalized() -> None:
@@ -382,15 +572,54 @@ def test_scores_least_allocated_balanced_and_normalized() -> None:
     wanted, as_requested = noderesources.scoring_requests(c)
     # a: (4000 - 4000) * 100 / 4000 = 0 cpu, memory (8Gi - 400Mi) / 8Gi = 95 -> 47; b: 75 and 97 -> 86
     assert (noderesources.least_allocated(wanted, a), noderesources.least_allocated(wanted, b)) == (47, 86)
-    # a: cpu 1.0 (clipped), memory 0 -> 100 * (1 - 0.5) = 50; b: 0.25 and 0 -> 87
+    # 1.36 scores the change in balance: a: with the pod cpu 1.0 (clipped) and memory 0 -> 50,
+    # without it 0.75 and 0 -> 62: 50 + (50 + 50 - 62) / 2 = 69; b: 0.25 and 0 -> 87, empty -> 100: 68.
     assert (
         noderesources.balanced_allocation(as_requested, a),
         noderesources.balanced_allocation(as_requested, b),
-    ) == (50, 87)
+    ) == (69, 68)
+    # As a 1.36.2 kube-scheduler logged them (-v=10): an empty 4-CPU 32Gi node given 2 CPUs and
+    # 16Gi scores 75; a 16-CPU 32Gi node holding 500m scores 67 for the same pod.
+    big = pod(containers=[{"name": "c", "resources": {"requests": {"cpu": "2", "memory": "16Gi"}}}])
+    small_node = node("s", allocatable={"cpu": "4", "memory": "32Gi", "pods": "10"})
+    big_node = node("b", allocatable={"cpu": "16", "memory": "32Gi", "pods": "10"})
+    c = cycle(big, small_node, big_node, pod("load", nodeName="b", containers=[requests("500m")]))
+    _, as_requested = noderesources.scoring_requests(c)
+    assert [noderesources.balanced_allocation(as_requested, n) for n in c.cluster.nodes] == [75, 67]
     assert profile.normalize({"x": 3, "y": 1, "z": 0}) == {"x": 100, "y": 33, "z": 0}
+    # Pod-level requests fit the pod on the node, but least allocated sees only the containers'
+    # (with the defaults, 100m and 200Mi): 1.36's NodeResourcesFit scorer skips pod-level resources.
+    level = pod(containers=[{"name": "c"}], resources={"requests": {"cpu": "3", "memory": "8Gi"}})
+    c = cycle(level, node("n", allocatable={"cpu": "8", "memory": "32Gi", "pods": "10"}))
+    wanted, as_requested = noderesources.scoring_requests(c)
+    assert (wanted.milli_cpu, as_requested.milli_cpu) == (100, 3000)
+    assert noderesources.least_allocated(wanted, c.cluster.nodes[0]) == 98
 
 
 # --- extended resources -------------------------------------------------------------------------------
+
+
+def test_of_classes_naming_one_extended_resource_the_last_written_backs_it() -> None:
+    def device_class(name: str, version: str | None, created: str = "2026-01-01T00:00:00Z") -> Any:
+        meta = {
+            "name": name,
+            "creationTimestamp": created,
+            **({"resourceVersion": version} if version else {}),
+        }
+        spec = {"extendedResourceName": "example.com/gpu"}
+        return decode(
+            {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": meta, "spec": spec}
+        )
+
+    def backing(*classes: Any) -> str:
+        found = extended.DeviceClassResolver(classes).get("example.com/gpu")
+        assert found is not None
+        return found.name
+
+    assert backing(device_class("b", "900"), device_class("a", "1000")) == "a"  # written last
+    assert backing(device_class("a", "1000"), device_class("b", "900")) == "a"
+    assert backing(device_class("b", None, "2026-01-02T00:00:00Z"), device_class("a", None)) == "b"
+    assert backing(device_class("a", None), device_class("b", None)) == "b"  # a fresh list's order
 
 
 def test_the_implicit_claim_asks_per_container_and_init_containers_reuse_later_devices() -> None:

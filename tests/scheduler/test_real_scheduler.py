@@ -1,309 +1,21 @@
 """The dry run against the real kube-scheduler 1.36: the same cluster, the same pod, the same answer.
 
-Each scenario builds a cluster on the session's control plane (Nodes from ``add_node``, DRA objects,
-pods already bound), then asks one pod at a time: the cluster is read back from the API server
-(everything the scheduler sees), the pod is created and the scheduler's decision awaited, and
-``draguard allocate`` is run on the read-back objects and the pod. Where the scheduler bound the
-pod, draguard must say it fits there, among its best-scored nodes, with the same devices; where
-the scheduler left it pending, draguard must say it fits nowhere with the PodScheduled condition's
-reason and message, word for word (generated claim names aside).
-
-Cluster-scoped names carry the test's namespace, so scenarios never see each other's devices;
-nodes left by other tests are deleted first, since every Node is a candidate for every pod.
+Hand-written scenarios, one behaviour each, through the harness of ``realscheduler.py`` (the
+generated ones are in ``test_fidelity.py``).
 """
 
 from __future__ import annotations
 
 import io
 import json
-import re
 import time
-from collections.abc import Iterator
 from contextlib import redirect_stdout
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
-import pytest
 import yaml
-from controlplane import ControlPlane, call, wait_for
+from controlplane import call, wait_for
+from realscheduler import Scene, agree, generated_names_removed, pod_manifest, request
 
 from webhook import cli
-
-V1 = "resource.k8s.io/v1"
-SETTLE = 0.7  # seconds for the scheduler's informers to see what a scenario just created
-STATE = [
-    ("/api/v1/nodes", "v1", "Node"),
-    ("/api/v1/namespaces", "v1", "Namespace"),
-    ("/api/v1/pods", "v1", "Pod"),
-    ("/apis/resource.k8s.io/v1/deviceclasses", V1, "DeviceClass"),
-    ("/apis/resource.k8s.io/v1/resourceslices", V1, "ResourceSlice"),
-    ("/apis/resource.k8s.io/v1/resourceclaims", V1, "ResourceClaim"),
-    ("/apis/resource.k8s.io/v1/resourceclaimtemplates", V1, "ResourceClaimTemplate"),
-]
-
-
-@pytest.fixture(scope="module")
-def plane(control_plane: ControlPlane) -> ControlPlane:
-    control_plane.start_scheduler()
-    control_plane.start_controller_manager()  # claims from templates
-    return control_plane
-
-
-@dataclass
-class Decision:
-    """What the scheduler did with a pod: bound it (``node``, the devices of each claim), or left it
-    pending with its PodScheduled condition."""
-
-    node: str | None
-    reason: str | None = None
-    message: str | None = None
-    devices: tuple[frozenset[str], ...] = ()
-
-
-class Scene:
-    """One scenario's cluster on the shared control plane."""
-
-    def __init__(self, plane: ControlPlane, namespace: str, tmp: Path) -> None:
-        self.plane = plane
-        self.ns = namespace
-        self.api = plane.client()
-        self.tmp = tmp
-        self.driver = f"{namespace}.example.com"
-        self.node_names: list[str] = []
-        for node in self.get("/api/v1/nodes")["items"]:
-            call(self.api, "DELETE", f"/api/v1/nodes/{node['metadata']['name']}")
-
-    def get(self, path: str) -> dict[str, Any]:
-        answer = call(self.api, "GET", path)
-        assert answer.status == 200, answer.body
-        return answer.body
-
-    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        answer = call(self.api, "POST", path, body)
-        assert answer.status == 201, answer.body
-        return answer.body
-
-    def n(self, short: str) -> str:
-        """A cluster-scoped name of this scenario."""
-        return f"{self.ns}-{short}"
-
-    # --- building the cluster ------------------------------------------------------------------
-
-    def node(self, short: str, **options: Any) -> str:
-        name = self.n(short)
-        self.plane.add_node(name, **options)
-        self.node_names.append(name)
-        return name
-
-    def device_class(self, short: str, expression: str = "", **spec: Any) -> str:
-        selector = f'device.driver == "{self.driver}"' + (f" && {expression}" if expression else "")
-        body = {"selectors": [{"cel": {"expression": selector}}], **spec}
-        self.post(
-            "/apis/resource.k8s.io/v1/deviceclasses",
-            {"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": self.n(short)}, "spec": body},
-        )
-        return self.n(short)
-
-    def gpus(self, node: str, count: int, **attributes: Any) -> None:
-        """A one-slice pool of ``count`` GPUs on ``node`` (its full name)."""
-        devices = [
-            {
-                "name": f"gpu-{i}",
-                "attributes": {"index": {"int": i}, **{k: {"string": v} for k, v in attributes.items()}},
-            }
-            for i in range(count)
-        ]
-        spec = {
-            "driver": self.driver,
-            "nodeName": node,
-            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-            "devices": devices,
-        }
-        self.post(
-            "/apis/resource.k8s.io/v1/resourceslices",
-            {"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"{node}-gpus"}, "spec": spec},
-        )
-
-    def claim(self, name: str, *requests: dict[str, Any], allocation: dict[str, Any] | None = None) -> None:
-        path = f"/apis/resource.k8s.io/v1/namespaces/{self.ns}/resourceclaims"
-        body = {
-            "apiVersion": V1,
-            "kind": "ResourceClaim",
-            "metadata": {"name": name},
-            "spec": {"devices": {"requests": list(requests)}},
-        }
-        created = self.post(path, body)
-        if allocation is not None:
-            created["status"] = {"allocation": allocation}
-            answer = call(self.api, "PUT", f"{path}/{name}/status", created)
-            assert answer.status == 200, answer.body
-
-    def template(self, name: str, *requests: dict[str, Any]) -> None:
-        body = {
-            "apiVersion": V1,
-            "kind": "ResourceClaimTemplate",
-            "metadata": {"name": name},
-            "spec": {"spec": {"devices": {"requests": list(requests)}}},
-        }
-        self.post(f"/apis/resource.k8s.io/v1/namespaces/{self.ns}/resourceclaimtemplates", body)
-
-    def bound(self, name: str, node: str, **spec: Any) -> None:
-        """A pod already on ``node`` (load: its requests, host ports and labels)."""
-        labels = spec.pop("labels", {})
-        body = pod_manifest(name, labels=labels, nodeName=node, **spec)
-        self.post(f"/api/v1/namespaces/{self.ns}/pods", body)
-
-    # --- asking --------------------------------------------------------------------------------
-
-    def state(self) -> list[dict[str, Any]]:
-        objects = []
-        for path, api_version, kind in STATE:
-            for item in self.get(path)["items"]:
-                objects.append({"apiVersion": api_version, "kind": kind, **item})
-        return objects
-
-    def ask(
-        self, pod: dict[str, Any], *, keep: bool = False, sequence: bool = False, retried: bool = False
-    ) -> tuple[Decision, dict[str, Any]]:
-        """The scheduler's decision on ``pod`` and draguard's answer on the cluster as it was. The
-        objects created just before reach the scheduler's informers a moment later: give them that
-        moment, or the scheduler answers for a cluster draguard never saw. ``retried``: the first
-        attempt is expected to fail and a later one to bind, so wait for the binding."""
-        time.sleep(SETTLE)
-        before = self.state()
-        created = self.post(f"/api/v1/namespaces/{self.ns}/pods", pod)
-        decision = self.decision(pod["metadata"]["name"], bound=retried)
-        asked = {
-            **pod,
-            "metadata": {**pod["metadata"], "namespace": self.ns, "uid": created["metadata"]["uid"]},
-        }
-        answer = self.draguard([*before, asked], pod["metadata"]["name"])
-        if decision.node is None and not keep:
-            call(self.api, "DELETE", f"/api/v1/namespaces/{self.ns}/pods/{pod['metadata']['name']}")
-        return decision, answer
-
-    def decision(self, name: str, bound: bool = False) -> Decision:
-        """What kube-scheduler decided on pod ``name``: its node, or the first unschedulable reason
-        (``bound``: only a binding counts, for pods whose first attempt is meant to fail)."""
-        path = f"/api/v1/namespaces/{self.ns}/pods/{name}"
-
-        def decided() -> dict[str, Any] | None:
-            pod = self.get(path)
-            conditions = {c["type"]: c for c in pod.get("status", {}).get("conditions", [])}
-            scheduled = conditions.get("PodScheduled")
-            refused = not bound and scheduled is not None and scheduled["status"] == "False"
-            return pod if pod["spec"].get("nodeName") or refused else None
-
-        pod = wait_for(f"kube-scheduler to decide on {name}", decided)
-        if not pod["spec"].get("nodeName"):
-            condition = next(c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")
-            return Decision(None, condition["reason"], condition["message"])
-        return Decision(pod["spec"]["nodeName"], devices=self.devices(pod))
-
-    def devices(self, pod: dict[str, Any]) -> tuple[frozenset[str], ...]:
-        """``driver/pool/device`` of each claim of the bound pod, in draguard's claim order."""
-        status = pod.get("status", {})
-        generated = {s["name"]: s.get("resourceClaimName") for s in status.get("resourceClaimStatuses", [])}
-        names = [
-            r.get("resourceClaimName") or generated.get(r["name"])
-            for r in pod["spec"].get("resourceClaims", [])
-        ]
-        extended = status.get("extendedResourceClaimStatus")
-        if extended:
-            names.append(extended["resourceClaimName"])
-        found = []
-        for name in names:
-            claim = wait_for(f"claim {name} allocated", lambda name=name: self._allocated(name))
-            found.append(
-                frozenset(f"{r['driver']}/{r['pool']}/{r['device']}" for r in claim["devices"]["results"])
-            )
-        return tuple(found)
-
-    def _allocated(self, name: str) -> dict[str, Any] | None:
-        claim = self.get(f"/apis/resource.k8s.io/v1/namespaces/{self.ns}/resourceclaims/{name}")
-        allocation: dict[str, Any] | None = claim.get("status", {}).get("allocation")
-        return allocation
-
-    def draguard(self, objects: list[dict[str, Any]], pod: str, *args: str) -> dict[str, Any]:
-        path = self.tmp / f"{pod}.yaml"
-        path.write_text(yaml.safe_dump_all(objects))
-        out = io.StringIO()
-        with redirect_stdout(out):
-            code = cli.main(["allocate", "-f", str(path), "--pod", f"{self.ns}/{pod}", "-o", "json", *args])
-        assert code in (0, 1), out.getvalue()
-        (answer,) = json.loads(out.getvalue())["pods"]
-        assert isinstance(answer, dict)
-        return answer
-
-    def close(self) -> None:
-        for name in self.node_names:
-            call(self.api, "DELETE", f"/api/v1/nodes/{name}")
-
-
-@pytest.fixture
-def scene(plane: ControlPlane, kube_namespace: str, tmp_path: Path) -> Iterator[Scene]:
-    built = Scene(plane, kube_namespace, tmp_path)
-    yield built
-    built.close()
-
-
-def pod_manifest(
-    name: str, *, cpu: str | None = None, labels: dict[str, str] | None = None, **spec: Any
-) -> dict[str, Any]:
-    resources = {"requests": {"cpu": cpu}} if cpu else {}
-    ports = spec.pop("ports", None)
-    limits = spec.pop("limits", None)
-    container: dict[str, Any] = {
-        "name": "main",
-        "image": "registry.example.com/app:1",
-        "resources": resources,
-    }
-    if limits:
-        container["resources"] = {**resources, "limits": limits}
-    if ports:
-        container["ports"] = ports
-    if "claims" in spec:
-        claims = spec.pop("claims")
-        spec["resourceClaims"] = claims
-        container["resources"] = {**container["resources"], "claims": [{"name": c["name"]} for c in claims]}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": labels or {}},
-        "spec": {"containers": [container], **spec},
-    }
-
-
-def request(name: str, device_class: str, count: int = 1, **exactly: Any) -> dict[str, Any]:
-    return {"name": name, "exactly": {"deviceClassName": device_class, "count": count, **exactly}}
-
-
-def generated_names_removed(message: str) -> str:
-    """A message with the resourceclaim controller's random name suffixes dropped (draguard names a
-    template's claim ``<pod>-<claim>``, the controller ``<pod>-<claim>-<5 random characters>``)."""
-    return re.sub(r"(\w+-\w+)-[a-z0-9]{5}\b", r"\1", message)
-
-
-def agree(decision: Decision, answer: dict[str, Any]) -> None:
-    """draguard's answer says what the scheduler did."""
-    fitting = [n["node"] for n in answer["nodes"] if n["fits"]]
-    if decision.node is None:
-        assert not answer["fits"] and fitting == [], answer["message"]
-        assert answer["reason"] == decision.reason
-        assert answer["message"] == generated_names_removed(decision.message or ""), answer["nodes"]
-        return
-    assert answer["fits"] and decision.node in fitting, (decision, answer["message"])
-    if len(fitting) > 1:
-        assert decision.node in answer["preferred"], (decision.node, answer["message"])
-    entry = next(n for n in answer["nodes"] if n["node"] == decision.node)
-    devices = tuple(
-        frozenset(f"{r['driver']}/{r['pool']}/{r['device']}" for r in result["devices"].get("results", []))
-        for result in entry["results"]
-        if result is not None
-    )
-    assert devices == decision.devices
-
 
 # --- the non-DRA filters ---------------------------------------------------------------------------
 
@@ -613,3 +325,26 @@ def test_pods_one_after_another_share_what_is_left(scene: Scene) -> None:
     placed, left = (p for p in json.loads(out.getvalue())["pods"] if p["pod"].startswith(scene.ns))
     assert placed["placedOn"] == a
     assert not left["fits"] and left["message"] == generated_names_removed(decision.message or "")
+
+
+def test_a_claim_reserved_by_as_many_consumers_as_allowed_refuses_another_pod(scene: Scene) -> None:
+    a = scene.node("a")
+    scene.gpus(a, 1)
+    gpu = scene.device_class("gpu")
+    result = {"request": "g", "driver": scene.driver, "pool": a, "device": "gpu-0"}
+    allocated = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    scene.claim(
+        "busy",
+        request("g", gpu),
+        allocation={"devices": {"results": [result]}, "allocationTimestamp": allocated},
+    )
+    path = f"/apis/resource.k8s.io/v1/namespaces/{scene.ns}/resourceclaims/busy"
+    claim = scene.get(path)
+    consumers = [{"resource": "pods", "name": f"p{i}", "uid": f"uid-{i}"} for i in range(256)]
+    claim["status"]["reservedFor"] = consumers
+    answer = call(scene.api, "PUT", f"{path}/status", claim)
+    assert answer.status == 200, answer.body
+    decision, answer = scene.ask(pod_manifest("p", claims=[{"name": "g", "resourceClaimName": "busy"}]))
+    # 1.36 no longer refuses it in PreFilter: the filters pass, PreBind's update is refused.
+    assert decision.reason == "SchedulerError"
+    agree(decision, answer)

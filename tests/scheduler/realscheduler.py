@@ -1,0 +1,406 @@
+"""The real kube-scheduler 1.36 and ``draguard allocate`` on the same cluster: the harness.
+
+A :class:`Scene` builds one scenario's cluster on the session's control plane (Nodes from
+``add_node``, DRA objects, pods already bound), then asks one pod at a time: the cluster is read
+back from the API server (everything the scheduler sees), the pod is created and the scheduler's
+decision awaited, and ``draguard allocate`` is run on the read-back objects and the pod as the API
+server stored it (admission's defaults included: tolerations, priority, overhead). Where the
+scheduler bound the pod, draguard must say it fits there, among its best-scored nodes, with the
+same devices; where the scheduler left it pending, draguard must say it fits nowhere with the
+PodScheduled condition's reason and message, word for word (generated claim names aside).
+
+Cluster-scoped names carry the test's namespace, so scenarios never see each other's devices;
+nodes left by other tests are deleted first, since every Node is a candidate for every pod, and
+the scene deletes the cluster-scoped objects it made when it closes.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import time
+from contextlib import redirect_stdout
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+from controlplane import ControlPlane, call, wait_for
+
+from webhook import cli
+
+V1 = "resource.k8s.io/v1"
+SETTLE = 0.7  # seconds for the scheduler's informers to see what a scenario just created
+STATE = [
+    ("/api/v1/nodes", "v1", "Node"),
+    ("/api/v1/namespaces", "v1", "Namespace"),
+    ("/api/v1/pods", "v1", "Pod"),
+    ("/apis/resource.k8s.io/v1/deviceclasses", V1, "DeviceClass"),
+    ("/apis/resource.k8s.io/v1/resourceslices", V1, "ResourceSlice"),
+    ("/apis/resource.k8s.io/v1/resourceclaims", V1, "ResourceClaim"),
+    ("/apis/resource.k8s.io/v1/resourceclaimtemplates", V1, "ResourceClaimTemplate"),
+]
+
+
+@dataclass
+class Decision:
+    """What the scheduler did with a pod: bound it (``node``, the devices of each claim), or left it
+    pending with its PodScheduled condition."""
+
+    node: str | None
+    reason: str | None = None
+    message: str | None = None
+    devices: tuple[frozenset[str], ...] = ()
+    nominated: str | None = None
+    scores: dict[str, dict[str, int]] | None = None  # node -> plugin -> weighted score, as logged
+
+
+class Scene:
+    """One scenario's cluster on the shared control plane."""
+
+    def __init__(self, plane: ControlPlane, namespace: str, tmp: Path) -> None:
+        self.plane = plane
+        self.ns = namespace
+        self.api = plane.client()
+        self.tmp = tmp
+        self.driver = f"{namespace}.example.com"
+        self.node_names: list[str] = []
+        self.made: list[str] = []  # paths of the cluster-scoped objects made, deleted at close
+        for node in self.get("/api/v1/nodes")["items"]:
+            call(self.api, "DELETE", f"/api/v1/nodes/{node['metadata']['name']}")
+
+    def get(self, path: str) -> dict[str, Any]:
+        answer = call(self.api, "GET", path)
+        assert answer.status == 200, answer.body
+        return answer.body
+
+    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        answer = call(self.api, "POST", path, body)
+        assert answer.status == 201, answer.body
+        if "namespaces/" not in path and path != "/api/v1/namespaces":
+            self.made.append(f"{path}/{answer.body['metadata']['name']}")
+        return answer.body
+
+    def patch(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """A JSON merge patch."""
+        answer = call(self.api, "PATCH", path, body)
+        assert answer.status == 200, answer.body
+        return answer.body
+
+    def n(self, short: str) -> str:
+        """A cluster-scoped name of this scenario."""
+        return f"{self.ns}-{short}"
+
+    # --- building the cluster ------------------------------------------------------------------
+
+    def node(self, short: str, **options: Any) -> str:
+        name = self.n(short)
+        self.plane.add_node(name, **options)
+        self.node_names.append(name)
+        return name
+
+    def device_class(self, short: str, expression: str = "", **spec: Any) -> str:
+        selector = f'device.driver == "{self.driver}"' + (f" && {expression}" if expression else "")
+        body = {"selectors": [{"cel": {"expression": selector}}], **spec}
+        self.post(
+            "/apis/resource.k8s.io/v1/deviceclasses",
+            {"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": self.n(short)}, "spec": body},
+        )
+        return self.n(short)
+
+    def gpus(self, node: str, count: int, **attributes: Any) -> None:
+        """A one-slice pool of ``count`` GPUs on ``node`` (its full name)."""
+        devices = [
+            {
+                "name": f"gpu-{i}",
+                "attributes": {"index": {"int": i}, **{k: {"string": v} for k, v in attributes.items()}},
+            }
+            for i in range(count)
+        ]
+        spec = {
+            "driver": self.driver,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": devices,
+        }
+        self.post(
+            "/apis/resource.k8s.io/v1/resourceslices",
+            {"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"{node}-gpus"}, "spec": spec},
+        )
+
+    def claim(self, name: str, *requests: dict[str, Any], allocation: dict[str, Any] | None = None) -> None:
+        path = f"/apis/resource.k8s.io/v1/namespaces/{self.ns}/resourceclaims"
+        body = {
+            "apiVersion": V1,
+            "kind": "ResourceClaim",
+            "metadata": {"name": name},
+            "spec": {"devices": {"requests": list(requests)}},
+        }
+        created = self.post(path, body)
+        if allocation is not None:
+            created["status"] = {"allocation": allocation}
+            answer = call(self.api, "PUT", f"{path}/{name}/status", created)
+            assert answer.status == 200, answer.body
+
+    def template(self, name: str, *requests: dict[str, Any]) -> None:
+        body = {
+            "apiVersion": V1,
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name},
+            "spec": {"spec": {"devices": {"requests": list(requests)}}},
+        }
+        self.post(f"/apis/resource.k8s.io/v1/namespaces/{self.ns}/resourceclaimtemplates", body)
+
+    def bound(self, name: str, node: str, **spec: Any) -> None:
+        """A pod already on ``node`` (load: its requests, host ports and labels)."""
+        labels = spec.pop("labels", {})
+        body = pod_manifest(name, labels=labels, nodeName=node, **spec)
+        self.post(f"/api/v1/namespaces/{self.ns}/pods", body)
+
+    def namespace(self, name: str, labels: dict[str, str]) -> str:
+        """Another namespace, with the ``default`` ServiceAccount pods need; deleted at close."""
+        self.post("/api/v1/namespaces", {"metadata": {"name": name, "labels": labels}})
+        self.made.append(f"/api/v1/namespaces/{name}")
+        account = {"metadata": {"name": "default"}}
+        answer = call(self.api, "POST", f"/api/v1/namespaces/{name}/serviceaccounts", account)
+        assert answer.status in (201, 409), answer.body  # 409: the controller-manager made it first
+        return name
+
+    def label_namespace(self, labels: dict[str, str]) -> None:
+        self.patch(f"/api/v1/namespaces/{self.ns}", {"metadata": {"labels": labels}})
+
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Any object from its manifest (the API path from its apiVersion, kind and namespace)."""
+        group_version = obj["apiVersion"]
+        root = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
+        namespace = obj["metadata"].get("namespace")
+        scope = f"/namespaces/{namespace}" if namespace else ""
+        plural = obj["kind"].lower() + ("es" if obj["kind"].endswith("s") else "s")
+        return self.post(f"{root}{scope}/{plural}", obj)
+
+    def set_status(self, pod: dict[str, Any], status: dict[str, Any]) -> None:
+        """Write a pod's status (as its kubelet would)."""
+        path = f"/api/v1/namespaces/{pod['metadata']['namespace']}/pods/{pod['metadata']['name']}"
+
+        def written() -> bool:
+            current = self.get(path)
+            body = {**current, "status": {**current.get("status", {}), **status}}
+            answer = call(self.api, "PUT", f"{path}/status", body)
+            assert answer.status in (200, 409), answer.body  # 409: written meanwhile, try again
+            return answer.status == 200
+
+        wait_for(f"the status of {path}", written)
+
+    # --- asking --------------------------------------------------------------------------------
+
+    def state(self) -> list[dict[str, Any]]:
+        objects = []
+        for path, api_version, kind in STATE:
+            for item in self.get(path)["items"]:
+                objects.append({"apiVersion": api_version, "kind": kind, **item})
+        return objects
+
+    def ask(
+        self, pod: dict[str, Any], *, keep: bool = False, retried: bool = False, settle: bool = True
+    ) -> tuple[Decision, dict[str, Any]]:
+        """The scheduler's decision on ``pod`` and draguard's answer on the cluster as it was, with
+        the pod as the API server stored it. The objects created just before reach the scheduler's
+        informers a moment later: give them that moment (``settle``; not needed when only the
+        scheduler's own bindings changed the cluster since), or the scheduler answers for a cluster
+        draguard never saw. ``retried``: the first attempt is expected to fail and a later one to
+        bind, so wait for the binding."""
+        if settle:
+            time.sleep(SETTLE)
+        before = self.state()
+        created = self.post(f"/api/v1/namespaces/{self.ns}/pods", pod)
+        decision = self.decision(pod["metadata"]["name"], bound=retried)
+        asked = {"apiVersion": "v1", "kind": "Pod", **created}
+        answer = self.draguard([*before, asked], pod["metadata"]["name"])
+        if answer.get("nominated") and generated_names_removed(decision.message or "") != answer["message"]:
+            decision = replace(decision, message=self.event(pod["metadata"]["name"], answer["message"]))
+        if decision.node is None and not keep:
+            call(self.api, "DELETE", f"/api/v1/namespaces/{self.ns}/pods/{pod['metadata']['name']}")
+        return decision, answer
+
+    def event(self, pod: str, wanted: str, timeout: float = 5.0) -> str | None:
+        """``wanted`` if one of the pod's FailedScheduling events says it, else the latest one. After
+        a preemption the scheduler tries the pod again at once (its victims' updates requeue it),
+        so the PodScheduled condition may already hold the second attempt's words; the first
+        attempt's are in its events (written asynchronously)."""
+        deadline = time.monotonic() + timeout
+        messages: list[str] = []
+        while time.monotonic() < deadline:
+            messages = self.events(pod)
+            if wanted in map(generated_names_removed, messages):
+                return wanted
+            time.sleep(0.2)
+        return messages[-1] if messages else None
+
+    def events(self, pod: str) -> list[str]:
+        """The messages of the pod's FailedScheduling events, oldest first."""
+        path = f"/api/v1/namespaces/{self.ns}/events"
+        query = {"fieldSelector": f"involvedObject.name={pod},reason=FailedScheduling"}
+        items = call(self.api, "GET", path, query=query).body.get("items", [])
+        return [e["message"] for e in sorted(items, key=lambda e: e.get("firstTimestamp") or "")]
+
+    def decision(self, name: str, bound: bool = False) -> Decision:
+        """What kube-scheduler decided on pod ``name``: its node, or the first unschedulable reason
+        (``bound``: only a binding counts, for pods whose first attempt is meant to fail)."""
+        path = f"/api/v1/namespaces/{self.ns}/pods/{name}"
+
+        def decided() -> dict[str, Any] | None:
+            pod = self.get(path)
+            conditions = {c["type"]: c for c in pod.get("status", {}).get("conditions", [])}
+            scheduled = conditions.get("PodScheduled")
+            refused = not bound and scheduled is not None and scheduled["status"] == "False"
+            return pod if pod["spec"].get("nodeName") or refused else None
+
+        pod = wait_for(f"kube-scheduler to decide on {name}", decided, interval=0.05)
+        if not pod["spec"].get("nodeName"):
+            condition = next(c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")
+            nominated = pod["status"].get("nominatedNodeName")
+            return Decision(None, condition["reason"], condition["message"], nominated=nominated)
+        return Decision(pod["spec"]["nodeName"], devices=self.devices(pod), scores=self.scores(name))
+
+    def scores(self, pod: str) -> dict[str, dict[str, int]] | None:
+        """Each plugin's weighted score of each node for ``pod``, from the scheduler's log (None
+        when it logged none: one node fitted, so nothing was scored)."""
+        key = f'pod="{self.ns}/{pod}"'
+        found: dict[str, dict[str, int]] = {}
+        for _ in range(3):  # the log is flushed every 100 ms
+            for line in self.plane.scheduler_log().splitlines():
+                if "Plugin scored node for pod" in line and key in line:
+                    fields = dict(re.findall(r'(\w+)="?([^" ]+)"?', line.split("]", 1)[1]))
+                    found.setdefault(fields["node"], {})[fields["plugin"]] = int(fields["score"])
+            if found:
+                return found
+            time.sleep(0.1)
+        return None
+
+    def devices(self, pod: dict[str, Any]) -> tuple[frozenset[str], ...]:
+        """``driver/pool/device`` of each claim of the bound pod, in draguard's claim order."""
+        status = pod.get("status", {})
+        generated = {s["name"]: s.get("resourceClaimName") for s in status.get("resourceClaimStatuses", [])}
+        names = [
+            r.get("resourceClaimName") or generated.get(r["name"])
+            for r in pod["spec"].get("resourceClaims", [])
+        ]
+        extended = status.get("extendedResourceClaimStatus")
+        if extended:
+            names.append(extended["resourceClaimName"])
+        found = []
+        for name in names:
+            claim = wait_for(f"claim {name} allocated", lambda name=name: self._allocated(name))
+            found.append(
+                frozenset(f"{r['driver']}/{r['pool']}/{r['device']}" for r in claim["devices"]["results"])
+            )
+        return tuple(found)
+
+    def _allocated(self, name: str) -> dict[str, Any] | None:
+        claim = self.get(f"/apis/resource.k8s.io/v1/namespaces/{self.ns}/resourceclaims/{name}")
+        allocation: dict[str, Any] | None = claim.get("status", {}).get("allocation")
+        return allocation
+
+    def draguard(self, objects: list[dict[str, Any]], pod: str, *args: str) -> dict[str, Any]:
+        path = self.tmp / f"{pod}.yaml"
+        path.write_text(yaml.safe_dump_all(objects))
+        out = io.StringIO()
+        with redirect_stdout(out):
+            code = cli.main(["allocate", "-f", str(path), "--pod", f"{self.ns}/{pod}", "-o", "json", *args])
+        assert code in (0, 1), out.getvalue()
+        (answer,) = json.loads(out.getvalue())["pods"]
+        assert isinstance(answer, dict)
+        return answer
+
+    def close(self) -> None:
+        for name in self.node_names:
+            call(self.api, "DELETE", f"/api/v1/nodes/{name}")
+        for path in reversed(self.made):
+            call(self.api, "DELETE", path)
+
+
+def pod_manifest(
+    name: str, *, cpu: str | None = None, labels: dict[str, str] | None = None, **spec: Any
+) -> dict[str, Any]:
+    resources = {"requests": {"cpu": cpu}} if cpu else {}
+    ports = spec.pop("ports", None)
+    limits = spec.pop("limits", None)
+    container: dict[str, Any] = {
+        "name": "main",
+        "image": "registry.example.com/app:1",
+        "resources": resources,
+    }
+    if limits:
+        container["resources"] = {**resources, "limits": limits}
+    if ports:
+        container["ports"] = ports
+    if "claims" in spec:
+        claims = spec.pop("claims")
+        spec["resourceClaims"] = claims
+        container["resources"] = {**container["resources"], "claims": [{"name": c["name"]} for c in claims]}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": {"containers": [container], **spec},
+    }
+
+
+def request(name: str, device_class: str, count: int = 1, **exactly: Any) -> dict[str, Any]:
+    return {"name": name, "exactly": {"deviceClassName": device_class, "count": count, **exactly}}
+
+
+def generated_names_removed(message: str) -> str:
+    """A message with the resourceclaim controller's random name suffixes dropped (draguard names a
+    template's claim ``<pod>-<claim>``, the controller ``<pod>-<claim>-<5 random characters>``)."""
+    return re.sub(r"(\w+-\w+)-[a-z0-9]{5}\b", r"\1", message)
+
+
+def disagreement(decision: Decision, answer: dict[str, Any]) -> str | None:
+    """How draguard's answer differs from what the scheduler did, or None when it says the same."""
+    fitting = [n["node"] for n in answer["nodes"] if n["fits"]]
+    if decision.node is None:
+        if answer["fits"] or fitting:
+            return f"the scheduler left it pending ({decision.message}); draguard: {answer['message']}"
+        if answer["reason"] != decision.reason:
+            return f"reason {decision.reason}; draguard: {answer['reason']} ({answer['message']})"
+        if answer["message"] != generated_names_removed(decision.message or ""):
+            return f"message\n  scheduler: {decision.message}\n  draguard:  {answer['message']}"
+        if bool(decision.nominated) != bool(answer.get("nominated")):
+            nominated = answer.get("nominated")
+            return f"preemption: the scheduler nominated {decision.nominated}; draguard {nominated}"
+        return None
+    if not answer["fits"] or decision.node not in fitting:
+        refused = next((n for n in answer["nodes"] if n["node"] == decision.node), {})
+        return (
+            f"the scheduler bound it to {decision.node}; draguard: {answer['message']} "
+            f"({decision.node}: {refused.get('reasons')} {refused.get('detail')})"
+        )
+    if decision.scores is not None:
+        ours = {n["node"]: n.get("scores") or {} for n in answer["nodes"] if n["fits"]}
+        differ = {
+            (node, plugin): (decision.scores[node].get(plugin), ours.get(node, {}).get(plugin))
+            for node in decision.scores
+            for plugin in {*decision.scores[node], *ours.get(node, {})}
+            if decision.scores[node].get(plugin, 0) != ours.get(node, {}).get(plugin, 0)
+        }
+        if differ:
+            return f"scores (node, plugin): (scheduler, draguard): {differ}"
+    if len(fitting) > 1 and decision.node not in answer["preferred"]:
+        return f"scoring: the scheduler chose {decision.node}; draguard prefers {answer['preferred']}"
+    entry = next(n for n in answer["nodes"] if n["node"] == decision.node)
+    devices = tuple(
+        frozenset(f"{r['driver']}/{r['pool']}/{r['device']}" for r in result["devices"].get("results", []))
+        for result in entry["results"]
+        if result is not None
+    )
+    if devices != decision.devices:
+        return f"devices on {decision.node}: scheduler {decision.devices}; draguard {devices}"
+    return None
+
+
+def agree(decision: Decision, answer: dict[str, Any]) -> None:
+    """draguard's answer says what the scheduler did."""
+    found = disagreement(decision, answer)
+    assert found is None, found

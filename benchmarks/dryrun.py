@@ -26,9 +26,9 @@ process (``/proc``; it moves less than wall time when others use the machine):
   answer compared with ``draguard allocate`` below);
 * **HTTP, top 20**: the same without ``limit`` (the endpoint's default of 20 answers);
 * in this process, on the same file: the **endpoint's work** for the full answer
-  (``policies.dryrun.request.answer_request`` plus ``json.dumps``: no HTTP, TLS, authentication or
-  worker thread); a **fresh allocator** (a new ``Prepared``) asked about the pod, as ``draguard
-  allocate`` does once the manifests are loaded; the **DRA filter alone** on every node on the warm
+  (``webhook.dryrun_api.encoded_answer``: no HTTP, TLS, authentication or worker thread); a
+  **fresh allocator** (a new ``Prepared``) asked about the pod, as ``draguard allocate`` does once
+  the manifests are loaded; the **DRA filter alone** on every node on the warm
   allocator, as the dry run was before it ran the other filters; and the **baseline**, the whole
   attempt with every filter on the warm allocator (``DryRun.outcome``), no answer built: the least
   the endpoint can cost. The filters must make the baseline faster than the DRA filter alone, since
@@ -336,14 +336,11 @@ class InProcess:
         return len(DryRun(Prepared.of(self.snapshot, self.gates)).outcome(self.pod_question).fitting)
 
     def endpoint(self) -> int:
-        """The endpoint's worker: ``answer_request`` and the JSON encoding (snapshot prepared)."""
-        from policies.dryrun.request import answer_request
-        from webhook.dryrun_api import Deadlines
+        """The endpoint's worker once the snapshot is prepared: answer and encode."""
+        from webhook.dryrun_api import Deadlines, encoded_answer
 
         deadlines = Deadlines(time.monotonic, self.settings.timeout, self.settings.node_timeout)
-        budget = deadlines.budget(self.settings.node_max_steps)
-        answer = answer_request(self.question, self.prepared, budget=budget, pace=deadlines)
-        return len(json.dumps(answer.to_json()))
+        return len(encoded_answer(self.question, self.prepared, self.settings, deadlines))
 
 
 def timed(fn: Callable[[], object], repeat: int) -> Runs:

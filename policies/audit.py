@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from policies.allocator import device_taints, tolerates
 from policies.allocator.nodes import NodeSelectorError, selector_matches
@@ -40,7 +40,6 @@ from policies.api.resource import (
 )
 from policies.cel import CompileError, DeviceBinding, EvalError, Program, SelectorCache, compile_expression
 from policies.config import Config
-from policies.dryrun import DryRun, FeatureGates, Prepared, Question, with_uid
 from policies.reading import Reading
 from policies.rules.common import LISTED, a_few
 from policies.rules.engine import Context, Outcome, Rule, admit, rule_config
@@ -48,6 +47,10 @@ from policies.rules.request import request_from
 from policies.rules.selectors import STORED_EXPRESSIONS, Target, current_slices, targets
 from policies.scheduler.cluster import is_pending
 from policies.snapshot import Snapshot
+
+if TYPE_CHECKING:  # the dry run is imported where pending pods are judged: validate's selector
+    # warnings (selector_warnings) need none of it, and it takes longer to import than they take
+    from policies.dryrun import FeatureGates, Prepared
 
 Result = Literal["pass", "fail", "warn", "error", "skip"]
 Category = Literal["policy", "health"]
@@ -489,6 +492,8 @@ def pending_pod(pod: Pod, prepared: Prepared) -> list[Finding]:
     """Whether a pending pod fits on some node now, as kube-scheduler's default profile would judge
     it (dra-reference 4.18); ``fail`` with the scheduler's message and each node's reason when it
     fits nowhere."""
+    from policies.dryrun import DryRun, Question, with_uid
+
     answer = DryRun(prepared).answer(Question(with_uid(pod)))
     if answer.error:
         message = f"pod {pod.key} is pending and cannot be scheduled: {answer.error}"
@@ -518,6 +523,8 @@ def _steps(
         yield partial(check, snapshot)
     pending = _pending(snapshot) if snapshot.nodes else []
     if pending:
+        from policies.dryrun import Prepared
+
         prepared = Prepared.of(snapshot, gates)
         for pod in pending:
             yield partial(pending_pod, pod, prepared)

@@ -60,3 +60,10 @@ def test_webhook_benchmark_runs_against_the_bare_handler() -> None:
         "RSS",
     ):
         assert name in done.stdout, done.stdout
+
+
+def test_cli_benchmark_runs_every_measure() -> None:
+    done = run("cli.py")
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    for name in ("baseline: python -c pass", "draguard --help", "example cluster", "MB YAML List", "as JSON"):
+        assert name in done.stdout, done.stdout

@@ -28,7 +28,8 @@ def test_table_shows_where_the_waiting_claim_fits_and_why_not(capsys: pytest.Cap
     node1, node2, node3 = lines[2:5]
     assert node1.split()[:4] == ["node-1", "no", "-", "-"]
     assert "2 are already allocated" in node1
-    assert node2.split()[:4] == ["node-2", "yes", "-", "node-2/gpu-0,node-2/gpu-1,node-2/gpu-2"]
+    devices = ",".join(f"gpu.example.com/node-2/gpu-{i}" for i in range(3))  # DRIVER/POOL/DEVICE
+    assert node2.split()[:4] == ["node-2", "yes", "-", devices]
     assert "do not match the request's selectors" in node3
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import http.server
-import io
 import json
 import re
 import threading
@@ -16,7 +15,6 @@ import pytest
 import yaml
 
 from webhook.cli import main
-from webhook.commands.audit import ProgressBar
 from webhook.manifests import read_documents
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -147,18 +145,6 @@ def test_the_config_decides_the_modes(
     _, out, _ = run(capsys, "-f", str(CLUSTER), "-f", str(troubled), "--config", str(config), "-o", "json")
     results = {f["rule"]: f["result"] for f in json.loads(out)["findings"] if f["rule"] == "prescheduled"}
     assert results == {"prescheduled": "warn"}
-
-
-def test_progress_bar_redraws_in_place() -> None:
-    stream = io.StringIO()
-    bar = ProgressBar(stream)
-    bar(1, 4)
-    bar(4, 4)
-    bar.close()
-    drawn = stream.getvalue().split("\r")
-    assert drawn[1] == "audit [" + "#" * 7 + "." * 23 + "] 1/4"
-    assert drawn[2] == "audit [" + "#" * 30 + "] 4/4"
-    assert drawn[3].strip() == "" and drawn[4] == ""  # the line is wiped at the end
 
 
 # --- --kubeconfig --------------------------------------------------------------------------------
@@ -292,4 +278,33 @@ def test_a_cluster_that_refuses_a_list_is_unusable_input(
 def test_a_kubeconfig_that_cannot_be_used(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     missing = tmp_path / "missing"
     code, _, err = run(capsys, "--kubeconfig", str(missing))
-    assert code == 2 and err.startswith(f"error: --kubeconfig {missing}: cannot use the kubeconfig {missing}")
+    assert (code, err) == (2, f"error: kubeconfig {missing}: cannot read: No such file or directory\n")
+
+
+def test_kubeconfig_env_lists_several_files_and_context_picks_one(
+    capsys: pytest.CaptureFixture[str],
+    kubeconfig: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """$KUBECONFIG is a ':'-separated list, merged as kubectl merges it (missing files passed over);
+    the first current-context wins, and --context chooses another."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_text(
+        yaml.safe_dump(
+            {
+                "current-context": "nowhere",
+                "clusters": [{"name": "nowhere", "cluster": {"server": "http://127.0.0.1:1"}}],
+                "contexts": [{"name": "nowhere", "context": {"cluster": "nowhere", "user": "test"}}],
+            }
+        )
+    )
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'absent'}:{elsewhere}:{kubeconfig}")
+    code, _, err = run(capsys)
+    assert (code, err) == (
+        2,
+        "error: the cluster: cannot reach the API server at http://127.0.0.1:1: " + "Connection refused\n",
+    )
+    code, out, err = run(capsys, "--context", "test")
+    assert code == 0, err
+    assert out.splitlines()[-1].startswith("audited 12 objects")

@@ -72,7 +72,7 @@ def test_stdin_is_a_file_named_dash(
 ) -> None:
     monkeypatch.setattr("sys.stdin", io.StringIO(TEMPLATE))
     code, out, _ = run(capsys, "validate", "-f", "-")
-    assert (code, out) == (0, "1 objects: 1 valid, 0 invalid (0 problems)\n")
+    assert (code, out) == (0, "1 object: 1 valid, 0 invalid (0 problems)\n")
     monkeypatch.setattr("sys.stdin", io.StringIO("kind: [\n"))
     code, _, err = run(capsys, "validate", "-f", "-")
     assert code == 2 and "error: <stdin>: not valid YAML or JSON" in err
@@ -84,7 +84,7 @@ def test_directories_are_read_recursively_only_with_r(
     write(tmp_path, "top.yaml", TEMPLATE)
     write(tmp_path, "nested/deeper/deployment.yaml", DEPLOYMENT)
     assert run(capsys, "validate", "-f", str(tmp_path))[1].endswith(
-        "1 objects: 1 valid, 0 invalid (0 problems)\n"
+        "1 object: 1 valid, 0 invalid (0 problems)\n"
     )
     assert run(capsys, "validate", "-R", "-f", str(tmp_path))[1].endswith(
         "2 objects: 2 valid, 0 invalid (0 problems)\n"
@@ -108,7 +108,7 @@ def test_other_kinds_get_one_note_per_kind(capsys: pytest.CaptureFixture[str], t
         tmp_path, "mixed.yaml", "---\n".join([CUSTOM, CUSTOM.replace("name: domain", "name: d2"), TEMPLATE])
     )
     code, out, err = run(capsys, "validate", "-f", f)
-    assert (code, out) == (0, "1 objects: 1 valid, 0 invalid (0 problems)\n")
+    assert (code, out) == (0, "1 object: 1 valid, 0 invalid (0 problems)\n")
     assert err.splitlines() == [
         "note: skipped 2 ComputeDomain documents: a custom resource (--skip-kinds ComputeDomain to silence "
         "this, --strict-kinds to make it an error)"
@@ -252,7 +252,7 @@ def test_validate_with_slices_warns_as_audit_does(capsys: pytest.CaptureFixture[
     assert "its selectors fail on every device" in row and code == 1
     assert run(capsys, "validate", "-f", str(CLUSTER), typo, "--strict")[0] == 1
     alone = run(capsys, "validate", "-f", typo)  # no cluster to compare with: nothing to warn about
-    assert alone[:2] == (0, "1 objects: 1 valid, 0 invalid (0 problems)\n")
+    assert alone[:2] == (0, "1 object: 1 valid, 0 invalid (0 problems)\n")
 
 
 def test_audit_of_nothing_is_unusable_input_as_for_validate(

@@ -125,7 +125,7 @@ def test_undecodable_objects_are_invalid(
     f = write(tmp_path, "bad.yaml", text)
     code, out, _ = run(capsys, "-f", f)
     assert code == 1
-    assert out == [f"{f}: document 1: {problem}", "1 objects: 0 valid, 1 invalid (1 problems)"]
+    assert out == [f"{f}: document 1: {problem}", "1 object: 0 valid, 1 invalid (1 problem)"]
 
 
 @pytest.mark.parametrize(
@@ -159,7 +159,7 @@ def test_unreadable_file_among_good_ones_is_one_error(
     assert out[0] == f"error: {tmp_path / 'gone.yaml'}: no such file or directory"
     assert out[1].startswith(f"error: {helm}: not valid YAML or JSON")
     assert out[1].endswith("a Helm chart's template must be rendered first (helm template)")
-    assert out[2] == "1 objects: 1 valid, 0 invalid (0 problems); 2 files could not be read"
+    assert out[2] == "1 object: 1 valid, 0 invalid (0 problems); 2 files could not be read"
 
 
 def test_directories_and_lists(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -182,17 +182,17 @@ def test_directories_and_lists(tmp_path: Path, capsys: pytest.CaptureFixture[str
 def test_unknown_fields_error_warn_or_ignore(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     f = write(tmp_path, "u.yaml", SLICE.replace("  driver:", "  drvier: x\n  driver:"))
     line = f'{f}: document 1: ResourceSlice node-1: unknown field "spec.drvier"'
-    assert run(capsys, "-f", f)[:2] == (1, [line, "1 objects: 0 valid, 1 invalid (1 problems)"])
+    assert run(capsys, "-f", f)[:2] == (1, [line, "1 object: 0 valid, 1 invalid (1 problem)"])
     assert run(capsys, "-f", f, "--unknown-fields", "warn")[:2] == (
         0,
         [
             line.replace("node-1: ", "node-1: warning: "),
-            "1 objects: 1 valid, 0 invalid (0 problems, 1 warnings)",
+            "1 object: 1 valid, 0 invalid (0 problems, 1 warning)",
         ],
     )
     assert run(capsys, "-f", f, "--unknown-fields", "ignore")[:2] == (
         0,
-        ["1 objects: 1 valid, 0 invalid (0 problems)"],
+        ["1 object: 1 valid, 0 invalid (0 problems)"],
     )
 
 
@@ -211,7 +211,7 @@ def test_unknown_fields_stop_validation_like_strict_decoding(
     assert (code, out[0], out[-1]) == (
         1,
         f'{f}: document 1: ResourceSlice node-1: unknown field "spec.drvier"',
-        "1 objects: 0 valid, 1 invalid (1 problems)",
+        "1 object: 0 valid, 1 invalid (1 problem)",
     )
     code, out, _ = run(capsys, "-f", f, "--unknown-fields", "warn")
     assert code == 1 and any("spec.nodeName: Invalid value" in line for line in out)
@@ -259,7 +259,8 @@ def test_admin_access_in_an_unknown_namespace(tmp_path: Path, capsys: pytest.Cap
     assert out[0].endswith(
         "spec.devices.requests[0].adminAccess: Internal error: could not retrieve namespace to "
         "verify "
-        'admin access: labels of namespace "team-a" are not known'
+        'admin access: labels of namespace "team-a" are not known (give them with --namespace-labels '
+        "team-a:resource.kubernetes.io/admin-access=true, or put the Namespace in the input)"
     )
 
 

@@ -13,12 +13,14 @@ own classes because the caller acts on them (re-list; skip a resource the cluste
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
 import urllib3
+import yaml
 from kubernetes import client, config
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
@@ -67,24 +69,122 @@ class ApiResource:
 
 
 class ConnectError(Exception):
-    """No usable kubeconfig or in-cluster service account; the message says which and why."""
+    """No usable kubeconfig, context or in-cluster service account; the message (one line) says
+    which and why."""
 
 
-def connect(kubeconfig: str | None, in_cluster: bool) -> ApiClient:
-    """An API client from a kubeconfig file (``None``: the default locations) or the pod's service account."""
-    configuration = client.Configuration()
+def kubeconfig_paths(kubeconfig: str | None) -> list[str]:
+    """The kubeconfig files to read, as kubectl finds them: ``--kubeconfig``, else ``$KUBECONFIG``
+    (several files separated by ``:``, read in order), else ``~/.kube/config``."""
+    listed = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+    paths = listed.split(":") if not kubeconfig else [kubeconfig]
+    return [os.path.expanduser(p) for p in paths if p]
+
+
+def _read_kubeconfig(path: str) -> dict[str, Any]:
+    """One kubeconfig file: one YAML document holding a mapping (the client's own loader ends in a
+    Python traceback on anything else)."""
     try:
-        if in_cluster:
+        with open(path, encoding="utf-8") as fh:
+            docs = list(yaml.safe_load_all(fh))
+    except (OSError, UnicodeDecodeError) as err:
+        reason = getattr(err, "strerror", None) or err
+        raise ConnectError(f"kubeconfig {path}: cannot read: {reason}") from None
+    except yaml.YAMLError as err:
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise ConnectError(f"kubeconfig {path}: not valid YAML: {problem}") from None
+    if len(docs) != 1 or not isinstance(docs[0], dict):
+        found = f"{len(docs)} YAML documents" if len(docs) != 1 else f"a {type(docs[0]).__name__}"
+        raise ConnectError(f"kubeconfig {path}: must be one YAML document holding a Config, found {found}")
+    return docs[0]
+
+
+def _context(paths: list[str], wanted: str | None) -> str:
+    """The context to use: ``wanted``, else the first current-context set (kubectl's merge rule);
+    either must name a context of the files."""
+    configs = [_read_kubeconfig(p) for p in paths]
+    names = [
+        str(c.get("name"))
+        for config in configs
+        for c in config.get("contexts") or []
+        if isinstance(c, dict) and c.get("name")
+    ]
+    shown = f"(contexts: {', '.join(dict.fromkeys(names))})" if names else "(it defines no contexts)"
+    where = f"kubeconfig {':'.join(paths)}"
+    context = wanted or next((str(c["current-context"]) for c in configs if c.get("current-context")), None)
+    if context is None:
+        raise ConnectError(f"{where}: no current-context is set: choose one with --context {shown}")
+    if context not in names:
+        raise ConnectError(f"{where}: no context named {context!r} {shown}")
+    return context
+
+
+def connect(kubeconfig: str | None, in_cluster: bool, context: str | None = None) -> ApiClient:
+    """An API client from the kubeconfig (``None``: ``$KUBECONFIG`` or ``~/.kube/config``) and its
+    ``context`` (``None``: its current-context), or from the pod's service account.
+
+    Every problem is a :class:`ConnectError` of one line: no file, a file that is not one YAML
+    mapping, a missing context, credentials the client cannot use.
+    """
+    configuration = client.Configuration()
+    if in_cluster:
+        try:
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        else:
-            config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=kubeconfig, client_configuration=configuration
-            )
-    except (ConfigException, OSError, TypeError, ValueError) as err:
-        source = "in-cluster service account" if in_cluster else f"kubeconfig {kubeconfig or '(default)'}"
-        raise ConnectError(f"cannot use the {source}: {err}") from None
+        except (ConfigException, OSError, ValueError) as err:
+            raise ConnectError(f"cannot use the in-cluster service account: {_one_line(err)}") from None
+    else:
+        _load_kubeconfig(kubeconfig, context, configuration)
     configuration.connection_pool_maxsize = POOL_SIZE
     return ApiClient(configuration)
+
+
+def _load_kubeconfig(
+    kubeconfig: str | None, context: str | None, configuration: client.Configuration
+) -> None:
+    # Files $KUBECONFIG lists that do not exist are passed over, as kubectl does; a file named
+    # with --kubeconfig must be there.
+    paths = [p for p in kubeconfig_paths(kubeconfig) if kubeconfig or os.path.exists(p)]
+    if not paths:
+        searched = ":".join(kubeconfig_paths(None))
+        raise ConnectError(f"no kubeconfig found at {searched}: give --kubeconfig FILE or set $KUBECONFIG")
+    chosen = _context(paths, context)
+    try:
+        config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=":".join(paths), context=chosen, client_configuration=configuration
+        )
+    except (ConfigException, OSError, TypeError, ValueError, KeyError, AttributeError) as err:
+        raise ConnectError(f"kubeconfig {':'.join(paths)}: {_one_line(err)}") from None
+
+
+def _one_line(err: object) -> str:
+    """An error's text on one line (the client's messages may span several)."""
+    return " ".join(str(err).split()) or type(err).__name__
+
+
+def _root_cause(err: object) -> str:
+    """The innermost reason of a connection failure, ``Connection refused`` rather than urllib3's
+    three nested wrappers around it."""
+    while True:
+        inner = getattr(err, "reason", None) or getattr(err, "__cause__", None)
+        if not isinstance(inner, BaseException) or inner is err:
+            break
+        err = inner
+    text = _one_line(err)
+    return text.split("] ", 1)[1] if text.startswith("[Errno") else text
+
+
+def check_reachable(api: ApiClient) -> None:
+    """Ask the API server its version, so that an unreachable or untrusted server, or credentials it
+    refuses, are one clear :class:`KubeError` at start rather than a stream of retries later.
+
+    Any other answer means the server is there (some servers, stand-ins among them, do not serve
+    ``/version``); what it lets the credentials list is for the lists to find out.
+    """
+    try:
+        KubeReader(api).version()
+    except KubeError as err:
+        if err.status in (0, 401):
+            raise
 
 
 def _error(status: int, body: bytes, reason: str) -> KubeError:
@@ -152,9 +252,11 @@ class KubeReader:
         try:
             answer = self._api.call_api(*params, _request_timeout=(CONNECT_TIMEOUT, read_timeout))
         except ApiException as err:  # raised for TLS failures, as status 0
-            raise _status_error(err.status or 0, str(err.reason)) from None
+            if err.status:
+                raise _status_error(err.status, str(err.reason)) from None
+            raise self._unreachable(err.reason) from None
         except (urllib3.exceptions.HTTPError, OSError) as err:
-            raise KubeError(0, f"cannot reach the API server: {err}") from None
+            raise self._unreachable(err) from None
         response: urllib3.BaseHTTPResponse = answer.response
         if response.status != 200:
             try:
@@ -164,6 +266,21 @@ class KubeReader:
             response.close()
             raise _error(response.status, body, str(response.reason))
         return response
+
+    def _unreachable(self, err: object) -> KubeError:
+        host = self._api.configuration.host
+        return KubeError(0, f"cannot reach the API server at {host}: {_root_cause(err)}")
+
+    def version(self) -> dict[str, Any]:
+        """``GET /version``: what any client may ask, so it tells whether the server answers at all."""
+        response = self._get("/version", {}, CONNECT_TIMEOUT)
+        try:
+            answer = json.loads(response.read())
+        except (urllib3.exceptions.HTTPError, OSError, ValueError) as err:
+            raise KubeError(0, f"/version did not answer with JSON: {err}") from None
+        finally:
+            response.release_conn()
+        return answer if isinstance(answer, dict) else {}
 
     def list_pages(self, resource: ApiResource) -> Iterator[tuple[list[dict[str, Any]], str]]:
         """``(items, resourceVersion)`` page by page; all pages are one consistent read.

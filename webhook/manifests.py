@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -110,9 +111,27 @@ _MERGE = "tag:yaml.org,2002:merge"
 class _Loader(_BaseLoader):  # type: ignore[misc]
     """YAML as Kubernetes reads it: timestamps stay strings (``creationTimestamp: 2026-01-01T00:00:00Z``
     is a string field, and kubectl accepts it unquoted); a mapping with a key written twice becomes
-    a :class:`DuplicateKeys` (the last value wins, as in Go)."""
+    a :class:`DuplicateKeys` (the last value wins, as in Go).
+
+    Both methods are asked once per node of a file, hundreds of thousands of times in a
+    ``kubectl get -o yaml`` dump, so each takes its common case first."""
+
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
+        """PyYAML's implicit typing (``resolver.Resolver.resolve``) without its path resolvers,
+        which this loader has none of: a plain scalar is tried against the patterns for its first
+        character, anything else is a string, a sequence or a mapping."""
+        if kind is yaml.ScalarNode:
+            if implicit[0]:
+                for tag, regexp in _IMPLICIT.get(value[:1], ()):
+                    if regexp.match(value):
+                        return tag
+            return _STR
+        return _SEQ if kind is yaml.SequenceNode else _MAP
 
     def construct_yaml_map(self, node: yaml.MappingNode) -> Iterator[dict[str, Any]]:
+        if _distinct_keys(node):
+            yield from super().construct_yaml_map(node)
+            return
         keys = [(k.tag, k.value) for k, _ in node.value if isinstance(k, yaml.ScalarNode) and k.tag != _MERGE]
         if len(set(keys)) == len(keys):
             yield from super().construct_yaml_map(node)
@@ -122,11 +141,24 @@ class _Loader(_BaseLoader):  # type: ignore[misc]
         data.update(self.construct_mapping(node))
 
 
+def _distinct_keys(node: yaml.MappingNode) -> bool:
+    """True when no two keys have the same text, so none repeats; False also when a key is a list
+    or a mapping (the full check then decides)."""
+    try:
+        return len({key.value for key, _ in node.value}) == len(node.value)
+    except TypeError:
+        return False
+
+
 _Loader.add_constructor("tag:yaml.org,2002:map", _Loader.construct_yaml_map)
 _Loader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+_IMPLICIT: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
+    first: tuple(resolvers) for first, resolvers in _Loader.yaml_implicit_resolvers.items()
+}
+_STR, _SEQ, _MAP = (f"tag:yaml.org,2002:{kind}" for kind in ("str", "seq", "map"))
 
 
 def _repeated(keys: list[K]) -> list[K]:

@@ -18,6 +18,7 @@ from certs.reloader import CertReloader
 from policies.api.kinds import KNOWN_KINDS
 from policies.cel import stats as cel_stats
 from policies.rules.engine import Outcome
+from policies.snapshot import Snapshot
 from webhook.state import State
 
 OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
@@ -30,6 +31,21 @@ LABELS = ("webhook", "operation", "kind", "decision")
 
 def bounded(value: str, allowed: frozenset[str]) -> str:
     return value if value in allowed else "other"
+
+
+def object_counts(snapshot: Snapshot) -> dict[str, int]:
+    """How many objects of each kind the snapshot holds."""
+    return {
+        "DeviceClass": len(snapshot.classes),
+        "ResourceSlice": len(snapshot.slices),
+        "ResourceClaim": len(snapshot.claims),
+        "ResourceClaimTemplate": len(snapshot.templates),
+        "Pod": len(snapshot.pods),
+        "Node": len(snapshot.nodes),
+        "Namespace": len(snapshot.namespaces),
+        "ResourceQuota": len(snapshot.quotas),
+        "DeviceTaintRule": len(snapshot.taint_rules),
+    }
 
 
 class SnapshotCollector(Collector):
@@ -48,17 +64,7 @@ class SnapshotCollector(Collector):
         objects = GaugeMetricFamily(
             "draguard_snapshot_objects", "Objects in the snapshot the rules read, by kind.", labels=["kind"]
         )
-        counts = {
-            "DeviceClass": len(snapshot.classes),
-            "ResourceSlice": len(snapshot.slices),
-            "ResourceClaim": len(snapshot.claims),
-            "ResourceClaimTemplate": len(snapshot.templates),
-            "Pod": len(snapshot.pods),
-            "Node": len(snapshot.nodes),
-            "Namespace": len(snapshot.namespaces),
-            "ResourceQuota": len(snapshot.quotas),
-            "DeviceTaintRule": len(snapshot.taint_rules),
-        }
+        counts = object_counts(snapshot)
         for kind, count in counts.items():
             objects.add_metric([kind], count)
         yield objects

@@ -381,6 +381,12 @@ class Quantity:
         m, e, dec = _compact(n if p > 0 else -n, _NANO)
         return cls._make(m, e, dec, Format(fmt))
 
+    @classmethod
+    def from_json(cls, value: Any) -> Quantity:
+        """A quantity as the API server's decoder reads it from JSON: a string or a number
+        (ValueError naming the problem otherwise)."""
+        return _validate(value)
+
     def _with_original(self, original: str, json_number: int | float | None) -> Quantity:
         return Quantity._make(self._m, self._e, self._dec, self._fmt, self._s, original, json_number)
 

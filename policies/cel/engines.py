@@ -16,18 +16,41 @@ only matters if the body reads it.
 from __future__ import annotations
 
 import datetime
+import importlib.machinery
+import importlib.util
 import logging
 import re
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
-
-import cel as rust_cel
 
 from policies.api.quantity import Quantity
 from policies.cel.library import CIDR, IP, URL, CallSite, CELEvalError, NamedFormat, Optional, Semver, UInt
 from policies.cel.lower import Capabilities, Helper, Input, Loop, Plan, Unit
+
+
+def _rust_extension() -> ModuleType:
+    """The Rust engine's compiled module ``cel.cel``, loaded without running the ``cel`` package's
+    ``__init__``: that also imports the package's interactive shell (typer, rich, prompt_toolkit,
+    pygments), which takes longer to load than a small ``draguard validate`` takes to run. The
+    module is registered under its own name, so a later ``import cel`` finds it and reuses it."""
+    if "cel.cel" in sys.modules:
+        return sys.modules["cel.cel"]
+    package = importlib.util.find_spec("cel")  # locates the package without importing it
+    locations = package.submodule_search_locations if package is not None else None
+    spec = importlib.machinery.PathFinder.find_spec("cel.cel", list(locations or []))
+    if spec is None or spec.loader is None:
+        raise ImportError("the Rust CEL engine (package common-expression-language) is not installed")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules["cel.cel"] = module
+    return module
+
+
+rust_cel = _rust_extension()
 
 # The Rust engine logs every failing Python callback at WARNING; here a failing callback is an
 # ordinary CEL runtime error, reported through EvalError.

@@ -42,7 +42,7 @@ _OPS_WITHOUT_VALUES = ("Exists", "DoesNotExist")
 _OPS_SINGLE_VALUE = ("Gt", "Lt")
 
 
-def _validate_requirement(req: NodeSelectorRequirement, path: Path) -> ErrorList:
+def _validate_requirement(req: NodeSelectorRequirement, path: Path, check_values: bool) -> ErrorList:
     errs: ErrorList = []
     values = req.values or []
     if req.operator in _OPS_WITH_VALUES:
@@ -67,7 +67,7 @@ def _validate_requirement(req: NodeSelectorRequirement, path: Path) -> ErrorList
     else:
         errs.append(invalid(path.child("operator"), req.operator, "not a valid selector operator"))
     errs += validate_label_name(req.key, path.child("key"))
-    for i, value in enumerate(values):
+    for i, value in enumerate(values if check_values else []):
         errs += [invalid(path.child("values").index(i), value, msg) for msg in is_label_value(value)]
     return errs
 
@@ -96,10 +96,13 @@ def _validate_field_requirement(req: NodeSelectorRequirement, path: Path) -> Err
     return errs
 
 
-def validate_node_selector_term(term: NodeSelectorTerm, path: Path) -> ErrorList:
+def validate_node_selector_term(
+    term: NodeSelectorTerm, path: Path, *, check_values: bool = True
+) -> ErrorList:
+    """``check_values=False``: any label value (preferred scheduling terms allow them)."""
     errs: ErrorList = []
     for j, req in enumerate(term.match_expressions or []):
-        errs += _validate_requirement(req, path.child("matchExpressions").index(j))
+        errs += _validate_requirement(req, path.child("matchExpressions").index(j), check_values)
     for j, req in enumerate(term.match_fields or []):
         errs += _validate_field_requirement(req, path.child("matchFields").index(j))
     return errs
@@ -328,40 +331,7 @@ def _validate_claim_statuses(pod: Pod, pod_claims: set[str]) -> ErrorList:
     return errs
 
 
-# --- Pod: the containers every pod must have ------------------------------------------------------------
-
-_RESTART_POLICIES = ("Always", "OnFailure", "Never")
-
-
-def _validate_containers(containers: list[Container], seen: set[str], path: Path, errs: ErrorList) -> None:
-    for i, container in enumerate(containers):
-        name_path = path.index(i).child("name")
-        if not container.name:
-            errs.append(required(name_path))
-        elif container.name in seen:
-            errs.append(duplicate(name_path, container.name))
-        else:
-            errs += validate_dns_label(container.name, name_path)
-        seen.add(container.name)
-        if not container.image:
-            errs.append(required(path.index(i).child("image")))
-
-
-def validate_pod_containers(pod: Pod) -> ErrorList:
-    """The parts of ``ValidatePodSpec`` every pod is refused for, DRA or not: no containers, a
-    container without a name or an image, a name used twice (init containers included), an
-    unknown restart policy (``pkg/apis/core/validation/validation.go``)."""
-    spec = Path("spec")
-    errs: ErrorList = []
-    if not pod.spec.containers:
-        errs.append(required(spec.child("containers")))
-    seen: set[str] = set()
-    _validate_containers(pod.spec.containers, seen, spec.child("containers"), errs)
-    _validate_containers(pod.spec.init_containers or [], seen, spec.child("initContainers"), errs)
-    policy = pod.spec.restart_policy
-    if policy and policy not in _RESTART_POLICIES:
-        errs.append(not_supported(spec.child("restartPolicy"), policy, _RESTART_POLICIES))
-    return errs
+# --- Pod: privileged containers -------------------------------------------------------------------
 
 
 def refuse_privileged(pod: Pod) -> ErrorList:

@@ -157,3 +157,8 @@ def canonical_interface_address(value: str) -> str | None:
     if is_ipv4(ip) and prefix > 32:
         prefix -= 96  # "::ffff:192.168.0.1/120" is "192.168.0.1/24"
     return f"{ip_string(ip)}/{prefix}"
+
+
+def is_ip_sloppy(value: str) -> bool:
+    """``netutils.ParseIPSloppy(value) != nil``: an IPv4 (leading zeros allowed) or IPv6 address."""
+    return _parse_ipv4(value) is not None or _parse_ipv6(value) is not None

@@ -10,6 +10,7 @@ fields a manifest controls (name, namespace) are compared with the old object.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from policies.api.base import ObjectMeta
 from policies.validation.fielderrors import ErrorList, Path, forbidden, go_quote, invalid, required, too_long
@@ -162,4 +163,32 @@ def validate_template_object_meta(meta: ObjectMeta | None, path: Path) -> ErrorL
         json_name = info.alias or name
         if json_name not in _TEMPLATE_META_ALLOWED and not _is_zero(name, getattr(meta, name)):
             errs.append(forbidden(path.child(_go_field_path(json_name)), "cannot be set"))
+    return errs
+
+
+_SELECTOR_OPS_WITH_VALUES = ("In", "NotIn")
+_SELECTOR_OPS_WITHOUT_VALUES = ("Exists", "DoesNotExist")
+
+
+def validate_label_selector(selector: Mapping[str, Any] | None, path: Path) -> ErrorList:
+    """metav1validation.ValidateLabelSelector of a selector's JSON (invalid values not allowed)."""
+    if selector is None:
+        return []
+    errs = validate_labels(selector.get("matchLabels"), path.child("matchLabels"))
+    for i, expr in enumerate(selector.get("matchExpressions") or []):
+        at = path.child("matchExpressions").index(i)
+        operator, values = expr.get("operator") or "", expr.get("values") or []
+        if operator in _SELECTOR_OPS_WITH_VALUES and not values:
+            errs.append(required(at.child("values"), "must be specified when `operator` is 'In' or 'NotIn'"))
+        elif operator in _SELECTOR_OPS_WITHOUT_VALUES and values:
+            errs.append(
+                forbidden(
+                    at.child("values"), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
+                )
+            )
+        elif operator not in _SELECTOR_OPS_WITH_VALUES + _SELECTOR_OPS_WITHOUT_VALUES:
+            errs.append(invalid(at.child("operator"), operator, "not a valid selector operator"))
+        errs += validate_label_name(expr.get("key") or "", at.child("key"))
+        for j, value in enumerate(values):
+            errs += [invalid(at.child("values").index(j), value, msg) for msg in is_label_value(value)]
     return errs

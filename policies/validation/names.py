@@ -304,3 +304,88 @@ HUGEPAGES_PREFIX = "hugepages-"
 def is_node_allocatable_resource_name(name: str) -> bool:
     """corehelper.IsNodeAllocatableResourceName: cpu, memory and hugepages-<size> (not ephemeral-storage)."""
     return name in ("cpu", "memory") or name.startswith(HUGEPAGES_PREFIX)
+
+
+# --- pod fields (apimachinery pkg/util/validation: IsValidPortName, IsValidPortNum, ...) ------------
+
+_PORT_NAME_CHARSET = re.compile("[-a-z0-9]+")
+_PORT_NAME_MAX = 15
+_CONFIG_MAP_KEY_FMT = "[-._a-zA-Z0-9]+"
+_CONFIG_MAP_KEY = _full(_CONFIG_MAP_KEY_FMT)
+_HTTP_HEADER_NAME_FMT = "[-A-Za-z0-9]+"
+_HTTP_HEADER_NAME = _full(_HTTP_HEADER_NAME_FMT)
+INT32_MAX = 2**31 - 1
+
+
+def inclusive_range_error(low: int, high: int) -> str:
+    return f"must be between {low} and {high}, inclusive"
+
+
+def is_valid_port_num(port: int) -> list[str]:
+    return [] if 1 <= port <= 65535 else [inclusive_range_error(1, 65535)]
+
+
+def is_valid_port_name(name: str) -> list[str]:
+    """An IANA_SVC_NAME: at most 15 characters of a-z, 0-9 and '-', at least one letter."""
+    errs = []
+    if len(name) > _PORT_NAME_MAX:
+        errs.append(f"must be no more than {_PORT_NAME_MAX} characters")
+    if not _PORT_NAME_CHARSET.fullmatch(name):
+        errs.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if not re.search("[a-z]", name):
+        errs.append("must contain at least one letter (a-z)")
+    if "--" in name:
+        errs.append("must not contain consecutive hyphens")
+    if name and (name[0] == "-" or name[-1] == "-"):
+        errs.append("must not begin or end with a hyphen")
+    return errs
+
+
+def is_relaxed_env_var_name(name: str) -> list[str]:
+    """IsRelaxedEnvVarName (RelaxedEnvironmentVariableValidation is GA): printable ASCII but '='."""
+    errs = []
+    if not name:
+        errs.append("environment variable name " + empty_error())
+    if any(ord(ch) > 126 or ord(ch) < 32 or ch == "=" for ch in name):
+        errs.append(
+            "a valid environment variable name must consist only of printable ASCII characters other than '='"
+        )
+    return errs
+
+
+def is_config_map_key(key: str) -> list[str]:
+    errs = []
+    if _size(key) > DNS1123_SUBDOMAIN_MAX:
+        errs.append(max_len_error(DNS1123_SUBDOMAIN_MAX))
+    if not _CONFIG_MAP_KEY.fullmatch(key):
+        errs.append(
+            regex_error(
+                "a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
+                _CONFIG_MAP_KEY_FMT,
+                "key.name",
+                "KEY_NAME",
+                "key-name",
+            )
+        )
+    if key in (".", ".."):
+        errs.append(f"must not be '{key}'")
+    elif key.startswith(".."):
+        errs.append("must not start with '..'")
+    return errs
+
+
+def is_http_header_name(name: str) -> list[str]:
+    if _HTTP_HEADER_NAME.fullmatch(name):
+        return []
+    return [
+        regex_error(
+            "a valid HTTP header must consist of alphanumeric characters or '-'",
+            _HTTP_HEADER_NAME_FMT,
+            "X-Header-Name",
+        )
+    ]
+
+
+def is_valid_id(value: int) -> list[str]:
+    """IsValidUserID / IsValidGroupID: 0 to MaxInt32."""
+    return [] if 0 <= value <= INT32_MAX else [inclusive_range_error(0, INT32_MAX)]

@@ -17,6 +17,7 @@ from typing import Any
 
 from policies.api import schema
 from policies.api.conversion import EXACT_FIELDS
+from policies.api.quantity import Quantity
 from policies.validation.fielderrors import (
     ErrorList,
     ErrorType,
@@ -77,7 +78,9 @@ def _scalar_problem(word: str, value: Any) -> str | None:
     elif word == "boolean":
         ok = isinstance(value, bool)
     elif word == "quantity":
-        ok = isinstance(value, str) or is_number
+        if isinstance(value, str) or is_number:
+            return _quantity_problem(value)
+        ok = False
         word = "a quantity (a string such as 1Gi, or a number)"
     elif word == "int-or-string":
         ok = isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
@@ -87,6 +90,16 @@ def _scalar_problem(word: str, value: Any) -> str | None:
     if ok:
         return None
     return f"must be {word}" if " " in word else f"must be {'an' if word[0] in 'aeiou' else 'a'} {word}"
+
+
+def _quantity_problem(value: str | int | float) -> str | None:
+    """The decoder parses quantities as it reads them: a malformed one fails the whole document
+    (the server's message names no field; this one does)."""
+    try:
+        Quantity.from_json(value)
+    except ValueError as err:
+        return str(err)
+    return None
 
 
 def strict_errors(raw: Any, type_name: str) -> ErrorList:

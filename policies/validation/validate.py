@@ -26,7 +26,7 @@ from policies.api.defaults import apply_defaults
 from policies.api.kinds import DEFAULT_NAMESPACE
 from policies.validation import gosyntax
 from policies.validation.claims import validate_claim_spec, validate_claim_status
-from policies.validation.core import validate_pod_claims, validate_pod_containers
+from policies.validation.core import validate_pod_claims
 from policies.validation.fielderrors import ErrorList, Path, forbidden, internal, invalid
 from policies.validation.meta import (
     validate_object_meta,
@@ -34,6 +34,7 @@ from policies.validation.meta import (
     validate_template_object_meta,
 )
 from policies.validation.names import is_dns1123_label, is_dns1123_subdomain
+from policies.validation.podspec import validate_pod_spec
 from policies.validation.resource import (
     immutable,
     validate_class_spec,
@@ -80,16 +81,15 @@ def validate(
     return errs + validator(obj, old, namespace_labels) if validator is not None else errs
 
 
+# The start of the error when the namespace's labels are not known (callers that can supply
+# them, like the CLI's --namespace-labels, recognise it by this).
+NAMESPACE_UNKNOWN = "could not retrieve namespace to verify admin access"
+
+
 def _admin_denied(path: Path, namespace: str, labels: Labels) -> ErrorList:
     """The registry strategy's namespace check for ``adminAccess: true``."""
     if labels is None:
-        return [
-            internal(
-                path,
-                "could not retrieve namespace to verify admin access: "
-                f'labels of namespace "{namespace}" are not known',
-            )
-        ]
+        return [internal(path, f'{NAMESPACE_UNKNOWN}: labels of namespace "{namespace}" are not known')]
     if labels.get(resource.ADMIN_ACCESS_LABEL) != "true":
         return [
             forbidden(
@@ -217,7 +217,8 @@ def _taint_rule(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> E
 def _pod(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> ErrorList:
     assert isinstance(obj, core.Pod)
     errs = _meta(obj, old, True, recheck_on_update=False)
-    return errs + validate_pod_containers(obj) + validate_pod_claims(obj)
+    spec = obj.spec.to_json()
+    return errs + validate_pod_spec(spec, SPEC, pod_name=obj.name, is_pod=True) + validate_pod_claims(obj)
 
 
 def _namespace(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> ErrorList:

@@ -8,14 +8,18 @@ library. It has no client-only "template" action, so the tests install the chart
 in-memory stand-in from ``tests/certs/apiserver_standin.py`` and read back what Helm created:
 the same rendering, schema validation and ``required`` checks as ``helm install``.
 
-helm-sdkpy declares Python >= 3.12 but works on 3.11; it is installed with
-``pip install --ignore-requires-python helm-sdkpy``. Without it these tests skip, saying so.
+helm-sdkpy declares Python >= 3.12 but works on 3.11, so it cannot be a dependency of the test
+extra (pip would refuse it on 3.11); the first run installs it into the test virtualenv with
+``--ignore-requires-python`` (:func:`_install_helm_sdkpy`), so that the README's test command stays
+one command. Where it cannot be installed (no index, not a virtualenv) these tests skip, saying so.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -37,17 +41,41 @@ _HELM_HOME = tempfile.mkdtemp(prefix="draguard-helm-")
 for _var in ("HELM_CACHE_HOME", "HELM_CONFIG_HOME", "HELM_DATA_HOME"):
     os.environ.setdefault(_var, os.path.join(_HELM_HOME, _var.lower()))
 
-try:
-    import helm_sdkpy
-except ImportError:  # pragma: no cover - depends on the environment
-    helm_sdkpy = None
-    HELM_MISSING = "helm-sdkpy is not installed: pip install --ignore-requires-python helm-sdkpy"
-else:
+HELM_SDKPY = "helm-sdkpy==0.1.32"
+
+
+def _install_helm_sdkpy() -> str:
+    """Install :data:`HELM_SDKPY` into this virtualenv; the reason when it cannot be."""
+    if sys.prefix == sys.base_prefix:  # never into a system or user-wide Python
+        return f"helm-sdkpy is not installed: pip install --ignore-requires-python '{HELM_SDKPY}'"
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--ignore-requires-python", HELM_SDKPY],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        return f"helm-sdkpy could not be installed: {(done.stderr or done.stdout).strip()[-300:]}"
+    importlib.invalidate_caches()
+    return ""
+
+
+def _load_helm() -> tuple[Any, str]:
+    """The ``helm_sdkpy`` module (installed first when missing) and ``""``, or why it cannot be used."""
+    try:
+        import helm_sdkpy
+    except ImportError:  # pragma: no cover - depends on the environment
+        reason = _install_helm_sdkpy()
+        if reason:
+            return None, reason
+        import helm_sdkpy
     try:
         helm_sdkpy.get_version()
-        HELM_MISSING = ""
     except Exception as err:  # pragma: no cover - a wheel whose native library cannot load
-        HELM_MISSING = f"helm-sdkpy is installed but its Helm library cannot load: {err}"
+        return None, f"helm-sdkpy is installed but its Helm library cannot load: {err}"
+    return helm_sdkpy, ""
+
+
+helm_sdkpy, HELM_MISSING = _load_helm()
 
 needs_helm = pytest.mark.skipif(bool(HELM_MISSING), reason=HELM_MISSING or "helm available")
 

@@ -13,6 +13,7 @@ import json
 import os
 import queue
 import re
+import shlex
 import shutil
 import ssl
 import subprocess
@@ -300,25 +301,52 @@ def test_new_certificate_files_are_served_without_a_restart(tmp_path: Path) -> N
         assert stop(server) == 0
 
 
-def test_demo_prints_a_curl_command_that_works_and_exits(tmp_path: Path) -> None:
-    server = start("--demo", "--exit-after", "2.5", log=tmp_path / "serve.log")
-    curl = next(line for line in server.lines if line.strip().startswith("curl "))
-    review_file = re.search(r"--data @(\S+)", curl).group(1)  # type: ignore[union-attr]
-    sent = json.loads(Path(review_file).read_text())
-    url = re.search(r"(https://\S+/validate)", curl).group(1)  # type: ignore[union-attr]
-    assert url == f"https://127.0.0.1:{server.port}/validate"
-    if shutil.which("curl"):
-        out = subprocess.run(curl.split(), capture_output=True, text=True, timeout=10, check=True).stdout
-    else:
-        out = server.request("POST", "/validate", Path(review_file).read_bytes())[1]
-    answer = json.loads(out)
-    assert answer["response"]["uid"] == sent["request"]["uid"]
-    assert sent["request"]["object"]["kind"] == "Pod"
+def test_demo_prints_curls_that_answer_as_labelled_and_exits(tmp_path: Path) -> None:
+    """The banner's four curls, run as printed: the example pod allowed, a claim denied with the
+    reason, a claim allowed with a warning, and the pod's dry run."""
+    server = start("--demo", "--exit-after", "20", log=tmp_path / "serve.log")
+    try:
+        labels = [line.strip() for line in server.lines if line.strip().startswith("# ")]
+        curls = [line.strip() for line in server.lines if line.strip().startswith("curl ")]
+        assert [label.split(":")[0] for label in labels] == [
+            "# allowed",
+            "# denied",
+            "# allowed with a warning",
+            "# dry run",
+        ]
+        answers = []
+        for curl in curls:
+            url = re.search(r"(https://\S+)$", curl).group(1)  # type: ignore[union-attr]
+            assert url.startswith(f"https://127.0.0.1:{server.port}/")
+            body = re.search(r"--data @(\S+)", curl).group(1)  # type: ignore[union-attr]
+            if shutil.which("curl"):
+                done = subprocess.run(
+                    shlex.split(curl), capture_output=True, text=True, timeout=30, check=True
+                )
+                answers.append(json.loads(done.stdout))
+            else:
+                answers.append(
+                    json.loads(
+                        server.request("POST", url.split(str(server.port))[1], Path(body).read_bytes())[1]
+                    )
+                )
+        allowed, denied, warned, dry_run = answers
+        assert allowed["response"]["allowed"] is True and not allowed["response"].get("warnings")
+        assert denied["response"]["allowed"] is False
+        assert "Syntax error" in denied["response"]["status"]["message"]
+        assert warned["response"]["allowed"] is True
+        assert "matches none of the 10 devices" in warned["response"]["warnings"][0]
+        assert dry_run["fits"] is True
+        assert [n["node"] for n in dry_run["nodes"] if n["fits"]] == ["node-3"]
+        ca = re.search(r"--cacert (\S+)", curls[0]).group(1)  # type: ignore[union-attr]
+    finally:
+        server.process.terminate()
     assert server.process.wait(timeout=10) == 0
-    assert not Path(review_file).exists()  # the temporary directory is cleaned up
-    ca = re.search(r"--cacert (\S+)", curl).group(1)  # type: ignore[union-attr]
+    assert not Path(ca).exists()  # the temporary directory is cleaned up
     logged = [json.loads(line) for line in (tmp_path / "serve.log").read_text().splitlines()]
     assert any(ca in line["message"] for line in logged)  # the CA path is in the log, not only on stdout
+    # The log says what the cluster holds, not how many Python objects were frozen for the GC.
+    assert any(line["message"] == "cluster state synced: 11 objects" for line in logged)
 
 
 def test_state_from_a_cluster_through_a_kubeconfig(tmp_path: Path) -> None:

@@ -101,3 +101,31 @@ def test_list_items_still_come_in_order_with_their_source(tmp_path: Path) -> Non
     assert [d.raw["metadata"]["name"] for d in docs] == ["ns-0", "ns-1", "ns-2"]
     assert [str(d.source) for d in docs] == [f"{f}: document 1, items[{i}]" for i in range(3)]
     assert [x.obj.name for x in load([str(f)])] == ["ns-0", "ns-1", "ns-2"]
+
+
+SCALARS = """\
+ints: [1, -2, 0x1F, 0o17, 1_000, +3, 012]
+floats: [1.5, -0.5e3, .inf, -.Inf, .nan, 1_0.5]
+bools: [true, False, yes, NO, on, Off, y, n]
+nulls: [null, ~, Null, '', ]
+strings: ["1", '2.5', 'true', abc, a b, 2026-01-01, 2026-01-01T00:00:00Z, "", x:y]
+nested: {a: {b: [1, {c: d}]}, "1": one, 1: int}
+? [complex, key]
+: value
+"""
+
+
+def test_implicit_types_are_pyyaml_safe_loaders_less_timestamps(tmp_path: Path) -> None:
+    """The loader's own resolver (faster on big dumps) types every plain scalar as PyYAML's does,
+    except that timestamps stay strings; a complex key still loads."""
+    import yaml
+
+    path = tmp_path / "scalars.yaml"
+    path.write_text(SCALARS.replace("? [complex, key]\n: value\n", ""))
+    expected = yaml.safe_load(SCALARS.replace("? [complex, key]\n: value\n", ""))
+    expected["strings"][5:7] = ["2026-01-01", "2026-01-01T00:00:00Z"]
+    assert read_documents([str(path)])[0].raw == expected
+    complex_key = tmp_path / "complex.yaml"
+    complex_key.write_text("? [complex, key]\n: value\nother: 1\n")
+    with pytest.raises(ManifestError):  # a list as a key cannot be a dict key in Python, nor JSON's
+        read_documents([str(complex_key)])

@@ -20,8 +20,10 @@ import pytest
 from cryptography import x509
 
 from certs.material import generate_ca, issue_serving
+from policies.api.core import Node
 from policies.config import Config
 from policies.quota import LedgerUnavailable
+from policies.snapshot import Snapshot
 from webhook.cli import main
 from webhook.commands import serve
 from webhook.commands.serve import UsageError, _freeze_when_synced, certificates, generate_pair, load_config
@@ -181,16 +183,22 @@ def test_an_existing_pair_in_the_cert_dir_is_used_as_is(tmp_path: Path) -> None:
     assert (tmp_path / "tls.crt").read_bytes() == before
 
 
-async def test_the_snapshot_is_kept_out_of_garbage_collection_once_synced() -> None:
-    state = SimpleNamespace(synced=False)
+async def test_the_snapshot_is_kept_out_of_garbage_collection_once_synced(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    nodes = [Node.model_validate({"metadata": {"name": f"node-{i}"}}) for i in range(2)]
+    state = SimpleNamespace(synced=False, snapshot=Snapshot.build(nodes))
     gc.unfreeze()
     freezing = asyncio.create_task(_freeze_when_synced(state))  # type: ignore[arg-type]
     try:
         await asyncio.sleep(0.25)
         assert not freezing.done() and gc.get_freeze_count() == 0
         state.synced = True
-        await asyncio.wait_for(freezing, 5)
+        with caplog.at_level(logging.INFO):
+            await asyncio.wait_for(freezing, 5)
         assert gc.get_freeze_count() > 0
+        # What is said is the cluster's objects, not the Python objects frozen (tens of thousands).
+        assert "cluster state synced: 2 objects" in caplog.messages
     finally:
         freezing.cancel()
         gc.unfreeze()

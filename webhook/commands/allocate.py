@@ -1,32 +1,18 @@
 """``draguard allocate``: would the pending pods fit, where, with which devices, and if not, why.
 
-The files hold the cluster (Nodes, DeviceClasses, ResourceSlices, ResourceClaims, templates,
-DeviceTaintRules, Namespaces, ResourceQuotas, running Pods) and the questions: every Pod without
-``spec.nodeName`` (and one pod of each workload's template, such as a Deployment's or a Job's) is
-answered as kube-scheduler 1.36's default profile would (``--pod NS/NAME`` picks some). Pods with
-``spec.nodeName`` are load on their node; claims with ``status.allocation`` are the allocated
-state. With no pending pod, the unallocated claims are asked about, as one pod using them all.
-``--sequence`` places the pods one after another, each seeing what the previous ones took.
-Objects are defaulted as the API server would store them.
-
-The input is read and validated as ``draguard validate`` reads and validates it first: anything
-it refuses is printed as it prints it, and the exit code is 2.
-
-Exit codes: 0 every pod fits somewhere, 1 some pod fits nowhere, 2 unusable input.
+What the command does, for its users, is :data:`DESCRIPTION` (``draguard allocate --help``).
+Objects are defaulted as the API server would store them before anything is allocated.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
-
-import yaml
+from typing import Any, TextIO
 
 from policies.allocator import SearchBudget
 from policies.api.defaults import apply_defaults
@@ -47,8 +33,36 @@ from policies.scheduler.claims import is_allocated
 from policies.scheduler.cluster import is_pending
 from policies.snapshot import Snapshot
 from policies.validation.documents import ANY_NAMESPACE, judge
-from webhook.commands.common import UsageError, add_file_flags, add_reading_flags, print_notes, read_inputs
+from webhook.commands import add_command
+from webhook.commands.common import (
+    TABLE_FORMATS,
+    UsageError,
+    add_file_flags,
+    add_output,
+    add_reading_flags,
+    print_notes,
+    read_inputs,
+    style,
+)
 from webhook.manifests import Entry
+from webhook.output import CUT_NOTE, PLAIN, Progress, Style, Table, dump, terminal_width
+
+DESCRIPTION = """\
+Would the pending pods fit, on which nodes, with which devices, and if not, why: answered as
+kube-scheduler 1.36's default profile would, in its words.
+
+The files hold the cluster (Nodes, DeviceClasses, ResourceSlices, ResourceClaims, templates,
+DeviceTaintRules, Namespaces, ResourceQuotas, running Pods) and the questions: every Pod without
+spec.nodeName, and one pod of each workload's template (a Deployment's, a Job's...), is asked
+about (--pod NAMESPACE/NAME picks some). Pods with spec.nodeName are load on their node; claims
+with status.allocation are the allocated state. With no pending pod, the claims not yet allocated
+are asked about, as one pod using them all. --sequence places the pods one after another, each
+seeing what the previous ones took.
+
+The input is read and validated as 'draguard validate' reads and validates it first: anything it
+refuses is printed as it prints it, and the exit code is 2.
+
+Exit codes: 0 every pod fits somewhere, 1 some pod fits nowhere, 2 unusable input."""
 
 
 class InputError(Exception):
@@ -56,12 +70,7 @@ class InputError(Exception):
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "allocate",
-        help="would the pending pods fit: per node, with which devices, and why not (kube-scheduler's words)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, "allocate", DESCRIPTION)
     add_file_flags(p)
     add_reading_flags(p)
     p.add_argument(
@@ -93,7 +102,7 @@ def register(sub: Any) -> None:
         help="Kubernetes feature gates as Name=true|false (DRAPartitionableDevices=false), on top of the "
         "1.36 defaults; or 'all', 'none' or a comma list of allocator switches",
     )
-    p.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
+    add_output(p, (*TABLE_FORMATS, "name"))
     p.add_argument(
         "--repeat",
         type=int,
@@ -196,15 +205,22 @@ def _questions(snapshot: Snapshot, wanted: list[str]) -> list[Question]:
 
 class NodeClock:
     """The per-node search deadline: the clock the budget reads restarts at every node, as the
-    scheduler's filter timeout does."""
+    scheduler's filter timeout does. ``over`` is asked once per node: ``progress`` counts them
+    against ``total``."""
 
-    def __init__(self) -> None:
+    def __init__(self, progress: Callable[[int, int], None] | None = None, total: int = 0) -> None:
         self.started = time.monotonic()
+        self._progress = progress
+        self._total = total
+        self._asked = 0
 
     def begin_node(self) -> None:
         self.started = time.monotonic()
 
     def over(self) -> bool:
+        if self._progress is not None:
+            self._asked += 1
+            self._progress(min(self._asked, self._total), self._total)
         return False
 
     def elapsed(self) -> float:
@@ -220,19 +236,20 @@ def run(args: argparse.Namespace) -> int:
     except (InputError, UsageError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    clock = NodeClock()
-    budget = SearchBudget(max_invocations=args.max_steps, deadline=args.timeout, clock=clock.elapsed)
-    dry = DryRun(Prepared.of(snapshot, gates), budget=budget, pace=clock)
-    answers = dry.answer_all(questions, nodes, args.sequence)
+    with Progress("allocate") as progress:
+        clock = NodeClock(progress, len(questions) * len(nodes or snapshot.nodes))
+        budget = SearchBudget(max_invocations=args.max_steps, deadline=args.timeout, clock=clock.elapsed)
+        dry = DryRun(Prepared.of(snapshot, gates), budget=budget, pace=clock)
+        answers = dry.answer_all(questions, nodes, args.sequence)
     if args.repeat > 0 and not args.sequence:
         answers = [_timed(dry, q, a, args.repeat) for q, a in zip(questions, answers, strict=True)]
     document = DryRunAnswer(pods=answers, features=gates.changed())
-    if args.output == "json":
-        print(json.dumps(document.to_json(), indent=2))
-    elif args.output == "yaml":
-        print(yaml.safe_dump(document.to_json(), sort_keys=False), end="")
+    if args.output == "table":
+        print_answer(document, sys.stdout, style(args))
+    elif args.output == "name":
+        print_names(document, sys.stdout)
     else:
-        print(table(document))
+        dump(document.to_json(), args.output, sys.stdout)
     if any(a.error for a in answers):
         return 2
     return 0 if all(a.fits for a in answers) else 1
@@ -260,8 +277,10 @@ def _timed(dry: DryRun, question: Question, answer: PodAnswer, repeat: int) -> P
 
 
 def _devices(node: NodeAnswer) -> str:
+    """The devices allocated on this node, ``DRIVER/POOL/DEVICE`` each: a pool and a device name
+    are only unique within their driver."""
     devices = [
-        f"{r['pool']}/{r['device']}"
+        f"{r['driver']}/{r['pool']}/{r['device']}"
         for result in node.results
         if result is not None
         for r in result.get("devices", {}).get("results", [])
@@ -273,31 +292,53 @@ def _reason(node: NodeAnswer) -> str:
     return " ".join((node.detail or ", ".join(node.reasons)).split())
 
 
-def _pod_table(pod: PodAnswer) -> list[str]:
+def _pod_head(pod: PodAnswer) -> list[str]:
     head = f"POD {pod.pod}: {pod.message}"
     if pod.placed_on:
         head += f" (placed on {pod.placed_on})"
-    lines = [*(f"  earlier attempt: {m}" for m in pod.earlier_attempts), head]
-    if pod.error:
-        return lines
-    rows = [("NODE", "FITS", "SCORE", "DEVICES", "REASON")]
-    for n in pod.nodes:
-        score = "-" if n.score is None else str(n.score)
-        rows.append((n.node, "yes" if n.fits else "no", score, _devices(n), "" if n.fits else _reason(n)))
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    lines += [
-        ("  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths, strict=True)) + "  " + row[4]).rstrip()
-        for row in rows
+    return [*(f"  earlier attempt: {m}" for m in pod.earlier_attempts), head]
+
+
+def pod_table(pod: PodAnswer) -> Table:
+    """A row per node asked."""
+    rows = [
+        (
+            n.node,
+            "yes" if n.fits else "no",
+            "-" if n.score is None else str(n.score),
+            _devices(n),
+            "" if n.fits else _reason(n),
+        )
+        for n in pod.nodes
     ]
-    return lines
+    return Table(("NODE", "FITS", "SCORE", "DEVICES", "REASON"), rows)
 
 
-def table(document: DryRunAnswer) -> str:
+def print_answer(document: DryRunAnswer, out: TextIO, style: Style = PLAIN) -> None:
     """One block per pod (its message, then a row per node), then what was not checked, once."""
-    blocks = ["\n".join(_pod_table(p)) for p in document.pods]
+    width = terminal_width(out)
+    blocks = []
+    cut = False
+    for pod in document.pods:
+        lines = _pod_head(pod)
+        if not pod.error:
+            rows = pod_table(pod)
+            lines.append(rows.render(width, style))
+            cut |= rows.cut
+        blocks.append("\n".join(lines))
     notes = list(dict.fromkeys(note for p in document.pods for note in p.not_checked))
     if document.features:
         notes.insert(0, f"feature gates: {', '.join(document.features)}")
     if notes:
         blocks.append("\n".join(f"note: {n}" for n in notes))
-    return "\n\n".join(blocks)
+    print("\n\n".join(blocks), file=out)
+    if cut:
+        print(CUT_NOTE, file=sys.stderr)
+
+
+def print_names(document: DryRunAnswer, out: TextIO) -> None:
+    """``POD NODE`` for each node a pod fits on, the best scored first: for scripts."""
+    for pod in document.pods:
+        fitting = sorted((n for n in pod.nodes if n.fits), key=lambda n: -(n.score or 0))
+        for node in fitting:
+            print(f"{pod.pod} {node.node}", file=out)

@@ -1,34 +1,17 @@
 """``draguard audit``: what draguard would say about the objects already in a cluster, and its DRA health.
 
-Every rule runs on every object as if it were being created now; then the cluster-level checks
-run (selectors matching nothing, incomplete or stale pools, claims allocated for nodes that are
-gone, pending pods whose claims fit nowhere, allocated devices tainted NoExecute). See
-:mod:`policies.audit` for what each finding means.
-
-The objects come from manifests (``-f``, e.g. ``kubectl get ... -o yaml`` dumps, read as
-``draguard validate`` reads them) or are listed once from a cluster (``--kubeconfig``). Objects of
-kinds draguard does not check are skipped with one note per kind (workloads too: their pod
-templates are ``validate``'s and ``allocate``'s to check, they are not pods of the cluster);
-objects or files it cannot read are reported as ``error`` results.
-
-Output: a table of the findings that are not ``pass``, ``-o json`` (every result), or
-``-o policyreport`` (``wgpolicyk8s.io/v1alpha2`` PolicyReports, one per namespace, and one
-ClusterPolicyReport, as multi-document YAML for ``kubectl apply -f -``).
-
-Exit codes: 0 no finding is ``fail`` or ``error``, 1 some finding is, 2 the input or the options
-cannot be used (nothing could be read).
+What the command does, for its users, is :data:`DESCRIPTION` (``draguard audit --help``); what each
+finding means is in :mod:`policies.audit`. Manifests are read as ``draguard validate`` reads them.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from policies.api.base import TypedObject
@@ -46,18 +29,41 @@ from policies.audit import (
 from policies.config import Config
 from policies.dryrun import FeatureGates
 from policies.rules.registry import RULES
+from webhook.commands import add_command
 from webhook.commands.common import (
+    TABLE_FORMATS,
     UsageError,
+    add_cluster,
+    add_file_flags,
+    add_output,
     add_reading_flags,
     print_notes,
     read_inputs,
+    style,
 )
-from webhook.kube import ConnectError, KubeError, KubeReader, NotServed, connect
 from webhook.manifests import Entry, ManifestError, read_documents
-from webhook.state import RESOURCES
-from webhook.tables import render
+from webhook.output import PLAIN, Progress, Style, Table, dump, dump_all, plural, print_table
 
-PROGRESS_WIDTH = 30
+DESCRIPTION = """\
+What draguard would say about the objects already in a cluster, and the cluster's DRA health.
+
+Every rule runs on every object as if it were being created now; then the cluster-wide checks
+run: selectors that match no device, incomplete or stale pools, claims allocated on nodes that
+are gone, pending pods whose claims fit nowhere, allocated devices with a NoExecute taint.
+
+The objects are listed once from the cluster of the kubeconfig (--kubeconfig, else $KUBECONFIG,
+else ~/.kube/config; --context to choose a context), or read from manifests with -f (for example
+'kubectl get ... -o yaml' dumps), as 'draguard validate' reads them. Objects of kinds draguard
+does not check are skipped with one note per kind (workloads too: their pod templates are for
+validate and allocate to check, they are not pods of the cluster); objects or files it cannot
+read are 'error' results.
+
+Output: a table of the results that are not 'pass'; -o json or -o yaml (every result); or
+-o policyreport: wgpolicyk8s.io/v1alpha2 PolicyReports (one per namespace) and a
+ClusterPolicyReport, as YAML for 'kubectl apply -f -'.
+
+Exit codes: 0 no result is 'fail' or 'error', 1 some result is, 2 the input, the config or the
+cluster cannot be used (nothing could be read)."""
 WORKLOAD_NOTE = "a workload, not a pod of the cluster (validate and allocate check its pod template)"
 
 
@@ -66,26 +72,9 @@ class InputError(Exception):
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "audit",
-        help="check the objects already in a cluster against the rules, and report DRA health problems",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument(
-        "-f",
-        "--filename",
-        dest="files",
-        action="extend",
-        nargs="+",
-        metavar="FILE_OR_DIR",
-        help="manifests: YAML or JSON files, directories, or - for stdin (repeatable; several per -f)",
-    )
-    source.add_argument("--kubeconfig", metavar="FILE", help="list the objects from this cluster")
-    p.add_argument(
-        "-R", "--recursive", action="store_true", help="read the directories given with -f recursively"
-    )
+    p = add_command(sub, "audit", DESCRIPTION)
+    add_file_flags(p, required=False)
+    add_cluster(p, "audit when no -f is given")
     add_reading_flags(p)
     p.add_argument("--config", metavar="FILE", help="draguard config file (default: the built-in defaults)")
     p.add_argument(
@@ -95,7 +84,7 @@ def register(sub: Any) -> None:
         help="Kubernetes feature gates as Name=true|false on top of the 1.36 defaults, or 'all', 'none' or "
         "a comma list of allocator switches",
     )
-    p.add_argument("-o", "--output", choices=("table", "json", "policyreport"), default="table")
+    add_output(p, (*TABLE_FORMATS, "policyreport"))
     p.set_defaults(func=run)
 
 
@@ -123,8 +112,11 @@ def _decode(raws: Iterable[tuple[Any, str]]) -> tuple[list[TypedObject], list[Fi
     unreadable: list[Finding] = []
     skipped: set[str] = set()
     for raw, where in raws:
-        if not isinstance(raw, dict) or (raw.get("apiVersion"), raw.get("kind")) not in KINDS:
-            skipped.add(str(raw.get("kind")) if isinstance(raw, dict) else type(raw).__name__)
+        # Only an object that names a kind draguard does not check is skipped; anything else is
+        # decoded, and what cannot be is said so by decode().
+        kind = raw.get("kind") if isinstance(raw, dict) else None
+        if isinstance(kind, str) and kind and (raw.get("apiVersion"), kind) not in KINDS:
+            skipped.add(kind)
             continue
         try:
             objects.append(decode(raw))
@@ -146,7 +138,9 @@ def from_files(args: argparse.Namespace) -> tuple[list[TypedObject], list[Findin
     objects = [
         e.reading.obj
         for e in entries
-        if e.reading is not None and e.reading.obj is not None and e.reading.skipped is None
+        if e.reading is not None
+        and e.reading.obj is not None
+        and e.reading.skipped is None
         and not e.reading.errors
     ]
     return objects, [_unreadable(e) for e in entries if e.reading is None or e.reading.errors]
@@ -158,12 +152,20 @@ def _unreadable(entry: Entry) -> Finding:
     return undecodable_document(entry.reading, [f"{entry.where}: {p}" for p in entry.reading.errors])
 
 
-def from_cluster(kubeconfig: str) -> list[tuple[Any, str]]:
+def from_cluster(kubeconfig: str | None, context: str | None) -> list[tuple[Any, str]]:
     """Every object draguard reads, listed once (raw JSON, so fields the client's models do not
     know are kept); a resource the cluster does not serve is skipped when it is optional."""
+    # The Kubernetes client is imported only when a cluster is audited (it takes longer to import
+    # than the audit of a small file takes to run).
+    from webhook.kube import ConnectError, KubeError, KubeReader, NotServed, connect
+    from webhook.state import RESOURCES
+
     try:
-        reader = KubeReader(connect(kubeconfig, in_cluster=False))
-        raws: list[tuple[Any, str]] = []
+        reader = KubeReader(connect(kubeconfig, in_cluster=False, context=context))
+    except ConnectError as err:
+        raise InputError(str(err)) from None
+    raws: list[tuple[Any, str]] = []
+    try:
         for resource in RESOURCES:
             try:
                 for items, _ in reader.list_pages(resource):
@@ -175,45 +177,27 @@ def from_cluster(kubeconfig: str) -> list[tuple[Any, str]]:
             except NotServed:
                 if not resource.optional:
                     raise
-        return raws
-    except (ConnectError, KubeError) as err:
-        raise InputError(f"--kubeconfig {kubeconfig}: {err}") from None
+    except KubeError as err:
+        where = f"--kubeconfig {kubeconfig}" if kubeconfig else "the cluster"
+        raise InputError(f"{where}: {err}") from None
+    return raws
 
 
 # --- output --------------------------------------------------------------------------------------
 
 
-class ProgressBar:
-    """``audit [#####.....] 12/40`` redrawn in place on a terminal; nothing when not a terminal."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
-        self._shown = False
-
-    def __call__(self, done: int, total: int) -> None:
-        filled = PROGRESS_WIDTH * done // total
-        self._stream.write(f"\raudit [{'#' * filled}{'.' * (PROGRESS_WIDTH - filled)}] {done}/{total}")
-        self._stream.flush()
-        self._shown = True
-
-    def close(self) -> None:
-        if self._shown:
-            self._stream.write("\r" + " " * (PROGRESS_WIDTH + 30) + "\r")
-            self._stream.flush()
+def summary(report: Report, style: Style = PLAIN) -> str:
+    counts = ", ".join(f"{report.count(r)} {style.status(r)}" for r in RESULTS)
+    return f"audited {plural(report.objects, 'object')}: {counts}"
 
 
-def summary(report: Report) -> str:
-    counts = ", ".join(f"{report.count(r)} {r}" for r in RESULTS)
-    return f"audited {report.objects} objects: {counts}"
-
-
-def table(report: Report) -> str:
+def table(report: Report) -> Table | None:
+    """The results that are not ``pass`` or ``skip``, one a row; None when there are none."""
     shown = [f for f in report.findings if f.result not in ("pass", "skip")]
     if not shown:
-        return "no findings"
-    rows = [("RESULT", "RULE", "RESOURCE", "MESSAGE")]
-    rows += [(f.result, f.rule, str(f.resources[0]) if f.resources else "-", f.message) for f in shown]
-    return render(rows)
+        return None
+    rows = [(f.result, f.rule, str(f.resources[0]) if f.resources else "-", f.message) for f in shown]
+    return Table(("RESULT", "RULE", "RESOURCE", "MESSAGE"), rows)
 
 
 def to_json(report: Report) -> dict[str, Any]:
@@ -227,30 +211,33 @@ def to_json(report: Report) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     now = datetime.now(UTC)
     try:
+        if args.files and (args.kubeconfig or args.context):
+            raise InputError("give -f (manifests) or a cluster (--kubeconfig, --context), not both")
         features = FeatureGates() if args.features is None else FeatureGates.parse(args.features)
         config = load_config(args.config) if args.config else Config()
         if args.files:
             objects, unreadable = from_files(args)
         else:
-            objects, unreadable, skipped = _decode(from_cluster(args.kubeconfig))
+            objects, unreadable, skipped = _decode(from_cluster(args.kubeconfig, args.context))
             if skipped:
-                print(f"note: skipped objects of kinds draguard does not check: {', '.join(sorted(skipped))}",
-                      file=sys.stderr)
+                kinds = ", ".join(sorted(skipped))
+                print(f"note: skipped objects of kinds draguard does not check: {kinds}", file=sys.stderr)
     except (InputError, UsageError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    bar = ProgressBar(sys.stderr) if sys.stderr.isatty() else None
-    try:
-        report = audit(objects, RULES, config, now, features, progress=bar)
-    finally:
-        if bar is not None:
-            bar.close()
+    with Progress("audit") as progress:
+        report = audit(objects, RULES, config, now, features, progress=progress)
     report = Report((*unreadable, *report.findings), report.objects)
-    if args.output == "json":
-        print(json.dumps(to_json(report), indent=2))
-    elif args.output == "policyreport":
-        print(yaml.safe_dump_all(policy_reports(report, now), sort_keys=False), end="")
+    if args.output == "policyreport":
+        dump_all(policy_reports(report, now), sys.stdout)
+    elif args.output != "table":
+        dump(to_json(report), args.output, sys.stdout)
     else:
-        print(table(report))
-        print(summary(report))
+        painted = style(args)
+        found = table(report)
+        if found is None:
+            print("no findings")
+        else:
+            print_table(found, sys.stdout, painted)
+        print(summary(report, painted))
     return 1 if report.failed or report.count("error") else 0

@@ -17,6 +17,9 @@ import sys
 from typing import Any
 
 from certs.material import CertificateError, KeyAlgorithm, generate_ca, issue_serving, service_hosts
+from webhook.commands import add_command
+from webhook.commands.common import add_output
+from webhook.output import dump
 
 # RFC 1123 label: what Kubernetes accepts for Service and Namespace names.
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -25,8 +28,10 @@ FILES = ("ca.crt", "tls.crt", "tls.key")
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("certs", help="TLS certificates for the webhook")
-    actions = parser.add_subparsers(dest="certs_command", metavar="ACTION", required=True)
+    parser = add_command(subparsers, "certs", "Make TLS certificates for the webhook.")
+    actions = parser.add_subparsers(
+        dest="certs_command", metavar="ACTION", required=True, help="one of these"
+    )
     generate = actions.add_parser(
         "generate",
         help="write a CA and a serving certificate (ca.crt, tls.crt, tls.key) to a directory",
@@ -51,6 +56,7 @@ def register(subparsers: Any) -> None:
         help="key type (default ecdsa-p256)",
     )
     generate.add_argument("--force", action="store_true", help="overwrite existing files")
+    add_output(generate)
     generate.set_defaults(func=generate_command)
 
 
@@ -110,6 +116,10 @@ def generate_command(args: argparse.Namespace) -> int:
         print(f"draguard certs generate: {err}", file=sys.stderr)
         return 2
     expires = serving.certificate.not_valid_after_utc.date().isoformat()
+    if args.output != "table":
+        written = {name: os.path.join(args.out, name) for name in FILES}
+        dump({"files": written, "hosts": hosts, "expires": expires}, args.output, sys.stdout)
+        return 0
     print(f"wrote {', '.join(FILES)} to {args.out} for {', '.join(hosts)} (expires {expires})")
     print("install them with:")
     print(

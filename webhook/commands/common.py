@@ -1,21 +1,28 @@
-"""The input flags every command shares, and what they read, so that every command reads alike.
+"""The flags the commands share, defined once so that they read and behave the same everywhere.
 
-``-f/--filename`` (repeatable, several paths each, ``-`` for stdin), ``-R/--recursive``,
+Input: ``-f/--filename`` (repeatable, several paths each, ``-`` for stdin), ``-R/--recursive``,
 ``--api-versions`` (the API server's ``--runtime-config`` for the older DRA versions),
 ``--unknown-fields``, ``--skip-kinds``, ``--strict-kinds`` and ``--allow-privileged`` (the API
 server's flag of that name); then one note per kind skipped, on stderr, as kubectl-style tools
-print them.
+print them. Output: ``-o/--output`` with ``--no-color`` (every command that prints a result).
+Cluster: ``--kubeconfig`` with ``--context`` (every command that can read a cluster). Each
+``add_*`` helper adds flags to a command's parser; the other functions turn the parsed flags into
+what the command uses.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from typing import TextIO
 
 from policies.api.conversion import CONVERTIBLE
 from policies.reading import CUSTOM_RESOURCE, NOT_CHECKED, UNKNOWN_FIELD_MODES, ReadOptions
 from webhook.manifests import Entry, read_entries, skipped_kinds
+from webhook.output import Style, plural, style_for
+
+TABLE_FORMATS = ("table", "json", "yaml")
 
 OLDER_VERSIONS = sorted(CONVERTIBLE)
 
@@ -43,7 +50,7 @@ def add_file_flags(parser: argparse.ArgumentParser, *, required: bool = True) ->
     )
 
 
-def add_reading_flags(parser: argparse.ArgumentParser) -> None:
+def add_reading_flags(parser: argparse._ActionsContainer) -> None:
     parser.add_argument(
         "--api-versions",
         default="",
@@ -110,9 +117,46 @@ def print_notes(entries: Sequence[Entry], out: TextIO) -> None:
         if why == "--skip-kinds":
             continue
         count = sum(1 for e in entries if e.reading is not None and e.reading.kind == kind)
-        documents = "document" if count == 1 else "documents"
+        documents = plural(count, f"{kind} document")
         refuse = ", --strict-kinds to make it an error" if why in (NOT_CHECKED, CUSTOM_RESOURCE) else ""
-        print(
-            f"note: skipped {count} {kind} {documents}: {why} (--skip-kinds {kind} to silence this{refuse})",
-            file=out,
-        )
+        print(f"note: skipped {documents}: {why} (--skip-kinds {kind} to silence this{refuse})", file=out)
+
+
+# --- output and cluster ------------------------------------------------------------------------
+
+
+def add_output(parser: argparse.ArgumentParser, formats: Sequence[str] = TABLE_FORMATS) -> None:
+    """``-o/--output`` (the first format is the default, the one for a person) and ``--no-color``."""
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=formats,
+        default=formats[0],
+        metavar="FORMAT",
+        help=f"{', '.join(formats)} (default: {formats[0]}); json and yaml hold every detail in full",
+    )
+    parser.add_argument(
+        "--no-color",
+        action="store_true",
+        help="no colour even on a terminal (setting the NO_COLOR environment variable does the same)",
+    )
+
+
+def style(args: argparse.Namespace, stream: TextIO | None = None) -> Style:
+    """The colours for ``stream`` (stdout by default) under the parsed ``--no-color``."""
+    return style_for(stream if stream is not None else sys.stdout, args.no_color)
+
+
+def add_cluster(parser: argparse._ActionsContainer, what: str) -> None:
+    """``--kubeconfig FILE`` and ``--context NAME``; ``what`` says what the cluster is read for."""
+    parser.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help=f"kubeconfig of the cluster to {what} (default: $KUBECONFIG, which may list several "
+        "files separated by ':', else ~/.kube/config)",
+    )
+    parser.add_argument(
+        "--context",
+        metavar="NAME",
+        help="the kubeconfig context to use (default: its current-context)",
+    )

@@ -18,30 +18,30 @@ import json
 import sys
 from typing import Any
 
-import yaml
-
 from policies.api.conversion import CONVERTIBLE, convert
 from policies.reading import ReadOptions, read
-from webhook.commands.common import add_file_flags
+from webhook.commands import add_command
+from webhook.commands.common import add_file_flags, add_output
 from webhook.manifests import Document, Unreadable, iter_inputs
+from webhook.output import dump, dump_all
+
+DESCRIPTION = """\
+Print the manifests again with their resource.k8s.io v1beta1 and v1beta2 objects (and v1alpha3
+DeviceTaintRules) converted field by field as a Kubernetes 1.36 API server converts them, like
+'kubectl convert': a v1beta1 request's deviceClassName, selectors, count and the like move under
+exactly:, a device's basic: fields up into the device. Other documents are printed as they are.
+
+Exit codes: 0 everything was printed, 1 a document could not be converted or a file read, 2
+nothing could be read."""
 
 # Every older version counts as served here: converting it is the point.
 _ALL_VERSIONS = ReadOptions(api_versions=frozenset(CONVERTIBLE), unknown_fields="error")
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "convert",
-        help="print older resource.k8s.io objects (v1beta1, v1beta2) converted to resource.k8s.io/v1",
-        description="Print the manifests again with their resource.k8s.io v1beta1 and v1beta2 objects (and "
-        "v1alpha3 DeviceTaintRules) converted field by field as a Kubernetes 1.36 API server converts "
-        "them, like kubectl convert: a v1beta1 request's deviceClassName, selectors, count and the like "
-        "move under exactly:, a device's basic: fields up into the device. Other documents are printed "
-        "as they are. Exit 0 when everything was printed, 1 when a document could not be converted or a "
-        "file read, 2 when nothing could be read.",
-    )
+    p = add_command(sub, "convert", DESCRIPTION)
     add_file_flags(p)
-    p.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml", help="output format")
+    add_output(p, ("yaml", "json"))
     p.set_defaults(func=run)
 
 
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.output == "json":
         body = out[0] if len(out) == 1 else {"apiVersion": "v1", "kind": "List", "items": out}
-        print(json.dumps(body, indent=2))
+        dump(body, "json", sys.stdout)
     else:
-        print(yaml.safe_dump_all(out, sort_keys=False), end="")
+        dump_all(out, sys.stdout)
     return 1 if problems else 0

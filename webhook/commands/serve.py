@@ -1,22 +1,9 @@
 """``draguard serve``: the admission webhook over HTTPS, on cluster state from the API server or files.
 
-Where the cluster state comes from (exactly one): ``--kubeconfig FILE`` or ``--in-cluster`` (list and
-watch the API server), ``--state FILE_OR_DIR`` (manifests, for offline use and tests), or
-``--demo`` (the bundled example GPU cluster on 127.0.0.1, with a ready-made ``curl`` command).
-
-TLS is required. ``--tls-cert-file``/``--tls-key-file`` name a pair; ``--cert-dir`` holds
-``tls.crt``/``tls.key`` (a kubernetes.io/tls Secret volume). Either way the files are re-read when
-their content changes, without a restart. With neither, or with an empty ``--cert-dir`` outside the
-chart's ``selfManaged`` mode (where the elected replica writes the Secret), a private CA and a
-serving certificate for localhost, 127.0.0.1, ::1 and ``--host`` are generated into the directory
-(a temporary one by default) and the CA's path is printed for clients' ``--cacert``.
-
-``--config FILE`` is the file the Helm chart renders: the rules' settings (:class:`policies.config.Config`)
-plus three sections read here, because they concern the server and not the decisions:
-``certificates`` (see :mod:`certs.settings`), ``tls.minVersion`` ("1.2" or "1.3") and ``logLevel``.
-
-Exit codes: 0 after Ctrl-C, SIGTERM or ``--exit-after``; 2 when the options, the config, the
-manifests or the certificates cannot be used, or the ports cannot be bound.
+What the command does, for its users, is :data:`DESCRIPTION` (``draguard serve --help``). The config
+file is the one the Helm chart renders: the rules' settings (:class:`policies.config.Config`) plus
+the three sections read here, because they concern the server and not the decisions:
+``certificates`` (:mod:`certs.settings`), ``tls.minVersion`` and ``logLevel``.
 """
 
 from __future__ import annotations
@@ -52,15 +39,17 @@ from policies.config import Config
 from policies.quota import LedgerUnavailable, MemoryLedgerStore, snapshot_ledger
 from policies.rules.registry import RULES
 from webhook import demo, logs
+from webhook.commands import add_command
 from webhook.commands.certs import LOCAL_HOSTS, _write
 from webhook.commands.common import UsageError as ReadingUsageError
-from webhook.commands.common import add_reading_flags, read_options
+from webhook.commands.common import add_cluster, add_reading_flags, read_options
 from webhook.dryrun_api import DryRunSettings, add_dryrun_routes, add_flags, settings_from_args
 from webhook.dryrun_api import SettingsError as DryRunSettingsError
-from webhook.kube import ConnectError, KubeReader, connect
+from webhook.kube import ConnectError, KubeError, KubeReader, check_reachable, connect
 from webhook.ledger import ApiLedgerStore, ConfigMaps, reconcile_all, with_ledger
 from webhook.manifests import ManifestError, decode_documents
-from webhook.metrics import Metrics
+from webhook.metrics import Metrics, object_counts
+from webhook.output import plural
 from webhook.server import DEFAULT_DEADLINE, Admission, Listen, Ports, build_app, readiness, run, split_rules
 from webhook.state import ClusterState, FileState, State, relevance
 
@@ -68,6 +57,30 @@ log = logging.getLogger(__name__)
 
 TLS_VERSIONS = {"1.2": ssl.TLSVersion.TLSv1_2, "1.3": ssl.TLSVersion.TLSv1_3}
 LOCAL_VALIDITY = dt.timedelta(days=365)
+
+
+DESCRIPTION = """\
+Run the admission webhook over HTTPS, with the dry-run endpoint (POST /v1/dryrun) beside it,
+metrics and the probes on two plain-HTTP ports.
+
+Where the cluster state comes from (exactly one): --kubeconfig FILE or --context NAME (list and
+watch the cluster of a kubeconfig; --context alone uses $KUBECONFIG or ~/.kube/config),
+--in-cluster (the pod's service account), --state FILE_OR_DIR (manifests, for offline use and
+tests), or --demo (the bundled example GPU cluster on 127.0.0.1, with ready-made curl commands).
+
+TLS is required. --tls-cert-file and --tls-key-file name a pair; --cert-dir holds tls.crt and
+tls.key (a kubernetes.io/tls Secret volume). Either way the files are read again when their
+content changes, without a restart. With neither, or with an empty --cert-dir outside the chart's
+selfManaged mode, a private CA and a serving certificate for localhost, 127.0.0.1, ::1 and --host
+are generated into the directory (a temporary one by default), and the CA's path is printed for
+clients' --cacert.
+
+--config FILE is the file the Helm chart renders: the rules' settings plus 'certificates',
+'tls.minVersion' ("1.2" or "1.3") and 'logLevel'.
+
+Exit codes: 0 after Ctrl-C, SIGTERM or --exit-after; 2 when the options, the config, the
+manifests, the kubeconfig, the cluster or the certificates cannot be used, or the ports cannot
+be bound."""
 
 
 class UsageError(Exception):
@@ -85,12 +98,7 @@ class ServeConfig:
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "serve",
-        help="run the admission webhook (HTTPS) with metrics",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(subparsers, "serve", DESCRIPTION)
     source = p.add_argument_group("cluster state (choose one)")
     source.add_argument(
         "--state",
@@ -100,7 +108,7 @@ def register(subparsers: Any) -> None:
         metavar="FILE_OR_DIR",
         help="manifests: files, directories (read recursively) or - for stdin (repeatable)",
     )
-    source.add_argument("--kubeconfig", metavar="FILE", help="list and watch the cluster of this kubeconfig")
+    add_cluster(source, "list and watch")
     source.add_argument(
         "--in-cluster", action="store_true", help="list and watch with the pod's service account"
     )
@@ -135,11 +143,11 @@ def register(subparsers: Any) -> None:
 
 
 def _check_options(args: argparse.Namespace) -> None:
-    sources = [bool(args.state), bool(args.kubeconfig), args.in_cluster, args.demo]
+    sources = [bool(args.state), bool(args.kubeconfig or args.context), args.in_cluster, args.demo]
     if sum(sources) != 1:
         raise UsageError(
-            "say where the cluster state comes from, exactly once: --state FILE_OR_DIR, --kubeconfig FILE, "
-            "--in-cluster or --demo"
+            "say where the cluster state comes from, exactly once: --state FILE_OR_DIR, --kubeconfig FILE "
+            "(or --context NAME), --in-cluster or --demo"
         )
     if bool(args.tls_cert_file) != bool(args.tls_key_file):
         raise UsageError("--tls-cert-file and --tls-key-file go together: give both or neither")
@@ -285,26 +293,37 @@ def certificates(
 
 
 def _load_state(
-    args: argparse.Namespace, api: ApiClient | None, review_dir: str, policy: Config
-) -> tuple[State, str | None]:
-    """The state source (holding what ``policy``'s rules read), and for ``--demo`` the path of the
-    sample review written to ``review_dir``."""
+    args: argparse.Namespace, api: ApiClient | None, example_dir: str, policy: Config
+) -> tuple[State, list[Written]]:
+    """The state source (holding what ``policy``'s rules read), and for ``--demo`` the example
+    requests written to ``example_dir``."""
     now = dt.datetime.now(dt.UTC)
     keep = relevance(policy)
     if api is not None:
-        return ClusterState(KubeReader(api), keep=keep), None
+        return ClusterState(KubeReader(api), keep=keep), []
     if not args.demo:
         try:
-            return FileState.load(args.state, now, keep, read_options(args)), None
+            return FileState.load(args.state, now, keep, read_options(args)), []
         except (ManifestError, ReadingUsageError) as err:
             raise UsageError(f"--state: {err}") from None
     docs, pod = demo.split(demo.documents())
     loaded, problems = decode_documents(docs)
     assert not problems, problems  # the bundled files are tested
-    review_path = os.path.join(review_dir, "pod-review.json")
-    with open(review_path, "w", encoding="utf-8") as fh:
-        json.dump(demo.pod_review(pod), fh, indent=2)
-    return FileState.from_objects((d.obj for d in loaded), now, keep), review_path
+    written = []
+    for example in demo.examples(pod):
+        path = os.path.join(example_dir, f"{example.name}.json")
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(example.body, fh, indent=2)
+        written.append(Written(example, path))
+    return FileState.from_objects((d.obj for d in loaded), now, keep), written
+
+
+@dataclass(frozen=True)
+class Written:
+    """A demo example and the file its body was written to."""
+
+    example: demo.Example
+    path: str
 
 
 def _url(scheme: str, host: str | None, port: int) -> str:
@@ -312,7 +331,7 @@ def _url(scheme: str, host: str | None, port: int) -> str:
     return f"{scheme}://{'[' + shown + ']' if ':' in shown else shown}:{port}"
 
 
-def _banner(args: argparse.Namespace, ca: str | None, review_path: str | None) -> Callable[[Ports], None]:
+def _banner(args: argparse.Namespace, ca: str | None, examples: list[Written]) -> Callable[[Ports], None]:
     def started(ports: Ports) -> None:
         url = _url("https", args.host, ports.https)
         print(f"draguard serving {url} (/validate[/<rule>], /mutate[/<rule>], /v1/dryrun, /healthz, /readyz)")
@@ -320,12 +339,14 @@ def _banner(args: argparse.Namespace, ca: str | None, review_path: str | None) -
         print(f"probes at {_url('http', args.host, ports.health)} (/healthz, /readyz)")
         if ca is not None:
             print(f"generated a private CA: clients verify the server with {ca}")
-        if review_path is not None and ca is not None:
-            print("send the example pod's AdmissionReview:")
-            print(
-                f"  curl --cacert {shlex.quote(ca)} -H 'Content-Type: application/json' "
-                f"--data @{shlex.quote(review_path)} {url}/validate"
-            )
+        if examples and ca is not None:
+            print("try it (each curl prints draguard's answer):")
+            for written in examples:
+                print(f"  # {written.example.answer}")
+                print(
+                    f"  curl -sS --cacert {shlex.quote(ca)} -H 'Content-Type: application/json' "
+                    f"--data @{shlex.quote(written.path)} {url}{written.example.path}"
+                )
         print("press Ctrl-C to stop")
         sys.stdout.flush()
 
@@ -382,7 +403,11 @@ async def _freeze_when_synced(state: State) -> None:
         await asyncio.sleep(0.1)
     gc.collect()
     gc.freeze()
-    log.info("cluster state synced: %d objects kept out of garbage collection", gc.get_freeze_count())
+    # The snapshot's objects, by kind, are what a person can check against the cluster; the count
+    # of Python objects frozen (every string and dict of every model) would say nothing to them.
+    counts = object_counts(state.snapshot)
+    total = plural(sum(counts.values()), "object")
+    log.info("cluster state synced: %s", total, extra={"fields": {"objects": counts}})
 
 
 async def _serve(
@@ -415,6 +440,24 @@ async def _serve(
             reconcile.cancel()
 
 
+def _api_client(args: argparse.Namespace) -> ApiClient | None:
+    """The client of the cluster the state is watched from, None when it comes from files.
+
+    A kubeconfig's cluster must answer now: a wrong address or CA is one line and exit 2 rather
+    than a server that retries forever and never gets ready. In a pod (--in-cluster) the API
+    server may still be coming up, and the watch's retries are the right answer.
+    """
+    if not (args.kubeconfig or args.context or args.in_cluster):
+        return None
+    try:
+        api = connect(args.kubeconfig, args.in_cluster, args.context)
+        if not args.in_cluster:
+            check_reachable(api)
+    except (ConnectError, KubeError) as err:
+        raise UsageError(str(err)) from None
+    return api
+
+
 def serve_command(args: argparse.Namespace) -> int:
     try:
         return _serve_checked(args)
@@ -433,11 +476,10 @@ def _serve_checked(args: argparse.Namespace) -> int:
         dryrun = settings_from_args(args, args.demo)
     except DryRunSettingsError as err:
         raise UsageError(str(err)) from None
+    # Before the logs are configured: the client's retries of an unreachable server would each be a
+    # log line before the one line that says what is wrong.
+    api = _api_client(args)
     logs.configure(args.log_level or config.log_level)
-    try:
-        api = connect(args.kubeconfig, args.in_cluster) if (args.kubeconfig or args.in_cluster) else None
-    except ConnectError as err:
-        raise UsageError(str(err)) from None
     with ExitStack() as stack:
         cert_dir = args.cert_dir or stack.enter_context(
             tempfile.TemporaryDirectory(prefix="draguard-demo-" if args.demo else "draguard-certs-")
@@ -450,7 +492,7 @@ def _serve_checked(args: argparse.Namespace) -> int:
             # Files named on the command line are meant to be served now; a mounted directory
             # may still be being written (or, with selfManaged, not yet), and is waited for.
             raise UsageError(f"--tls-cert-file/--tls-key-file: {tls.refusal}")
-        state, review_path = _load_state(args, api, cert_dir, config.policy)
+        state, examples = _load_state(args, api, cert_dir, config.policy)
         if isinstance(state, ClusterState):
             state.start()
             stack.callback(state.stop)
@@ -461,7 +503,7 @@ def _serve_checked(args: argparse.Namespace) -> int:
         rules = with_ledger(RULES, store)
         admission = Admission(split_rules(rules), config.policy, state, Metrics(state, tls), args.deadline)
         try:
-            asyncio.run(_serve(admission, tls, args, _banner(args, ca, review_path), ledger, dryrun, api))
+            asyncio.run(_serve(admission, tls, args, _banner(args, ca, examples), ledger, dryrun, api))
         except OSError as err:
             ports = f"{args.port}, {args.metrics_port} or {args.health_port}"
             raise UsageError(f"cannot listen on port {ports}: {err.strerror}") from None

@@ -1,18 +1,12 @@
 """``draguard test PATH...``: run policy test suites offline and say which expectations hold.
 
-A suite is a YAML file with a top-level ``tests:`` key (see :mod:`policies.testsuite` for the
-format and what each expectation means). PATH is a suite file or a directory: every ``*.yaml``
-under it with a top-level ``tests:`` key, and every file named ``draguard-test.yaml``, is a suite.
-File names inside a suite (``config``, ``state``, ``object``, ``allocate``...) are relative to it.
-
-Exit codes: 0 every test passed, 1 some test failed, 2 a suite is broken (the message names the
-file and the field); no test runs when any suite is broken.
+What the command does, for its users, is :data:`DESCRIPTION` (``draguard test --help``); the suite
+format and what each expectation means are in :mod:`policies.testsuite`.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -33,14 +27,24 @@ from policies.testsuite import (
     prepare,
     run_suite,
 )
+from webhook.commands import add_command
+from webhook.commands.common import add_output, style
 from webhook.manifests import ManifestError, load, read_documents
-from webhook.tables import render
+from webhook.output import Progress, Table, dump, terminal_width
 
+DESCRIPTION = """\
+Run policy test suites offline: objects, and the answers draguard should give for them.
+
+A suite is a YAML file with a top-level 'tests:' key. PATH is a suite file or a directory, in which
+every *.yaml file with a top-level 'tests:' key, and every file named draguard-test.yaml, is a
+suite. File names inside a suite (config, state, object, allocate...) are relative to it. The
+README's "Policy tests" section describes the format.
+
+Exit codes: 0 every test passed, 1 some test failed, 2 a suite is broken (the message names the
+file and the field); no test runs when any suite is broken."""
 SUITE_FILE = "draguard-test.yaml"
 _SUITE_SUFFIXES = (".yaml", ".yml")
 _TESTS_KEY = re.compile(r"^tests\s*:", re.MULTILINE)
-# A table row's reason is cut here; failures are printed in full below the table.
-REASON_WIDTH = 72
 
 
 class BrokenSuite(Exception):
@@ -48,12 +52,7 @@ class BrokenSuite(Exception):
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "test",
-        help="run policy test suites: objects and the answers draguard should give for them",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, "test", DESCRIPTION)
     p.add_argument("paths", nargs="*", metavar="PATH", help="a suite file or a directory of suites")
     p.add_argument(
         "-f",
@@ -65,7 +64,7 @@ def register(sub: Any) -> None:
         metavar="PATH",
         help="suite files or directories, as PATH (repeatable; several per -f)",
     )
-    p.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    add_output(p)
     p.add_argument("--junit", metavar="FILE", help="also write the results as a JUnit XML report")
     p.set_defaults(func=run)
 
@@ -142,24 +141,24 @@ class Ran:
     result: SuiteResult
 
 
-def _short(text: str, width: int = REASON_WIDTH) -> str:
-    return text if len(text) <= width else text[: width - 3] + "..."
+def table(runs: Sequence[Ran]) -> Table:
+    """One row per test; the failures' reasons are cut to the row and repeated by :func:`failures`."""
+    rows = [
+        (ran.result.name, r.name, "pass" if r.passed else "FAIL", r.reason)
+        for ran in runs
+        for r in ran.result.results
+    ]
+    return Table(("SUITE", "TEST", "RESULT", "REASON"), rows)
 
 
-def table(runs: Sequence[Ran]) -> str:
-    rows = [("SUITE", "TEST", "RESULT", "REASON")]
-    for ran in runs:
-        rows += [
-            (ran.result.name, r.name, "pass" if r.passed else "FAIL", _short(r.reason))
-            for r in ran.result.results
-        ]
-    failures = [
+def failures(runs: Sequence[Ran]) -> list[str]:
+    """Each failed test in full, under the table."""
+    return [
         f"FAIL {ran.result.name} / {r.name} ({ran.file})\n  {r.reason}"
         for ran in runs
         for r in ran.result.results
         if not r.passed
     ]
-    return "\n".join([render(rows), *(["", *failures] if failures else [])])
 
 
 def summary(runs: Sequence[Ran]) -> str:
@@ -240,16 +239,23 @@ def run(args: argparse.Namespace) -> int:
     if broken:
         print("\n".join(f"error: {line}" for b in broken for line in b.splitlines()), file=sys.stderr)
         return 2
-    runs = [Ran(file, run_suite(suite, RULES)) for file, suite in prepared]
+    runs: list[Ran] = []
+    with Progress("test") as progress:
+        for file, suite in prepared:
+            runs.append(Ran(file, run_suite(suite, RULES)))
+            progress(len(runs), len(prepared))
     if args.junit:
         try:
             junit(runs).write(args.junit, encoding="utf-8", xml_declaration=True)
         except OSError as err:
             print(f"error: --junit {args.junit}: cannot write: {err}", file=sys.stderr)
             return 2
-    if args.output == "json":
-        print(json.dumps(to_json(runs), indent=2))
+    if args.output != "table":
+        dump(to_json(runs), args.output, sys.stdout)
     else:
-        print(table(runs))
+        # The reasons of failures are printed in full below, so a cut one needs no note.
+        print(table(runs).render(terminal_width(sys.stdout), style(args)))
+        for failure in failures(runs):
+            print(f"\n{failure}")
         print(summary(runs))
     return 0 if all(r.result.failed == 0 for r in runs) else 1

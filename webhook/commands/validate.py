@@ -24,26 +24,46 @@ others are still checked), 2 nothing could be read at all, or bad options.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from policies.api.base import TypedObject
 from policies.api.core import Namespace
-from policies.audit import selector_warnings
-from policies.rules.registry import RULES
+from policies.api.resource import ADMIN_ACCESS_LABEL, ResourceSlice
 from policies.validation.documents import Identity, identity, judge
+from policies.validation.validate import NAMESPACE_UNKNOWN
+from webhook.commands import add_command
 from webhook.commands.common import (
     UsageError,
     add_file_flags,
+    add_output,
     add_reading_flags,
     print_notes,
     read_inputs,
+    style,
 )
 from webhook.manifests import Entry
+from webhook.output import PLAIN, RED, YELLOW, Progress, Style, dump, plural
+
+DESCRIPTION = """\
+Validate manifests offline as a Kubernetes 1.36 API server would on 'kubectl apply': strict
+decoding (unknown and duplicate fields), older resource.k8s.io versions refused or converted
+(--api-versions), then the API server's validation of DRA objects and of pods and workloads' pod
+templates; other kinds are skipped with one note per kind. One line per problem, with the file,
+the document, the object and the field:
+
+  claims.yaml: document 2: ResourceClaim team-a/big: spec.devices.requests[0].exactly.count:
+  Invalid value: -1: must be greater than zero
+
+Given ResourceSlices and DeviceClasses (a picture of the cluster), it also warns, as audit and
+the webhook do, about selectors that match no device, attribute names no device publishes and
+classes that do not exist (--strict fails on those).
+
+Exit codes: 0 every object is valid, 1 some object is invalid or some file cannot be read (the
+others are still checked), 2 nothing could be read at all, or bad options."""
 
 
 @dataclass
@@ -66,14 +86,7 @@ class Result:
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "validate",
-        help="check manifests against the API server's rules, DRA objects and workloads' pod templates",
-        description="Validate manifests offline as a Kubernetes 1.36 API server would on kubectl apply: "
-        "strict decoding, then the API server's validation of DRA objects and of pods and workloads' "
-        "pod templates. Exit 0 when all are valid, 1 when any is invalid or a file cannot be read, "
-        "2 when nothing could be read.",
-    )
+    parser = add_command(subparsers, "validate", DESCRIPTION)
     add_file_flags(parser)
     parser.add_argument(
         "--old",
@@ -99,7 +112,7 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="fail (exit 1) on warnings too: selectors matching no device, misspelled attribute names",
     )
-    parser.add_argument("-o", "--output", choices=("text", "json"), default="text", help="output format")
+    add_output(parser)
     parser.set_defaults(func=run)
 
 
@@ -119,8 +132,14 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: no objects found in {', '.join(args.files)}", file=sys.stderr)
         return 2
     print_notes(entries, sys.stderr)
-    results = check(entries, old_entries, labels, allow_privileged=args.allow_privileged)
-    (print_json if args.output == "json" else print_text)(results, sys.stdout)
+    with Progress("validate") as progress:
+        results = check(
+            entries, old_entries, labels, allow_privileged=args.allow_privileged, progress=progress
+        )
+    if args.output == "table":
+        print_text(results, sys.stdout, style(args))
+    else:
+        dump(to_json(results), args.output, sys.stdout)
     failed = any(r.errors for r in results) or (args.strict and any(r.warnings for r in results))
     return 1 if failed else 0
 
@@ -156,9 +175,10 @@ def check(
     given_labels: Mapping[str, dict[str, str]],
     *,
     allow_privileged: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[Result]:
     """A result per document checked and per file that could not be read; objects in --old files
-    only serve as the stored versions, unchecked."""
+    only serve as the stored versions, unchecked. ``progress(done, total)`` follows the documents."""
     olds = _stored(old_entries)
     namespaces = {
         e.reading.obj.name: e.reading.obj.metadata.labels or {}
@@ -168,7 +188,7 @@ def check(
     namespaces.update(given_labels)
     checked = [e for e in entries if e.reading is None or e.reading.skipped is None]
     objects = [e.reading.obj for e in checked if e.reading is not None and e.reading.obj is not None]
-    warned = iter(selector_warnings(objects, RULES, datetime.now(UTC)))
+    warned = iter(_selector_warnings(objects))
     results = []
     for entry in checked:
         reading = entry.reading
@@ -183,11 +203,37 @@ def check(
             namespace = key[2] if key is not None else reading.namespace
             old = olds.get(key) if key else None
             labels = namespaces.get(namespace)
-            result.errors += judge(reading, old, labels, allow_privileged=allow_privileged)
+            judged = judge(reading, old, labels, allow_privileged=allow_privileged)
+            result.errors += [_with_flag(line, namespace) for line in judged]
             prefix = f"{reading.kind} {result.name}: "
             result.warnings += [w.removeprefix(prefix) for w in next(warned)]
         results.append(result)
+        if progress is not None:
+            progress(len(results), len(checked))
     return results
+
+
+def _selector_warnings(objects: Sequence[TypedObject]) -> list[list[str]]:
+    """The selectors rule's warnings for each object, as audit gives them, when the input holds
+    ResourceSlices to compare with. The audit's code and the rule are loaded only then (only the
+    selectors rule: the others bring in the scheduler's dry run); together they take several times
+    longer to import than a small validate takes to run."""
+    if not any(isinstance(o, ResourceSlice) for o in objects):
+        return [[] for _ in objects]
+    from policies.audit import selector_warnings
+    from policies.rules.selectors import SelectorsRule
+
+    return selector_warnings(objects, (SelectorsRule(),), datetime.now(UTC))
+
+
+def _with_flag(line: str, namespace: str) -> str:
+    """A problem that only the namespace's labels would settle, with the flag that gives them."""
+    if NAMESPACE_UNKNOWN not in line:
+        return line
+    return (
+        f"{line} (give them with --namespace-labels {namespace}:{ADMIN_ACCESS_LABEL}=true, "
+        "or put the Namespace in the input)"
+    )
 
 
 def _shown_name(namespace: str, name: str) -> str:
@@ -207,23 +253,33 @@ def _summary(results: Sequence[Result]) -> dict[str, int]:
     }
 
 
-def print_text(results: Sequence[Result], out: TextIO) -> None:
+def summary(results: Sequence[Result], style: Style = PLAIN) -> str:
+    """``3 objects: 2 valid, 1 invalid (1 problem)``, and the files that could not be read."""
+    s = _summary(results)
+    invalid = f"{s['invalid']} invalid"
+    counts = [plural(s["problems"], "problem")]
+    if s["warnings"]:
+        counts.append(plural(s["warnings"], "warning"))
+    line = f"{plural(s['objects'], 'object')}: {s['valid']} valid, "
+    line += f"{style.paint(invalid, RED) if s['invalid'] else invalid} ({', '.join(counts)})"
+    if s["unreadable"]:
+        line += f"; {style.paint(plural(s['unreadable'], 'file'), RED)} could not be read"
+    return line
+
+
+def print_text(results: Sequence[Result], out: TextIO, style: Style = PLAIN) -> None:
+    warning = style.paint("warning", YELLOW)
     for result in results:
-        for warning in result.warnings:
-            print(f"{result.label}: warning: {warning}", file=out)
+        for message in result.warnings:
+            print(f"{result.label}: {warning}: {message}", file=out)
         for error in result.errors:
             # A CEL compile error spans lines (the expression and a caret); keep them under their problem.
             print(f"{result.label}: {error}".replace("\n", "\n    "), file=out)
-    s = _summary(results)
-    line = f"{s['objects']} objects: {s['valid']} valid, {s['invalid']} invalid ({s['problems']} problems"
-    line += f", {s['warnings']} warnings)" if s["warnings"] else ")"
-    if s["unreadable"]:
-        line += f"; {s['unreadable']} {'file' if s['unreadable'] == 1 else 'files'} could not be read"
-    print(line, file=out)
+    print(summary(results, style), file=out)
 
 
-def print_json(results: Sequence[Result], out: TextIO) -> None:
-    body = {
+def to_json(results: Sequence[Result]) -> dict[str, Any]:
+    return {
         "objects": [
             {
                 "source": r.where,
@@ -239,5 +295,3 @@ def print_json(results: Sequence[Result], out: TextIO) -> None:
         "unreadable": [r.errors[0] for r in results if r.unreadable],
         "summary": _summary(results),
     }
-    json.dump(body, out, indent=2)
-    out.write("\n")

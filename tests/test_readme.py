@@ -1,0 +1,43 @@
+"""The README's first five minutes: two Quick start commands, the second one being what CI runs, and
+no paths that a reader of the README does not have."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+def quick_start() -> list[str]:
+    section = README.split("## Quick start", 1)[1]
+    block = re.search(r"```sh\n(.*?)```", section, re.DOTALL)
+    assert block is not None
+    return block.group(1).strip().splitlines()
+
+
+def test_quick_start_is_install_and_demo_then_install_and_tests() -> None:
+    demo, tests = quick_start()
+    assert demo.startswith("python3 -m venv .venv && .venv/bin/pip install") and demo.endswith(
+        "draguard serve --demo"
+    )
+    assert tests.startswith("python3 -m venv .venv && .venv/bin/pip install") and tests.endswith(
+        ".venv/bin/python -m pytest"
+    )
+    # A user's command, not a developer's workaround: one install, then the one thing it is for.
+    assert demo.count("pip install") == 1 and tests.count("pip install") == 1
+    assert "--ignore-requires-python" not in demo + tests
+
+
+def test_ci_runs_exactly_the_second_command() -> None:
+    # What comes before it only finds the Kubernetes binaries the end-to-end tests start.
+    script = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert script[-1] == quick_start()[1]
+    assert sum("pytest" in line for line in script) == 1
+
+
+def test_no_path_outside_the_repository() -> None:
+    # `state: [../gpu-cluster]` in the suite example is relative to the suite file, inside the repo.
+    assert re.findall(r"`(\.\./[^`]*)`", README) == []
+    assert "/work/" not in README

@@ -323,7 +323,8 @@ class Deadlines:
 
 
 class CollectorPause:
-    """Python's cyclic garbage collector off while dry runs run (``with COLLECTOR_PAUSE:``).
+    """Python's cyclic garbage collector off while a dry run prepares a snapshot or answers
+    (``with COLLECTOR_PAUSE:``).
 
     An answer is tens of thousands of short-lived objects (node answers, allocation results, their
     JSON), none in a reference cycle: reference counting frees them all once the answer is encoded.
@@ -496,9 +497,13 @@ class DryRunEndpoint:
         return web.Response(body=encoded, content_type="application/json")
 
     def _work(self, question: HttpQuestion, snapshot: Snapshot, deadlines: Deadlines) -> bytes:
-        """On the worker thread: prepare the snapshot once, then answer."""
+        """On the worker thread: prepare the snapshot once, then answer. Preparing runs with the
+        collector paused too: as the allocator grows, full collections walk it again and again
+        (they doubled the cost of a new snapshot's first dry run)."""
         if self._prepared is None or self._prepared[0] is not snapshot:
-            self._prepared = (snapshot, Prepared.of(snapshot, self.settings.features, self._cel_cache))
+            with COLLECTOR_PAUSE:
+                prepared = Prepared.of(snapshot, self.settings.features, self._cel_cache)
+            self._prepared = (snapshot, prepared)
         return encoded_answer(question, self._prepared[1], self.settings, deadlines)
 
     async def openapi(self, _: web.Request) -> web.Response:

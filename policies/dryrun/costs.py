@@ -143,6 +143,8 @@ class Costs:
     def _key(self, results: Results) -> _CostKey | None:
         """Per claim, the devices claim_footprint counts that yield anything, in order (the others
         add an empty footprint); None when one of those has consumedCapacity."""
+        if not self.inventory.yielding:  # the usual cluster: no device yields node resources
+            return ((),) * len(results)
         key = []
         for result in results:
             counted: list[DeviceKey] = []

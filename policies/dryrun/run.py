@@ -118,13 +118,19 @@ class Outcome:
     earlier: list[str] = field(default_factory=list)
     scores: dict[str, dict[str, int]] = field(default_factory=dict)
     preemption: Preemption | None = None
+    totals: dict[str, int] = field(default_factory=dict)
 
     @property
     def fitting(self) -> list[Verdict]:
         return self.attempt.fitting
 
+    def score(self, scores: dict[str, dict[str, int]]) -> None:
+        """Set the fitting nodes' scores by plugin, and their totals (ranking reads them often)."""
+        self.scores = scores
+        self.totals = {node: sum(by_plugin.values()) for node, by_plugin in scores.items()}
+
     def total(self, node: str) -> int:
-        return sum(self.scores.get(node, {}).values())
+        return self.totals.get(node, 0)
 
     def preferred(self) -> list[str]:
         """The fitting nodes with the best score, in node order."""
@@ -219,7 +225,7 @@ class DryRun:
         if len(attempt.fitting) > 1:  # upstream scores only when there is a choice
             cycle = Cycle(outcome.question.pod, outcome.prepared.cluster, outcome.prepared.gates)
             infos = [outcome.prepared.cluster.by_name[v.node] for v in attempt.fitting]
-            outcome.scores = profile.scores(cycle, outcome.dra, infos)
+            outcome.score(profile.scores(cycle, outcome.dra, infos))
         outcome.message = _fits_message(outcome)
 
     # --- the answer --------------------------------------------------------------------------------

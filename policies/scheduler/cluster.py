@@ -90,9 +90,14 @@ class NodeInfo:
             used_ports=self.used_ports | host_ports(pod),
         )
 
-    @property
+    @cached_property
     def taints(self) -> tuple[Taint, ...]:
         return tuple(self.node.spec.taints or ()) if self.node.spec is not None else ()
+
+    @cached_property
+    def unschedulable(self) -> bool:
+        """``spec.unschedulable``: cordoned."""
+        return bool(self.node.spec is not None and self.node.spec.unschedulable)
 
     @cached_property
     def allocatable(self) -> Resource | None:

@@ -118,6 +118,8 @@ class DynamicResources:
     claims: list[ResourceClaim] = field(default_factory=list)
     _results: dict[str, tuple[AllocationResult | None, ...]] = field(default_factory=dict)
     _plans: dict[str, tuple[NodeInfo, list[Planned]]] = field(default_factory=dict)
+    _plan: list[Planned] = field(default_factory=list)
+    _allocated: list[int] = field(default_factory=list)
     unavailable: set[int] = field(default_factory=set)
     extended_index: int | None = None
     prepared: bool = False
@@ -145,6 +147,10 @@ class DynamicResources:
                     return problem
         self.prepared = True
         self.lazy_results = self.lazy_results and not self.has_alternatives()
+        # What does not depend on the node, once per attempt: per claim its allocation or the claim
+        # to allocate (the implicit claim's entry is the node's, see _filter), and which are allocated.
+        self._plan = [c.status.allocation if c.status and c.status.allocation else c for c in self.claims]
+        self._allocated = [i for i, c in enumerate(self.claims) if is_allocated(c)]
         return Prepared(lambda node: self._filter(cycle, resources, node))
 
     def _is_implicit(self, claim: ResourceClaim) -> bool:
@@ -183,21 +189,17 @@ class DynamicResources:
         return extended.implicit_claim(cycle.pod, extended.claim_requests(cycle.pod, through_dra, resolver))
 
     def _filter(self, cycle: Cycle, resources: dict[str, int], node: NodeInfo) -> Status | None:
-        node_claim = self._node_extended_claim(cycle, resources, node)
-        if isinstance(node_claim, Status):
-            return node_claim
         # Per claim: its allocation, the claim to allocate, or None (the implicit claim, when the
         # node's device plugins cover the extended resources).
-        plan: list[Planned] = []
-        for i, claim in enumerate(self.claims):
-            if i == self.extended_index:
-                plan.append(node_claim)
-            else:
-                plan.append(claim.status.allocation if claim.status and claim.status.allocation else claim)
+        plan = self._plan
+        extended_index = self.extended_index
+        if extended_index is not None:
+            node_claim = self._node_extended_claim(cycle, resources, node)
+            if isinstance(node_claim, Status):
+                return node_claim
+            plan = [*plan[:extended_index], node_claim, *plan[extended_index + 1 :]]
         to_allocate = [c for c in plan if isinstance(c, ResourceClaim)]
-        unavailable = [
-            i for i, c in enumerate(self.claims) if is_allocated(c) and not self._usable_on(c, node)
-        ]
+        unavailable = [i for i in self._allocated if not self._usable_on(self.claims[i], node)]
         fresh: list[AllocationResult] = []
         if to_allocate:
             refused = self._allocate(node, to_allocate, fresh, not self.lazy_results)
@@ -231,6 +233,9 @@ class DynamicResources:
         ``build``), or why not."""
         self.begin_node()
         outcome = self.allocator.allocate(node.node, claims, quick_reject=True, build_results=build)
+        if outcome.results is not None:  # fits (an error never comes with results)
+            into += outcome.results
+            return None
         unresolvable = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         error = str(outcome.error) if outcome.error is not None else None
         explanation = outcome.explanation
@@ -242,10 +247,7 @@ class DynamicResources:
             return Status(unresolvable, (str(outcome.error),), NAME, error=error, explanation=explanation)
         if error is not None:
             return _error(error)
-        if outcome.results is None:
-            return Status(unresolvable, (CANNOT_ALLOCATE,), NAME, explanation=explanation)
-        into += outcome.results
-        return None
+        return Status(unresolvable, (CANNOT_ALLOCATE,), NAME, explanation=explanation)
 
     @staticmethod
     def _usable_on(claim: ResourceClaim, node: NodeInfo) -> bool:

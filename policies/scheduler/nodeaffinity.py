@@ -47,7 +47,7 @@ class RequiredAffinity:
 
     def matches(self, node: NodeInfo) -> bool:
         labels = node.labels
-        if any(labels.get(k) != v for k, v in self.labels):
+        if self.labels and any(labels.get(k) != v for k, v in self.labels):
             return False
         return self.terms is None or any(term_matches(t, node.name, labels) for t in self.terms)
 

@@ -22,7 +22,6 @@ def pre_filter(cycle: Cycle) -> Prepared | None:
         return None
 
     def check(node: NodeInfo) -> Status | None:
-        cordoned = node.node.spec is not None and node.node.spec.unschedulable
-        return REFUSED if cordoned else None
+        return REFUSED if node.unschedulable else None
 
     return Prepared(check)

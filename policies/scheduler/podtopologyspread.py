@@ -77,6 +77,8 @@ def constraints(pod: Pod, match_label_keys: bool, when: str = "DoNotSchedule") -
 
 
 def _count(node: NodeInfo, chosen: Selector, namespace: str) -> int:
+    if not node.pods:
+        return 0
     return sum(
         1
         for p in node.pods
@@ -106,14 +108,14 @@ def pre_filter(cycle: Cycle) -> Prepared | None:
         for c, by_value in zip(chosen, counts, strict=True)
     ]
     own_labels = pod.metadata.labels or {}
+    itself = [1 if c.selector.matches(own_labels) else 0 for c in chosen]  # the pod counts itself
 
     def check(node: NodeInfo) -> Status | None:
         for i, c in enumerate(chosen):
             value = node.labels.get(c.topology_key)
             if value is None:
                 return MISSING_LABEL
-            itself = 1 if c.selector.matches(own_labels) else 0
-            if counts[i].get(value, 0) + itself - minimum[i] > c.max_skew:
+            if counts[i].get(value, 0) + itself[i] - minimum[i] > c.max_skew:
                 return REFUSED
         return None
 

@@ -50,7 +50,6 @@ from policies.api.admission import UserInfo
 from policies.api.base import TypedObject
 from policies.api.core import Pod
 from policies.api.defaults import apply_defaults
-from policies.api.kinds import DecodeError, decode
 from policies.api.resource import ResourceClaim
 from policies.config import Config
 from policies.dryrun import (
@@ -63,6 +62,7 @@ from policies.dryrun import (
     synthetic_pod,
     with_uid,
 )
+from policies.reading import read as read_document
 from policies.rules.engine import Context, Decision, Request, Rule, admit
 from policies.rules.request import RequestError, UndecodableObject, request_from
 from policies.snapshot import Snapshot
@@ -346,11 +346,14 @@ def _allocation_case(
     where: str, test: AllocationTest, state: Sequence[TypedObject], read: Reader, now: datetime
 ) -> AllocationCase:
     objects: list[TypedObject] = []
+    # Read as `draguard allocate` reads its files: a workload stands for a pod of its template,
+    # kinds draguard does not check are skipped, an older DRA version is refused naming the fix.
     for i, raw in enumerate(_documents(test.allocate, f"{where}.allocate", read), start=1):
-        try:
-            objects.append(apply_defaults(decode(raw), now))
-        except DecodeError as err:
-            raise SuiteError([f"{where}.allocate: document {i}: {p}" for p in err.problems]) from None
+        reading = read_document(raw)
+        if reading.errors:
+            raise SuiteError([f"{where}.allocate: document {i}: {p}" for p in reading.errors])
+        if reading.obj is not None:
+            objects.append(apply_defaults(reading.obj, now))
     snapshot = Snapshot.build([*state, *objects])
     pods = [o for o in objects if isinstance(o, Pod)]
     claims = [o for o in objects if isinstance(o, ResourceClaim)]

@@ -18,7 +18,7 @@ import json
 import sys
 from typing import Any
 
-from policies.api.conversion import CONVERTIBLE, convert
+from policies.api.conversion import CONVERTIBLE, GROUP, V1, convert
 from policies.reading import ReadOptions, read
 from webhook.commands import add_command
 from webhook.commands.common import add_file_flags, add_output
@@ -45,10 +45,22 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+def _as_is(raw: Any) -> bool:
+    """A Kubernetes object that is not in an older resource.k8s.io version: printed unchanged.
+    Anything else is read first: what is no object, or in a version nothing converts from
+    (classic DRA's v1alpha2), is refused with the reader's reason, as kubectl convert refuses it."""
+    if not isinstance(raw, dict):
+        return False
+    api_version, kind = raw.get("apiVersion"), raw.get("kind")
+    if not (isinstance(api_version, str) and api_version and isinstance(kind, str) and kind):
+        return False
+    return not api_version.startswith(f"{GROUP}/") or api_version == V1
+
+
 def _converted(doc: Document) -> tuple[Any, list[str]]:
     """The document in the version 1.36 serves, or unchanged; and why it cannot be converted."""
     raw = doc.raw
-    if not isinstance(raw, dict) or raw.get("apiVersion") not in CONVERTIBLE:
+    if _as_is(raw):
         return raw, []
     reading = read(raw, _ALL_VERSIONS)
     if reading.errors:

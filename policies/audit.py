@@ -19,7 +19,7 @@ Pure: the objects, the config, the rules and the time come in; ``progress`` is t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -31,6 +31,7 @@ from policies.api.admission import UserInfo
 from policies.api.base import NodeSelector, TypedObject
 from policies.api.core import Pod
 from policies.api.defaults import apply_defaults
+from policies.api.kinds import DEFAULT_NAMESPACE
 from policies.api.resource import (
     DeviceClass,
     DeviceTaint,
@@ -488,12 +489,36 @@ def _one_line(text: str) -> str:
     return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
-def pending_pod(pod: Pod, prepared: Prepared) -> list[Finding]:
+def _unread(pod: Pod, unread: Collection[ResourceRef]) -> list[str]:
+    """The claims and claim templates ``pod`` names that are among the documents that could not
+    be read."""
+    names = {(ref.kind, ref.namespace or DEFAULT_NAMESPACE, ref.name) for ref in unread}
+    namespace = pod.namespace or DEFAULT_NAMESPACE
+    found = []
+    for claim in pod.spec.resource_claims or ():
+        if claim.resource_claim_name and ("ResourceClaim", namespace, claim.resource_claim_name) in names:
+            found.append(f"ResourceClaim {namespace}/{claim.resource_claim_name}")
+        template = claim.resource_claim_template_name
+        if template and ("ResourceClaimTemplate", namespace, template) in names:
+            found.append(f"ResourceClaimTemplate {namespace}/{template}")
+    return found
+
+
+def pending_pod(pod: Pod, prepared: Prepared, unread: Collection[ResourceRef] = ()) -> list[Finding]:
     """Whether a pending pod fits on some node now, as kube-scheduler's default profile would judge
     it (dra-reference 4.18); ``fail`` with the scheduler's message and each node's reason when it
-    fits nowhere."""
+    fits nowhere. A pod whose claims or templates are in ``unread`` (documents of the input that
+    could not be read, each already an error) is not judged: its claims are not missing."""
     from policies.dryrun import DryRun, Question, with_uid
 
+    missing = _unread(pod, unread)
+    if missing:
+        message = (
+            f"pod {pod.key} is not judged: {', '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} in the input but could not be read "
+            f"(see {UNDECODABLE})"
+        )
+        return [_health(UNSCHEDULABLE_PODS, "skip", message, pod)]
     answer = DryRun(prepared).answer(Question(with_uid(pod)))
     if answer.error:
         message = f"pod {pod.key} is pending and cannot be scheduled: {answer.error}"
@@ -513,7 +538,11 @@ def pending_pod(pod: Pod, prepared: Prepared) -> list[Finding]:
 
 
 def _steps(
-    objects: Sequence[TypedObject], rules: Sequence[Rule], ctx: Context, gates: FeatureGates
+    objects: Sequence[TypedObject],
+    rules: Sequence[Rule],
+    ctx: Context,
+    gates: FeatureGates,
+    unread: Collection[ResourceRef],
 ) -> Iterator[Callable[[], list[Finding]]]:
     """The audit as small steps, so that the caller can show progress."""
     for obj in objects:
@@ -527,7 +556,7 @@ def _steps(
 
         prepared = Prepared.of(snapshot, gates)
         for pod in pending:
-            yield partial(pending_pod, pod, prepared)
+            yield partial(pending_pod, pod, prepared, unread)
 
 
 def audit(
@@ -537,11 +566,13 @@ def audit(
     now: datetime,
     gates: FeatureGates,
     progress: Progress | None = None,
+    unread: Collection[ResourceRef] = (),
 ) -> Report:
-    """Every finding about ``objects`` (as read from files or the API server; defaulted here)."""
+    """Every finding about ``objects`` (as read from files or the API server; defaulted here);
+    ``unread``: the documents of the input that could not be read."""
     defaulted = [apply_defaults(o, now) for o in objects]
     ctx = Context(Snapshot.build(defaulted), _audit_config(config), now)
-    steps = list(_steps(defaulted, rules, ctx, gates))
+    steps = list(_steps(defaulted, rules, ctx, gates, unread))
     findings: list[Finding] = []
     for done, step in enumerate(steps, start=1):
         findings += step()

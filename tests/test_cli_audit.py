@@ -125,6 +125,33 @@ def test_policyreports_can_be_applied_as_is(capsys: pytest.CaptureFixture[str], 
     ]
 
 
+def test_a_pod_whose_template_could_not_be_read_is_not_said_to_miss_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A driver demo in an older version: its claim template is an error (not served), and the pod
+    next to it is not judged on a template "not found" that is right there in the same file."""
+    demo = tmp_path / "demo.yaml"
+    demo.write_text(
+        "apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaimTemplate\n"
+        "metadata: {name: one-gpu, namespace: team-a}\n"
+        "spec: {spec: {devices: {requests: [{name: gpu, deviceClassName: gpu.example.com}]}}}\n"
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: team-a}\n"
+        "spec:\n  containers: [{name: c, image: i, resources: {claims: [{name: gpu}]}}]\n"
+        "  resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]\n"
+    )
+    code, out, _ = run(capsys, "-f", str(CLUSTER), "-f", str(demo), "-o", "json")
+    assert code == 1
+    findings = {f["rule"]: f for f in json.loads(out)["findings"] if f["result"] != "pass"}
+    assert set(findings) == {"undecodable-objects", "unschedulable-pods"}
+    assert findings["undecodable-objects"]["result"] == "error"
+    pod = findings["unschedulable-pods"]
+    assert pod["result"] == "skip" and "not found" not in pod["message"]
+    assert pod["message"] == (
+        "pod team-a/p is not judged: ResourceClaimTemplate team-a/one-gpu is in the input but could "
+        "not be read (see undecodable-objects)"
+    )
+
+
 def test_unusable_input_is_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = run(capsys, "-f", str(tmp_path / "nope.yaml"))
     assert (code, err) == (2, f"error: {tmp_path / 'nope.yaml'}: no such file or directory\n")

@@ -226,7 +226,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     with Progress("audit") as progress:
-        report = audit(objects, RULES, config, now, features, progress=progress)
+        unread = [ref for finding in unreadable for ref in finding.resources]
+        report = audit(objects, RULES, config, now, features, progress=progress, unread=unread)
     report = Report((*unreadable, *report.findings), report.objects)
     if args.output == "policyreport":
         dump_all(policy_reports(report, now), sys.stdout)

@@ -33,6 +33,15 @@ def test_table_shows_where_the_waiting_claim_fits_and_why_not(capsys: pytest.Cap
     assert "do not match the request's selectors" in node3
 
 
+def test_what_is_not_checked_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    """A note names the filter that did not run and says it was not checked: a bare
+    'NodeDeclaredFeatures: node-declared features' read as if it were a finding."""
+    _, out, _ = run(capsys, "-f", CLUSTER)
+    assert out.splitlines()[-1] == (
+        "note: NodeDeclaredFeatures: not checked: node-declared features (status.declaredFeatures)"
+    )
+
+
 def test_json_shape_is_exactly_the_documented_one(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "-f", CLUSTER, "-o", "json")
     assert code == 0

@@ -25,8 +25,6 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
-from policies.allocator import device_taints, tolerates
-from policies.allocator.nodes import NodeSelectorError, selector_matches
 from policies.api.admission import UserInfo
 from policies.api.base import NodeSelector, TypedObject
 from policies.api.core import Pod
@@ -46,11 +44,12 @@ from policies.rules.common import LISTED, a_few
 from policies.rules.engine import Context, Outcome, Rule, admit, rule_config
 from policies.rules.request import request_from
 from policies.rules.selectors import STORED_EXPRESSIONS, Target, current_slices, targets
-from policies.scheduler.cluster import is_pending
 from policies.snapshot import Snapshot
 
-if TYPE_CHECKING:  # the dry run is imported where pending pods are judged: validate's selector
-    # warnings (selector_warnings) need none of it, and it takes longer to import than they take
+# The allocator, the scheduler and the dry run are imported by the health checks that use them:
+# validate's selector warnings (selector_warnings) need none of them, and they take longer to import
+# than a small validate takes to run.
+if TYPE_CHECKING:
     from policies.dryrun import FeatureGates, Prepared
 
 Result = Literal["pass", "fail", "warn", "error", "skip"]
@@ -404,6 +403,8 @@ def _named_nodes(selector: NodeSelector) -> list[str]:
 
 
 def _matches_a_node(selector: NodeSelector, snapshot: Snapshot) -> bool:
+    from policies.allocator.nodes import NodeSelectorError, selector_matches
+
     for node in snapshot.nodes.values():
         try:
             if selector_matches(selector, node.name, node.labels):
@@ -438,6 +439,8 @@ def claims_on_missing_nodes(snapshot: Snapshot) -> list[Finding]:
 
 def _device_taints(snapshot: Snapshot) -> dict[tuple[str, str, str], tuple[DeviceTaint, ...]]:
     """Taints of every device of the current pool generations: its own and DeviceTaintRules'."""
+    from policies.allocator import device_taints
+
     return {
         (s.spec.driver, s.spec.pool.name, device.name): device_taints(
             device, s.spec.driver, s.spec.pool.name, snapshot.taint_rules
@@ -450,6 +453,8 @@ def _device_taints(snapshot: Snapshot) -> dict[tuple[str, str, str], tuple[Devic
 def noexecute_taints(snapshot: Snapshot) -> list[Finding]:
     """Allocated devices with a NoExecute taint the claim's allocation does not tolerate: the device
     taint eviction controller evicts the pods using the claim."""
+    from policies.allocator import tolerates
+
     taints = _device_taints(snapshot)
     findings = []
     for claim in snapshot.allocated_claims():
@@ -482,6 +487,8 @@ def noexecute_taints(snapshot: Snapshot) -> list[Finding]:
 
 def _pending(snapshot: Snapshot) -> list[Pod]:
     """Pods waiting for the scheduler with claims: no node yet, not finished, not being deleted."""
+    from policies.scheduler.cluster import is_pending
+
     return [p for p in snapshot.pods.values() if is_pending(p) and p.spec.resource_claims]
 
 

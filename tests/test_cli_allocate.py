@@ -199,3 +199,6 @@ def test_every_pending_pod_is_answered_and_in_sequence_each_sees_what_the_previo
     )
     code, out, _ = run(capsys, "-f", str(path), "--pod", "default/second", "-o", "json")
     assert [p["pod"] for p in json.loads(out)["pods"]] == ["default/second"]
+    _, out, _ = run(capsys, "-f", str(path), "--sequence")
+    head = out.splitlines()[0]
+    assert head == "POD default/first: fits on 1 of 1 nodes: node-1; --sequence places it on node-1"

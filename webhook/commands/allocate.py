@@ -295,7 +295,7 @@ def _reason(node: NodeAnswer) -> str:
 def _pod_head(pod: PodAnswer) -> list[str]:
     head = f"POD {pod.pod}: {pod.message}"
     if pod.placed_on:
-        head += f" (placed on {pod.placed_on})"
+        head += f"; --sequence places it on {pod.placed_on}"
     return [*(f"  earlier attempt: {m}" for m in pod.earlier_attempts), head]
 
 

@@ -202,3 +202,34 @@ def test_every_pending_pod_is_answered_and_in_sequence_each_sees_what_the_previo
     _, out, _ = run(capsys, "-f", str(path), "--sequence")
     head = out.splitlines()[0]
     assert head == "POD default/first: fits on 1 of 1 nodes: node-1; --sequence places it on node-1"
+
+
+def test_a_statefulsets_claim_templates_are_volumes_not_checked(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Its controller gives each pod a PersistentVolumeClaim per volumeClaimTemplate: the answer
+    says volumes were not checked, rather than a silent "fits"."""
+    node, gpu_class, slice_, template, pod, _ = one_gpu_cluster()
+    stateful = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "db", "namespace": "default"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": {"metadata": {"labels": {"app": "db"}}, "spec": pod["spec"]},
+            "volumeClaimTemplates": [
+                {
+                    "metadata": {"name": "data"},
+                    "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+                }
+            ],
+        },
+    }
+    path = tmp_path / "stateful.yaml"
+    path.write_text("\n---\n".join(json.dumps(o) for o in (node, gpu_class, slice_, template, stateful)))
+    code, out, err = run(capsys, "-f", str(path), "-o", "json")
+    assert code == 0, err
+    (answer,) = json.loads(out)["pods"]
+    assert answer["pod"] == "default/db"
+    volumes = "VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone: not checked"
+    assert any(note.startswith(volumes) for note in answer["notChecked"])

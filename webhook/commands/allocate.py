@@ -15,6 +15,8 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from policies.allocator import SearchBudget
+from policies.api.base import TypedObject
+from policies.api.core import Pod
 from policies.api.defaults import apply_defaults
 from policies.api.kinds import DEFAULT_NAMESPACE
 from policies.dryrun import (
@@ -29,6 +31,7 @@ from policies.dryrun import (
     with_uid,
 )
 from policies.dryrun.answer import Timing
+from policies.reading import Reading
 from policies.scheduler.claims import is_allocated
 from policies.scheduler.cluster import is_pending
 from policies.snapshot import Snapshot
@@ -163,11 +166,33 @@ def _read(args: argparse.Namespace) -> list[Entry]:
     return entries
 
 
+def _as_created(reading: Reading) -> TypedObject | None:
+    """The object read; a StatefulSet's pod as its controller creates it, with a
+    PersistentVolumeClaim volume per volumeClaimTemplate (upstream
+    ``pkg/controller/statefulset/stateful_set_utils.go``, ``updateStorage``; claim
+    ``<template>-<set>-0``), so that the dry run says it did not check them."""
+    obj = reading.obj
+    if reading.kind != "StatefulSet" or not isinstance(obj, Pod) or reading.workload is None:
+        return obj
+    spec = reading.workload.get("spec")
+    templates = spec.get("volumeClaimTemplates") if isinstance(spec, dict) else None
+    names = [
+        t["metadata"]["name"]
+        for t in templates or ()
+        if isinstance(t, dict) and isinstance(t.get("metadata"), dict) and t["metadata"].get("name")
+    ]
+    if not names:
+        return obj
+    claims = [{"name": n, "persistentVolumeClaim": {"claimName": f"{n}-{obj.name}-0"}} for n in names]
+    others = [v for v in obj.spec.volumes or () if v.get("name") not in names]
+    return obj.model_copy(update={"spec": obj.spec.model_copy(update={"volumes": claims + others})})
+
+
 def _snapshot(args: argparse.Namespace) -> Snapshot:
     now = datetime.now(UTC)
     entries = _read(args)
-    objects = (e.reading.obj for e in entries if e.reading is not None and e.reading.obj is not None)
-    return Snapshot.build(apply_defaults(obj, now) for obj in objects)
+    objects = (_as_created(e.reading) for e in entries if e.reading is not None and e.reading.obj is not None)
+    return Snapshot.build(apply_defaults(obj, now) for obj in objects if obj is not None)
 
 
 def _nodes(snapshot: Snapshot, wanted: list[str]) -> list[str] | None:

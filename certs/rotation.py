@@ -23,6 +23,7 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 
 from certs.material import (
+    BACKDATE,
     CertificateError,
     KeyAlgorithm,
     KeyPair,
@@ -63,10 +64,14 @@ class RotationPolicy:
     def renewal_time(self, cert: x509.Certificate) -> dt.datetime:
         """The moment ``cert`` is due for replacement.
 
+        Its life counts from when it was issued, ``BACKDATE`` after its notBefore (backdated for
+        clock skew): counted from notBefore, a certificate living less than a few times
+        ``BACKDATE`` was due the moment it was made, and rotated again on every round.
         A fixed ``renew_before`` longer than the certificate's life would mean "renew at once,
         forever"; such a certificate is renewed halfway through its life instead.
         """
-        start, end = cert.not_valid_before_utc, cert.not_valid_after_utc
+        end = cert.not_valid_after_utc
+        start = min(cert.not_valid_before_utc + BACKDATE, end)
         if self.renew_before is not None and self.renew_before < end - start:
             return end - self.renew_before
         fraction = self.renew_fraction if self.renew_before is None else 0.5

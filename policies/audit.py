@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from policies.api.admission import UserInfo
 from policies.api.base import NodeSelector, TypedObject
-from policies.api.core import Pod
+from policies.api.core import Namespace, Pod
 from policies.api.defaults import apply_defaults
 from policies.api.kinds import DEFAULT_NAMESPACE
 from policies.api.resource import (
@@ -125,8 +125,11 @@ class Finding:
 
 @dataclass(frozen=True)
 class Report:
+    """``terminating``: the namespaces being deleted (sorted), where no PolicyReport can be created."""
+
     findings: tuple[Finding, ...]
     objects: int
+    terminating: tuple[str, ...] = ()
 
     def count(self, result: Result) -> int:
         return sum(f.result == result for f in self.findings)
@@ -585,7 +588,8 @@ def audit(
         findings += step()
         if progress is not None:
             progress(done, len(steps))
-    return Report(tuple(findings), len(defaulted))
+    terminating = (o.name for o in defaulted if isinstance(o, Namespace) and o.metadata.deletion_timestamp)
+    return Report(tuple(findings), len(defaulted), tuple(sorted(terminating)))
 
 
 def selector_warnings(
@@ -648,13 +652,23 @@ def _report(kind: str, namespace: str, findings: Sequence[Finding], seconds: int
 
 def policy_reports(report: Report, now: datetime) -> list[dict[str, Any]]:
     """``wgpolicyk8s.io/v1alpha2`` reports: a PolicyReport per namespace that has results (sorted),
-    then the ClusterPolicyReport of cluster-scoped objects (always, possibly empty)."""
+    then the ClusterPolicyReport of cluster-scoped objects (always, possibly empty).
+
+    Namespaces being deleted get none: the API server refuses to create anything in them ("unable
+    to create new content in namespace ... because it is being terminated"), and one refused
+    document fails the whole ``kubectl apply``. See :func:`left_out`."""
     seconds = int(now.timestamp())
     by_namespace: dict[str, list[Finding]] = {}
     for finding in report.findings:
-        by_namespace.setdefault(finding.namespace, []).append(finding)
+        if finding.namespace not in report.terminating:
+            by_namespace.setdefault(finding.namespace, []).append(finding)
     reports = [
         _report("PolicyReport", ns, by_namespace[ns], seconds) for ns in sorted(by_namespace) if ns
     ]
     reports.append(_report("ClusterPolicyReport", "", by_namespace.get("", []), seconds))
     return reports
+
+
+def left_out(report: Report) -> list[Finding]:
+    """The findings :func:`policy_reports` leaves out: those in namespaces being deleted."""
+    return [f for f in report.findings if f.namespace and f.namespace in report.terminating]

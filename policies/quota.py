@@ -304,10 +304,13 @@ class LedgerStore(Protocol):
 
     ``charge`` reads the namespace's ledger, asks ``check`` and, if it passes, writes the claim's new
     charge with optimistic concurrency, retrying with a fresh ledger on conflict; it returns the
-    problem that stopped it, or None once charged. Raises :class:`LedgerUnavailable`.
+    problem that stopped it, or None once charged. Raises :class:`LedgerUnavailable`, also when no
+    write could land before ``deadline`` (the webhook's answer, see ``Context.deadline``).
     """
 
-    def charge(self, namespace: str, uid: str, charge: Charge, check: ChargeCheck) -> Exceeded | None: ...
+    def charge(
+        self, namespace: str, uid: str, charge: Charge, check: ChargeCheck, deadline: float | None = None
+    ) -> Exceeded | None: ...
 
 
 class MemoryLedgerStore:
@@ -319,7 +322,11 @@ class MemoryLedgerStore:
         self.ledger = ledger or Ledger()
         self._lock = threading.Lock()
 
-    def charge(self, namespace: str, uid: str, charge: Charge, check: ChargeCheck) -> Exceeded | None:
+    def charge(
+        self, namespace: str, uid: str, charge: Charge, check: ChargeCheck, deadline: float | None = None
+    ) -> Exceeded | None:
+        """As :class:`LedgerStore` says; in memory a charge is recorded at once, so ``deadline`` is
+        never in the way."""
         with self._lock:
             problem = check(self.ledger)
             if problem is None:

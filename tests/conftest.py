@@ -14,24 +14,37 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "kube"))
 from controlplane import ASSETS_VAR, ControlPlane, missing_binaries
 
 
-@pytest.fixture(scope="session")
-def control_plane() -> Iterator[ControlPlane]:
-    """etcd and kube-apiserver 1.36, started once per test session and stopped at its end.
-
-    Without the binaries the tests that use it skip with one line saying how to provide them;
-    under CI (``CI=true``) that is a failure, since CI is where they must run.
-    """
+def _running(feature_gates: dict[str, bool]) -> Iterator[ControlPlane]:
+    """A control plane for the rest of the test session. Without the binaries the tests that use it
+    skip with one line saying how to provide them; under CI (``CI=true``) that is a failure, since
+    CI is where they must run."""
     missing = missing_binaries()
     if missing:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(missing, pytrace=False)
         pytest.skip(missing)
-    plane = ControlPlane(Path(os.environ[ASSETS_VAR]))
+    plane = ControlPlane(Path(os.environ[ASSETS_VAR]), feature_gates=feature_gates)
     plane.start()
     try:
         yield plane
     finally:
         plane.stop()
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[ControlPlane]:
+    """etcd and kube-apiserver 1.36 with its default feature gates, as a cluster admin's would be
+    (agreement with the API server is checked against this one), started once per test session."""
+    yield from _running({})
+
+
+@pytest.fixture(scope="session")
+def node_allocatable_plane() -> Iterator[ControlPlane]:
+    """A second control plane with KEP-5517's DRANodeAllocatableResources gate (alpha in 1.36, off
+    by default): devices that hand out node resources (a CPU driver's cores) keep their
+    ``nodeAllocatableResourceMappings`` only with it, and the quota and sharing rules read them.
+    Started only when a test asks for it, once per session."""
+    yield from _running({"DRANodeAllocatableResources": True})
 
 
 @pytest.fixture

@@ -28,6 +28,7 @@ from policies.audit import (
     Report,
     audit,
     claims_on_missing_nodes,
+    left_out,
     noexecute_taints,
     pending_pod,
     policy_reports,
@@ -408,7 +409,11 @@ def test_taints_from_device_taint_rules_count() -> None:
 def test_progress_is_reported_up_to_the_total() -> None:
     seen: list[tuple[int, int]] = []
     audit(
-        objects(), RULES, Config(), NOW, FeatureGates(),
+        objects(),
+        RULES,
+        Config(),
+        NOW,
+        FeatureGates(),
         progress=lambda done, total: seen.append((done, total)),
     )
     total = seen[-1][1]
@@ -458,6 +463,28 @@ def test_policy_reports_one_per_namespace_and_one_for_the_cluster() -> None:
     assert failing[0]["scored"] is True and failing[0]["category"] == "DRA policy"
     cluster_kinds = {x["resources"][0]["kind"] for x in reports[-1]["results"]}
     assert cluster_kinds == {"DeviceClass", "ResourceSlice"}
+
+
+def test_namespaces_being_deleted_get_no_policy_report() -> None:
+    """The API server creates nothing in a namespace being deleted (seen on the real one: "unable to
+    create new content in namespace ... because it is being terminated"), and kubectl apply fails on
+    such a document: its results are left out of the reports, and said to be."""
+    leaving = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "team-b", "deletionTimestamp": "2026-01-01T00:00:00Z"},
+    }
+    other = claim("x") | {"metadata": {"name": "x", "namespace": "team-b"}}
+    report = run(pod("stuck", "node-2", gpus="claim:three-a100"), other, leaving)
+    assert report.terminating == ("team-b",)
+    reports = policy_reports(report, NOW)
+    assert [(r["kind"], r["metadata"].get("namespace")) for r in reports] == [
+        ("PolicyReport", "team-a"),
+        ("ClusterPolicyReport", None),
+    ]
+    dropped = left_out(report)
+    assert dropped and {f.namespace for f in dropped} == {"team-b"}
+    assert len(dropped) + sum(len(r["results"]) for r in reports) == len(report.findings)
 
 
 def test_health_rules_are_named_for_what_they_check() -> None:

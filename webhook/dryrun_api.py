@@ -45,6 +45,7 @@ from policies.dryrun.request import (
     parse_request,
 )
 from policies.snapshot import Snapshot
+from webhook import bodies
 from webhook.auth import (
     Authenticator,
     AuthError,
@@ -53,6 +54,8 @@ from webhook.auth import (
     ClientCertificates,
     Open,
     RateLimiter,
+    SubjectAccessReviews,
+    kube_access_reviewer,
     kube_token_reviewer,
 )
 
@@ -266,10 +269,10 @@ class Problem(Exception):
 def parse_question(body: bytes, settings: DryRunSettings, now: datetime) -> HttpQuestion:
     """The request body as a question; raises Problem(400) naming the field for anything malformed."""
     try:
-        raw = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise Problem(400, f"invalid dry-run request: body: Invalid value: not JSON: {err}",
-                      [f"body: Invalid value: not JSON: {err}"]) from None
+        raw = bodies.parse(body)
+    except bodies.BadBody as err:
+        problem = f"body: Invalid value: {err.problem.removeprefix('is ')}"
+        raise Problem(400, f"invalid dry-run request: {problem}", [problem]) from None
     try:
         return parse_request(raw, settings.limits(), now)
     except RequestError as err:
@@ -333,19 +336,11 @@ def _json(
 
 async def read_capped(request: web.Request, limit: int) -> bytes:
     """The body, refusing (413) one over ``limit`` bytes without reading all of it."""
-    too_large = Problem(
-        413, f"request body is larger than the dry-run limit of {limit} bytes (--dryrun-max-body)"
-    )
-    if request.content_length is not None and request.content_length > limit:
-        raise too_large
-    chunks: list[bytes] = []
-    size = 0
-    while chunk := await request.content.read(65536):
-        size += len(chunk)
-        if size > limit:
-            raise too_large
-        chunks.append(chunk)
-    return b"".join(chunks)
+    try:
+        return await bodies.read(request, limit)
+    except bodies.BadBody as err:
+        flag = " (--dryrun-max-body)" if err.status == 413 else ""
+        raise Problem(err.status, f"request {err}{flag}") from None
 
 
 class DryRunEndpoint:
@@ -461,7 +456,8 @@ class DryRunEndpoint:
 
 
 def authenticator_for(settings: DryRunSettings, api_client: object | None) -> Chain:
-    """Open with ``demo``; otherwise client certificates (with a CA) and TokenReview (with a cluster)."""
+    """Open with ``demo``; otherwise client certificates (with a CA) and TokenReview (with a cluster),
+    and with a cluster every caller authorized by SubjectAccessReview (see :mod:`webhook.auth`)."""
     if settings.demo:
         return Chain([Open()])
     methods: list[Authenticator] = []
@@ -473,7 +469,8 @@ def authenticator_for(settings: DryRunSettings, api_client: object | None) -> Ch
         log.warning(
             "the dry-run endpoint accepts nobody: give --dryrun-client-ca, serve a cluster, or --demo"
         )
-    return Chain(methods)
+    authorizer = SubjectAccessReviews(kube_access_reviewer(api_client)) if api_client is not None else None
+    return Chain(methods, authorizer)
 
 
 def add_dryrun_routes(
@@ -531,12 +528,14 @@ def _error_responses() -> dict[str, Any]:
     described = {
         "400": "malformed JSON or a wrong shape; each problem names the field",
         "401": "no credential, or a refused one",
+        "403": "authenticated, but not allowed to post to /v1/dryrun (SubjectAccessReview)",
         "413": "body over the size limit",
         "415": "not application/json",
         "422": "the objects cannot be used: a referenced claim or template is missing, a node is unknown, "
         "the API server would refuse an object",
         "429": "rate limit reached",
-        "503": "not synced yet, busy, the TokenReview failed, or no node checked within the deadline",
+        "503": "not synced yet, busy, the TokenReview or SubjectAccessReview failed, or no node checked "
+        "within the deadline",
     }
     return {
         code: {

@@ -26,7 +26,10 @@ retried finds its own charge already there and does not add it twice. A charge w
 never seen (a claim deleted while every replica was down, a write that failed after the decision)
 is healed by :meth:`ApiLedgerStore.reconcile`, which makes the ledger equal to what the snapshot
 says; entries younger than a grace period are left alone, because the snapshot may not show yet
-the reservation that an admission charged a moment ago.
+the reservation that an admission charged a moment ago. A release is kept the same way, as an
+entry with an empty charge (a tombstone, charging nothing): the claim's deletion or deallocation
+reaches the snapshot only after the webhook allowed it, and a reconcile in between (on any
+replica) would otherwise put the released charge back as "lost", for a whole grace period.
 """
 
 from __future__ import annotations
@@ -69,6 +72,8 @@ CONNECT_TIMEOUT = 1.0
 READ_TIMEOUT = 1.0
 # How long a charge may be missing from the snapshot before reconcile believes the snapshot.
 GRACE = timedelta(seconds=60)
+# A request to the API server is not started with less time than this before the caller's deadline.
+MIN_CALL = 0.05
 
 
 class Conflict(Exception):
@@ -109,12 +114,31 @@ class ConfigMaps:
     :mod:`certs.kube`); here it only provides configuration, authentication, TLS and connections.
     """
 
-    def __init__(self, api: ApiClient, name: str = LEDGER_NAME, read_timeout: float = READ_TIMEOUT) -> None:
+    def __init__(
+        self,
+        api: ApiClient,
+        name: str = LEDGER_NAME,
+        read_timeout: float = READ_TIMEOUT,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._api = api
         self.name = name
         self._timeouts = (CONNECT_TIMEOUT, read_timeout)
+        self._monotonic = monotonic
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
+    def _timeouts_until(self, deadline: float | None, what: str) -> tuple[float, float]:
+        """The request's timeouts, cut to end by ``deadline``; LedgerUnavailable when none is left."""
+        if deadline is None:
+            return self._timeouts
+        left = deadline - self._monotonic()
+        if left < MIN_CALL:
+            raise LedgerUnavailable(f"{what}: no time left before the webhook answers")
+        return (min(self._timeouts[0], left), min(self._timeouts[1], left))
+
+    def _call(
+        self, method: str, path: str, body: dict[str, Any] | None = None, deadline: float | None = None
+    ) -> tuple[int, Any]:
+        timeouts = self._timeouts_until(deadline, f"{method} {path}")
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = "application/json"
@@ -122,7 +146,7 @@ class ConfigMaps:
             method=method, resource_path=path, header_params=headers, body=body, auth_settings=["BearerToken"]
         )
         try:
-            answer = self._api.call_api(*params, _request_timeout=self._timeouts)
+            answer = self._api.call_api(*params, _request_timeout=timeouts)
             data: bytes = answer.read()  # type: ignore[no-untyped-call]
         except ApiException as err:
             raise LedgerUnavailable(f"{method} {path}: {err.reason}") from None
@@ -137,9 +161,9 @@ class ConfigMaps:
         path = f"/api/v1/namespaces/{namespace}/configmaps"
         return f"{path}/{name}" if name else path
 
-    def read(self, namespace: str) -> tuple[dict[str, str], Stored | None]:
+    def read(self, namespace: str, deadline: float | None = None) -> tuple[dict[str, str], Stored | None]:
         """The ledger's data, and the whole object as read (None: it does not exist yet)."""
-        status, body = self._call("GET", self._path(namespace, self.name))
+        status, body = self._call("GET", self._path(namespace, self.name), deadline=deadline)
         if status == 404:
             return {}, None
         if status != 200 or not isinstance(body, dict):
@@ -148,17 +172,20 @@ class ConfigMaps:
             )
         return dict(body.get("data") or {}), body
 
-    def write(self, namespace: str, data: Mapping[str, str], base: Stored | None) -> None:
+    def write(
+        self, namespace: str, data: Mapping[str, str], base: Stored | None, deadline: float | None = None
+    ) -> None:
         """Create the ledger (``base`` None) or replace ``base`` with new data, every other field
         kept as read (labels or annotations someone added, and the resourceVersion, so that the
-        write fails with :class:`Conflict` if the object changed since)."""
+        write fails with :class:`Conflict` if the object changed since). With a ``deadline`` the
+        write gives up by then (see :class:`ApiLedgerStore`)."""
         if base is None:
             metadata = {"name": self.name, "namespace": namespace, "labels": dict(MANAGED_BY)}
             body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": dict(data)}
-            status, answer = self._call("POST", self._path(namespace), body)
+            status, answer = self._call("POST", self._path(namespace), body, deadline)
         else:
             body = {**base, "apiVersion": "v1", "kind": "ConfigMap", "data": dict(data)}
-            status, answer = self._call("PUT", self._path(namespace, self.name), body)
+            status, answer = self._call("PUT", self._path(namespace, self.name), body, deadline)
         if status == 409:
             raise Conflict(_message(answer))
         if not 200 <= status <= 299:
@@ -178,6 +205,7 @@ class _Pending:
     uid: str
     charge: Charge
     check: ChargeCheck
+    deadline: float | None = None
     wake: threading.Event = field(default_factory=threading.Event)
     lead: bool = False
     finished: bool = False
@@ -193,6 +221,12 @@ class ApiLedgerStore:
     requests waiting on a namespace: within a replica they never conflict with each other, only
     with other replicas. A batch is run by the thread of its first request, so a request waits at
     most for the batch in flight and its own.
+
+    Each charge comes with the deadline of its webhook answer. A charge that lands after the answer
+    went out (refused as "no answer within the deadline") is a phantom: quota held for a claim nobody
+    reserved, until reconcile drops it a grace period later. So every read and write of a batch is
+    cut to end by the earliest deadline in it, and a write whose outcome is unknown is not re-read
+    once that time is up (it is answered as unavailable: fail closed).
     """
 
     def __init__(
@@ -211,19 +245,24 @@ class ApiLedgerStore:
         self._waiting: dict[str, list[_Pending]] = {}
         self._busy: set[str] = set()
 
-    def _read(self, namespace: str) -> tuple[dict[str, tuple[Charge, datetime]], Stored | None]:
-        data, stored = self._maps.read(namespace)
+    def _read(
+        self, namespace: str, deadline: float | None = None
+    ) -> tuple[dict[str, tuple[Charge, datetime]], Stored | None]:
+        data, stored = self._maps.read(namespace, deadline)
         return {uid: decode_entry(uid, text) for uid, text in data.items()}, stored
 
-    def current(self, namespace: str) -> Ledger:
+    def current(self, namespace: str, deadline: float | None = None) -> Ledger:
         """The namespace's ledger as stored now."""
-        entries, _ = self._read(namespace)
+        entries, _ = self._read(namespace, deadline)
         return _ledger(namespace, entries)
 
-    def charge(self, namespace: str, uid: str, charge: Charge, check: ChargeCheck) -> Exceeded | None:
+    def charge(
+        self, namespace: str, uid: str, charge: Charge, check: ChargeCheck, deadline: float | None = None
+    ) -> Exceeded | None:
         """Check against the stored ledger and record the claim's charge (an empty charge releases
-        it); the problem that stopped it, or None once recorded. Raises :class:`LedgerUnavailable`."""
-        pending = _Pending(uid, charge, check)
+        it); the problem that stopped it, or None once recorded. Raises :class:`LedgerUnavailable`,
+        also when the write could not be done by ``deadline`` (monotonic seconds)."""
+        pending = _Pending(uid, charge, check, deadline)
         with self._lock:
             self._waiting.setdefault(namespace, []).append(pending)
             if namespace not in self._busy:
@@ -264,9 +303,11 @@ class ApiLedgerStore:
 
     def _commit(self, namespace: str, batch: list[_Pending]) -> None:
         """Check each charge of the batch in order on the stored ledger and write the ones that
-        fit in one compare-and-swap; on a conflict, start over from a fresh read."""
+        fit in one compare-and-swap; on a conflict, start over from a fresh read. Everything ends by
+        the earliest deadline of the batch."""
+        deadline = min((p.deadline for p in batch if p.deadline is not None), default=None)
         for attempt in range(self._max_attempts):
-            entries, stored = self._read(namespace)
+            entries, stored = self._read(namespace, deadline)
             ledger = _ledger(namespace, entries)
             changed = False
             for pending in batch:
@@ -274,19 +315,17 @@ class ApiLedgerStore:
                 if pending.result is not None or ledger.charged(namespace, pending.uid) == pending.charge:
                     continue  # refused, or already recorded (a retry whose answer was lost)
                 ledger = ledger.with_charge(namespace, pending.uid, pending.charge)
-                entries.pop(pending.uid, None)
-                if pending.charge:
-                    entries[pending.uid] = (pending.charge, self._clock())
+                entries[pending.uid] = (pending.charge, self._clock())  # empty: a release's tombstone
                 changed = True
             if not changed:
                 return
             try:
-                self._maps.write(namespace, _encode(entries), stored)
+                self._maps.write(namespace, _encode(entries), stored, deadline)
                 return
             except Conflict:
                 self._backoff(attempt)
             except LedgerUnavailable:
-                if self._landed(namespace, ledger, batch):
+                if self._landed(namespace, ledger, batch, deadline):
                     return
                 raise
         raise LedgerUnavailable(
@@ -294,20 +333,22 @@ class ApiLedgerStore:
             f"{self._max_attempts} conflicts"
         )
 
-    def _landed(self, namespace: str, wrote: Ledger, batch: list[_Pending]) -> bool:
-        """After a write whose answer did not come: did it happen anyway? (If the read fails too,
-        the requests are answered per the failure policy; a charge that landed is idempotent for
-        a retry, and reconcile removes it if the claim is never reserved.)"""
+    def _landed(self, namespace: str, wrote: Ledger, batch: list[_Pending], deadline: float | None) -> bool:
+        """After a write whose answer did not come: did it happen anyway? (If the read fails too, or
+        there is no time left to ask, the requests are answered per the failure policy; a charge
+        that landed is idempotent for a retry, and reconcile removes it if the claim is never
+        reserved.)"""
         try:
-            now = self.current(namespace)
+            now = self.current(namespace, deadline)
         except LedgerUnavailable:
             return False
         return all(now.charged(namespace, p.uid) == wrote.charged(namespace, p.uid) for p in batch)
 
     def reconcile(self, namespace: str, expected: Ledger) -> bool:
         """Make the stored ledger what ``expected`` (computed from the snapshot) says: add lost
-        charges, drop released ones, fix changed ones; entries written within the grace period are
-        kept as they are. Returns whether anything was written."""
+        charges, drop released ones, fix changed ones; entries written within the grace period
+        (charges and releases' tombstones) are kept as they are, and older tombstones dropped.
+        Returns whether anything was written."""
         for attempt in range(self._max_attempts):
             entries, stored = self._read(namespace)
             now = self._clock()

@@ -10,11 +10,14 @@ environment variables and the review carries the user's extra attributes.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import sys
 import time
 from typing import Any, TextIO
 
+from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.web_protocol import RequestPayloadError
 from pydantic_core import to_json
 
 LEVELS = ("debug", "info", "warning", "error")
@@ -36,9 +39,14 @@ def json_line(created: float, level: str, logger: str, message: str, fields: dic
         "message": message,
     }
     line.update(fields)
-    # pydantic-core's serializer: the same JSON as json.dumps(line, default=str) without the spaces
-    # and with UTF-8 left as is, in a quarter of the time (every admission decision writes a line).
-    return to_json(line, fallback=str).decode()
+    try:
+        # pydantic-core's serializer: the same JSON as json.dumps(line, default=str) without the
+        # spaces and with UTF-8 left as is, in a quarter of the time (every decision writes a line).
+        return to_json(line, fallback=str).decode()
+    except ValueError:
+        # A string UTF-8 cannot hold (a lone surrogate): the standard library writes it escaped,
+        # which is still JSON, so the line is written and never costs the caller its answer.
+        return json.dumps(line, default=str, separators=(",", ":"))
 
 
 class JsonFormatter(logging.Formatter):
@@ -97,6 +105,31 @@ def configure(level: str = "info") -> None:
     logging.logMultiprocessing = False
     # aiohttp's access log would add a second, unstructured line per request.
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    server = logging.getLogger("aiohttp.server")
+    if not any(isinstance(f, RefusedInput) for f in server.filters):
+        server.addFilter(RefusedInput())
+
+
+class RefusedInput(logging.Filter):
+    """aiohttp's own records about input the server refuses on purpose, without the traceback.
+
+    aiohttp answers a request it cannot parse itself (a ``br`` or ``zstd`` body, which it has no
+    decoder for; a broken request line or header) with a 400 and logs the exception with its
+    traceback: that becomes one line saying what was refused. After an answer it reads the unread
+    rest of the body and, when that does not decode (broken gzip or deflate), logs an "Unhandled
+    exception" with a traceback: the request was already answered (and the body's handler, when it
+    read the body, logged the refusal), so that record is dropped.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, RequestPayloadError):
+            return False
+        if isinstance(error, HttpProcessingError):
+            record.msg, record.args = "refused a request: %s %s", (error.code, error.message)
+            record.exc_info = record.exc_text = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
 
 
 def rejected(reason: str, fields: dict[str, Any]) -> None:

@@ -14,12 +14,12 @@ import json
 from typing import Any
 
 from pydantic import ValidationError
-from pydantic_core import from_json
 
 from policies.api.admission import API_VERSION, KIND, AdmissionRequest
 from policies.api.kinds import under, validation_problems
 from policies.rules.engine import Decision, Request
 from policies.rules.request import UndecodableObject, request_from
+from webhook import bodies
 
 # kube-apiserver refuses request bodies over 3 MiB (MaxRequestBodyBytes in
 # staging/src/k8s.io/apiserver/pkg/server/config.go), and a review carries at most the object and
@@ -32,10 +32,9 @@ class BadReview(ValueError):
 
 
 def parse(body: bytes) -> AdmissionRequest:
-    """The ``request`` of an ``admission.k8s.io/v1`` AdmissionReview; raises :class:`BadReview`."""
-    data = _decoded(body)
-    if not isinstance(data, dict):
-        raise BadReview("body is not a JSON object: expected an admission.k8s.io/v1 AdmissionReview")
+    """The ``request`` of an ``admission.k8s.io/v1`` AdmissionReview; raises :class:`BadReview`, or
+    :class:`webhook.bodies.BadBody` for a body that is not a JSON object."""
+    data = bodies.parse_object(body, f"an {API_VERSION} {KIND}")
     if data.get("apiVersion") != API_VERSION or data.get("kind") != KIND:
         raise BadReview(
             f"apiVersion/kind: got {data.get('apiVersion')!r}/{data.get('kind')!r}: expected {API_VERSION} "
@@ -52,21 +51,6 @@ def parse(body: bytes) -> AdmissionRequest:
     if not request.uid:
         raise BadReview("request.uid: Required value")
     return request
-
-
-def _decoded(body: bytes) -> Any:
-    try:
-        # pydantic's Rust parser: the same objects as json.loads in about half the time.
-        return from_json(body)
-    except ValueError as err:
-        problem = err
-    # It stops at 255 levels of nesting, where Go's decoder (the API server's) allows 10,000, and a
-    # driver's opaque parameters may nest deep: before calling a body broken, ask the standard
-    # library, which goes as deep as Python's recursion limit.
-    try:
-        return json.loads(body)
-    except (ValueError, RecursionError):
-        raise BadReview(f"body is not JSON: {problem}") from None
 
 
 def to_request(req: AdmissionRequest) -> Request:

@@ -2,7 +2,8 @@
 
 What the API server gets back, whatever it sends:
 
-* a body that is not an answerable AdmissionReview: HTTP 400 with the reason (413 over 3 MiB);
+* a body that is not an answerable AdmissionReview: HTTP 400 with the reason (413 over 3 MiB,
+  :mod:`webhook.bodies`); 429 for a large body while the decoder is busy (below);
 * otherwise an AdmissionReview with the request's uid: the rules' decision, or a denial that names
   the field when the object itself cannot be decoded;
 * never a 500: the rule engine contains a failing rule, and anything else that fails is logged and
@@ -12,10 +13,16 @@ The rules are synchronous code. Most checks take microseconds and run inline on 
 handing them to a thread costs more than the check, because the thread then waits for the GIL
 while the loop serves other connections (measured: 2.5x the CPU per request, 3x the median
 latency). A check that may take long (:meth:`policies.rules.engine.Rule.costly`: a dry run over
-every node, selectors over every device, a ledger write) runs in a small thread pool while the
-loop keeps accepting requests and answering probes, under a deadline (below the webhook
-configuration's ``timeoutSeconds``); when it passes, the answer is what every applicable rule's
-failure policy says (:func:`policies.rules.engine.decide_unavailable`), and the late result is dropped.
+every node, selectors over every device, a ledger write) runs on one of two threads while the loop
+keeps accepting requests, under a deadline (below the webhook configuration's ``timeoutSeconds``,
+counted from the request's arrival); when it passes, the answer is what every applicable rule's
+failure policy says (:func:`policies.rules.engine.decide_unavailable`) and the check is told to stop
+(``Context.cancelled``). When two more already wait, a costly request gets that answer at once.
+
+Hostile and heavy input must not stall cheap reviews or the probes (issue 16, measured with
+``benchmarks/fuzz.py``): bodies over 256 KiB are decoded on a thread of their own, one at a time
+with one waiting, else 429; the probes and metrics run on a :class:`SideLoop`; and while serving, a
+thread waiting for the GIL asks for it after 1 ms instead of 5.
 """
 
 from __future__ import annotations
@@ -23,15 +30,17 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import sys
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from aiohttp import web
-from aiohttp.web_protocol import RequestPayloadError
+from aiohttp.typedefs import Handler
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic_core import to_json
 
@@ -41,15 +50,34 @@ from policies.config import Config
 from policies.rules import engine
 from policies.rules.engine import Context, Decision, Request, Rule
 from policies.rules.request import UndecodableObject
-from webhook import logs, review
+from webhook import bodies, logs, review
 from webhook.metrics import Metrics
 from webhook.state import State
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+# The rules' view of a review's object, or why the object cannot be decoded.
+Decoded = Request | UndecodableObject
 
 # The chart's webhook configurations wait 5 s (timeoutSeconds); answering within 4 s leaves the
 # API server time to receive the answer before it gives up and applies the failurePolicy itself.
 DEFAULT_DEADLINE = 4.0
+# Costly checks run on this many threads, and at most this many more wait for one; past that a
+# request is answered at once per its rules' failure policies (see Backlog).
+COSTLY_WORKERS = 2
+COSTLY_WAITING = 2
+# Bodies larger than this are decoded on a thread of their own, one at a time, with one more
+# waiting; past that they are answered 429. A Pod of 3 MiB (17,000 containers) takes pydantic over
+# a second to decode: on the event loop every other request would wait that long.
+LARGE_BODY = 256 * 1024
+LARGE_WAITING = 1
+# A thread that wants the GIL waits this long before asking the holder to drop it: 5 ms by
+# default, which the event loop paid after every socket wait while costly checks compiled CEL on
+# the pool threads (py-spy: the loop held the GIL 9% of the time, four pool threads 84%).
+SWITCH_INTERVAL = 0.001
+# Work with lasting effects (the quota ledger's write) ends this long before the deadline, so that
+# its outcome, not the deadline's refusal, is what the API server is told.
+EFFECTS_MARGIN = 0.25
 
 
 def _webhook(rule: Rule) -> str:
@@ -75,6 +103,40 @@ def split_rules(rules: Sequence[Rule]) -> dict[str, tuple[Rule, ...]]:
     return paths
 
 
+class Backlog:
+    """Work handed to a thread pool, counted until a thread is done with it, with a limit.
+
+    A deadline stops the caller waiting, not the thread: a check past its deadline still holds a
+    worker and its share of the GIL (a claim with 64 selectors of 10 KiB each compiles for 17 s).
+    Counting until the thread is done, and refusing new work past ``limit`` (the caller answers at
+    once instead), keeps such work from piling up and starving the event loop of the GIL.
+    """
+
+    def __init__(self, executor: ThreadPoolExecutor, limit: int) -> None:
+        self.executor = executor
+        self.limit = limit
+        self._count = 0
+        self._lock = threading.Lock()
+
+    def full(self) -> bool:
+        return self._count >= self.limit
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        with self._lock:
+            self._count += 1
+        future = self.executor.submit(fn, *args)
+        future.add_done_callback(self._done)  # when the thread is done, or the work cancelled unstarted
+        return asyncio.wrap_future(future)
+
+    def _done(self, _: object) -> None:
+        with self._lock:
+            self._count -= 1
+
+
+def _threads(workers: int, name: str) -> Callable[[], ThreadPoolExecutor]:
+    return lambda: ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
+
+
 @dataclass
 class Admission:
     """Everything a decision needs besides the request; one per server."""
@@ -85,36 +147,40 @@ class Admission:
     metrics: Metrics
     deadline: float = DEFAULT_DEADLINE
     decisions: logs.DecisionLog = field(default_factory=logs.DecisionLog)
-    executor: ThreadPoolExecutor = field(
-        default_factory=lambda: ThreadPoolExecutor(max_workers=4, thread_name_prefix="draguard-decide")
-    )
+    executor: ThreadPoolExecutor = field(default_factory=_threads(COSTLY_WORKERS, "draguard-decide"))
+    decoder: ThreadPoolExecutor = field(default_factory=_threads(1, "draguard-decode"))
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    costly_limit: int = COSTLY_WORKERS + COSTLY_WAITING
 
-    def context(self) -> Context:
-        """The snapshot a request keeps from start to end, and whether it is fresh enough to trust."""
+    def __post_init__(self) -> None:
+        self.costly = Backlog(self.executor, self.costly_limit)
+        self.large = Backlog(self.decoder, 1 + LARGE_WAITING)
+
+    def context(self, deadline: float | None = None) -> Context:
+        """The snapshot a request keeps from start to end, and whether it is fresh enough to trust;
+        ``deadline`` (monotonic) is when the request's answer goes out whatever the rules do."""
         fresh = self.state.age() <= self.config.snapshot.max_age_seconds
-        return Context(self.state.snapshot, self.config, self.clock(), snapshot_fresh=fresh)
+        return Context(self.state.snapshot, self.config, self.clock(), fresh, deadline)
 
     async def handle(self, webhook: str, http: web.Request) -> web.Response:
         started = time.perf_counter()
         self.metrics.in_flight += 1
         try:
             try:
-                body = await http.read()
-            except web.HTTPRequestEntityTooLarge:
-                return self._reject(webhook, 413, f"body larger than {review.MAX_BODY_BYTES} bytes", started)
-            except RequestPayloadError as err:  # a body its Content-Encoding does not decode
-                encoding = http.headers.get("Content-Encoding", "")
-                reason = f"body cannot be read (Content-Encoding {encoding!r}): {err.__cause__ or err}"
-                rejected = self._reject(webhook, 400, reason, started)
-                # Where the body ends is unknown now: the connection cannot carry another request.
-                rejected.force_close()
-                return rejected
-            try:
-                request = review.parse(body)
+                raw = await bodies.read(http, review.MAX_BODY_BYTES)
+                if len(raw) > LARGE_BODY and self.large.full():
+                    busy = f"{self.large.limit} bodies over {LARGE_BODY} bytes are being decoded"
+                    return self._busy(webhook, busy, started)
+                try:
+                    request, decoded = await self._decode(raw, started)
+                except TimeoutError:
+                    late = f"the review was not decoded within the {self.deadline:g}s deadline"
+                    return self._busy(webhook, late, started)
+            except bodies.BadBody as err:
+                return self._reject(webhook, err.status, str(err), started)
             except review.BadReview as err:
                 return self._reject(webhook, 400, str(err), started)
-            return await self._answer(webhook, request, started)
+            return await self._answer(webhook, request, decoded, started)
         except Exception as err:  # a bug of ours: log it, keep serving, and still never answer 500
             log.exception("failed to process an admission review")
             reason = f"draguard could not process the review: {type(err).__name__}"
@@ -122,29 +188,50 @@ class Admission:
         finally:
             self.metrics.in_flight -= 1
 
-    async def _answer(self, webhook: str, request: AdmissionRequest, started: float) -> web.Response:
-        kind = request.kind.kind
-        try:
-            rule_request = review.to_request(request)
-        except UndecodableObject as err:
-            payload = review.undecodable(request.uid, kind, err)
-            self._record(webhook, request, Decision(False, f"cannot decode: {err}"), started)
+    def _left(self, started: float) -> float:
+        """What is left of the request's deadline: it counts from the request's arrival, as the
+        API server's timeout does, whatever the request waited for before."""
+        return max(0.0, self.deadline - (time.perf_counter() - started))
+
+    async def _decode(self, raw: bytes, started: float) -> tuple[AdmissionRequest, Decoded]:
+        """The review and its object decoded: inline, or for a large body on the decoder thread,
+        where the event loop keeps answering other requests while pydantic works (TimeoutError
+        when that takes past the deadline)."""
+        if len(raw) <= LARGE_BODY:
+            return _decoded(raw)
+        return await asyncio.wait_for(self.large.submit(_decoded, raw), self._left(started))
+
+    async def _answer(
+        self, webhook: str, request: AdmissionRequest, decoded: Decoded, started: float
+    ) -> web.Response:
+        if isinstance(decoded, UndecodableObject):
+            payload = review.undecodable(request.uid, request.kind.kind, decoded)
+            self._record(webhook, request, Decision(False, f"cannot decode: {decoded}"), started)
             return _json(payload)
-        decision = await self._decide(webhook, rule_request)
+        decision = await self._decide(webhook, decoded, started)
         self._record(webhook, request, decision, started)
         return _json(review.answer(request.uid, decision))
 
-    async def _decide(self, webhook: str, request: Request) -> Decision:
-        ctx = self.context()
+    async def _decide(self, webhook: str, request: Request, started: float) -> Decision:
+        ctx = self.context(time.monotonic() + self._left(started) - EFFECTS_MARGIN)
         chosen = engine.applicable(request, self.rules[webhook], ctx)
         if not any(rule.costly(request, ctx) for rule, _ in chosen):
             return engine.decide_applicable(request, chosen, ctx)
-        loop = asyncio.get_running_loop()
-        work = loop.run_in_executor(self.executor, engine.decide_applicable, request, chosen, ctx)
+        if self.costly.full():
+            busy = f"draguard is busy: {self.costly.limit} costly checks are running or waiting"
+            return engine.decide_unavailable(chosen, busy)
+        # Past the deadline (or when the server stops) the thread is told to stop, not only left
+        # behind: a check nobody waits for would hold a worker and the CPU (see Backlog).
+        stop = threading.Event()
+        work = self.costly.submit(
+            engine.decide_applicable, request, chosen, replace(ctx, cancelled=stop.is_set)
+        )
         try:
-            return await asyncio.wait_for(work, self.deadline)
+            return await asyncio.wait_for(work, self._left(started))
         except TimeoutError:
             return engine.decide_unavailable(chosen, f"no answer within the {self.deadline:g}s deadline")
+        finally:
+            stop.set()
 
     def _record(self, webhook: str, request: AdmissionRequest, decision: Decision, started: float) -> None:
         seconds = time.perf_counter() - started
@@ -178,43 +265,101 @@ class Admission:
         logs.rejected(reason, {"webhook": webhook, "status": status, "latency_ms": round(seconds * 1000, 3)})
         return _json({"error": reason}, status)
 
+    def _busy(self, webhook: str, why: str, started: float) -> web.Response:
+        """429 for a large body that cannot be decoded in time: the API server applies the webhook's
+        failurePolicy, as it would after a timeout, but at once."""
+        busy = self._reject(webhook, 429, f"draguard is busy: {why}", started)
+        busy.headers["Retry-After"] = "1"
+        return busy
 
-def build_app(admission: Admission, ready: Callable[[], list[str]]) -> web.Application:
-    """The HTTPS application; ``ready()`` lists what readiness still waits for (empty: ready)."""
-    app = web.Application(client_max_size=review.MAX_BODY_BYTES)
+
+def _decoded(raw: bytes) -> tuple[AdmissionRequest, Decoded]:
+    """The review of ``raw`` and the rules' view of it, or why its object cannot be decoded."""
+    request = review.parse(raw)
+    try:
+        return request, review.to_request(request)
+    except UndecodableObject as err:
+        return request, err
+
+
+@web.middleware
+async def close_unless_read(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Answer, and ask the client to close the connection when the body was not read to its end.
+
+    After the answer aiohttp reads what is left of the body, to find where the next request
+    starts, and closes the connection when it cannot: a body that does not decode, or one past the
+    size limit still arriving. An answer that said keep-alive is then followed by a close the client
+    does not expect, and its next request on that connection is lost (issue 16's dropped
+    connections: a dry run refused before its gzip body was read, then a small review on the same
+    connection). ``Connection: close`` in the answer makes the client open a new one instead.
+    """
+    try:
+        response = await handler(request)
+    except web.HTTPException as refused:  # the router's 404 and 405, before any body is read
+        if not request.content.is_eof():
+            refused.force_close()
+        raise
+    if not request.content.is_eof():
+        response.force_close()
+    return response
+
+
+def _application(**options: Any) -> web.Application:
+    return web.Application(middlewares=[close_unless_read], **options)
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """What ``/readyz`` reports: ``waiting()`` lists what keeps the server from answering at all (503
+    while any), ``notes()`` what it answers worse than it could (said in the 200's body)."""
+
+    waiting: Callable[[], list[str]]
+    notes: Callable[[], list[str]] = list
+
+
+def build_app(admission: Admission, ready: Readiness) -> web.Application:
+    """The HTTPS application; ``ready`` is what ``/readyz`` reports."""
+    app = _application(client_max_size=review.MAX_BODY_BYTES)
     for webhook in admission.rules:
         app.router.add_post(f"/{webhook}", functools.partial(admission.handle, webhook))
     _add_probes(app, ready)
     return app
 
 
-def build_health_app(ready: Callable[[], list[str]]) -> web.Application:
+def build_health_app(ready: Readiness) -> web.Application:
     """The probes again, on their own plain-HTTP port: for the kubelet, they answer before a
     certificate is served, so a replica waiting for the elected one to write the first pair is
     not restarted by its liveness probe for a handshake it cannot complete yet."""
-    app = web.Application()
+    app = _application()
     _add_probes(app, ready)
     return app
 
 
-def _add_probes(app: web.Application, ready: Callable[[], list[str]]) -> None:
+def _add_probes(app: web.Application, ready: Readiness) -> None:
     """``/healthz``: the event loop answers; ``/readyz``: and nothing is waited for."""
 
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok")
 
     async def readyz(_: web.Request) -> web.Response:
-        waiting = ready()
+        waiting = ready.waiting()
         if waiting:
             return web.Response(status=503, text="not ready: " + "; ".join(waiting))
-        return web.Response(text="ok")
+        return web.Response(text="\n".join(["ok", *ready.notes()]))
 
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
 
 
-def readiness(state: State, tls: CertReloader | None) -> Callable[[], list[str]]:
-    """Ready once the cluster state is synced and a certificate is served."""
+def readiness(state: State, tls: CertReloader | None, max_age: float | None = None) -> Readiness:
+    """Ready once the cluster state is synced and a certificate is served.
+
+    A state older than ``max_age`` (``snapshot.maxAgeSeconds``) is said in the body, and the replica
+    stays ready: it still answers every request, the rules that need the state per their failure
+    policy. Unready, it would leave the Service, and the API server would answer for it per the
+    webhooks' failurePolicy, for every rule alike, the ones that need no cluster state included
+    (and a stale state usually strikes every replica at once: the API server is what went away).
+    """
 
     def waiting() -> list[str]:
         reasons = []
@@ -224,11 +369,20 @@ def readiness(state: State, tls: CertReloader | None) -> Callable[[], list[str]]
             reasons.append("no TLS certificate loaded yet")
         return reasons
 
-    return waiting
+    def notes() -> list[str]:
+        age = state.age()
+        if max_age is None or not state.synced or age <= max_age:
+            return []
+        return [
+            f"stale: the cluster state was last confirmed {age:.0f}s ago (snapshot.maxAgeSeconds "
+            f"{max_age:g}): the rules that need it answer per their failurePolicy"
+        ]
+
+    return Readiness(waiting, notes)
 
 
 def build_metrics_app(metrics: Metrics) -> web.Application:
-    app = web.Application()
+    app = _application()
 
     async def scrape(_: web.Request) -> web.Response:
         return web.Response(body=metrics.render(), headers={"Content-Type": CONTENT_TYPE_LATEST})
@@ -269,9 +423,35 @@ async def _start(
     return runner, bound
 
 
+class SideLoop:
+    """An event loop on a thread of its own, for the plain-HTTP listeners (probes and metrics).
+
+    On the main loop a probe waits for every callback queued before it: with sixteen requests in
+    flight, each decoding a large body or checking a long selector inline, ``/healthz`` answered in
+    up to 4.7 s while the chart's probes give up after 2 s (issue 16), and the kubelet would have
+    restarted a replica for being busy. Here it waits only for the GIL, which a CPU-bound thread
+    hands over every switch interval between bytecodes; the longest single C call that holds it
+    (pydantic decoding a 3 MiB object) is what remains (measured in benchmarks/README.md).
+    """
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="draguard-probes", daemon=True)
+        self._thread.start()
+
+    async def call(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run ``work`` on the side loop and wait for it from the calling loop."""
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self.loop))
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join()
+        self.loop.close()
+
+
 async def run(
     app: web.Application,
-    ready: Callable[[], list[str]],
+    ready: Readiness,
     admission: Admission,
     tls: CertReloader,
     listen: Listen,
@@ -279,20 +459,24 @@ async def run(
     started: Callable[[Ports], None],
     reload_interval: float = 1.0,
 ) -> None:
-    """Serve ``app`` (:func:`build_app`, and whatever else shares the port) over ``tls``, the
-    metrics, and the probes answering ``ready()`` as ``app`` does, until ``stop`` is set;
-    ``started(ports)`` runs once all three listen."""
+    """Serve ``app`` (:func:`build_app`, and whatever else shares the port) over ``tls``, and on a
+    :class:`SideLoop` the metrics and the probes answering ``ready`` as ``app`` does, until ``stop``
+    is set; ``started(ports)`` runs once all three listen."""
     plain = (
         (build_metrics_app(admission.metrics), listen.metrics_port),
         (build_health_app(ready), listen.health_port),
     )
-    runner, port = await _start(app, listen.host, listen.port, tls)
-    runners = [runner]
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(SWITCH_INTERVAL)
+    side = SideLoop()
+    runner: web.AppRunner | None = None
+    side_runners: list[web.AppRunner] = []
     try:
+        runner, port = await _start(app, listen.host, listen.port, tls)
         bound = [port]
         for plain_app, plain_port in plain:
-            runner, port = await _start(plain_app, listen.host, plain_port, None)
-            runners.append(runner)
+            side_runner, port = await side.call(_start(plain_app, listen.host, plain_port, None))
+            side_runners.append(side_runner)
             bound.append(port)
         reloads = asyncio.create_task(tls.watch(reload_interval))
         try:
@@ -301,6 +485,11 @@ async def run(
         finally:
             reloads.cancel()
     finally:
-        for runner in runners:
+        if runner is not None:
             await runner.cleanup()
-        admission.executor.shutdown(wait=False, cancel_futures=True)
+        for side_runner in side_runners:
+            await side.call(side_runner.cleanup())
+        side.close()
+        for executor in (admission.executor, admission.decoder):
+            executor.shutdown(wait=False, cancel_futures=True)
+        sys.setswitchinterval(switch_interval)

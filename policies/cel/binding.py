@@ -25,7 +25,8 @@ class DeviceBinding:
     """One device as CEL sees it: ``attributes[domain][id]``, ``capacity[domain][id]``.
 
     ``error`` is the conversion error every evaluation on this device reports.
-    ``results`` memoises selector results by compiled program (see ``SelectorCache``).
+    ``results`` memoises selector results by compiled program (see ``SelectorCache``), and
+    ``results_chars`` is the length of those programs' expressions, which bounds it.
     """
 
     driver: str
@@ -36,6 +37,7 @@ class DeviceBinding:
     capacity: dict[str, dict[str, Any]]
     error: str | None = None
     results: dict[object, bool | Exception] = field(default_factory=dict)
+    results_chars: int = 0
 
     @property
     def device_id(self) -> str:

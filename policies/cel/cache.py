@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     from policies.api.resource import Device, ResourceSlice
 
 _MISS = object()
+# The results a binding keeps hold their programs alive, whether or not the compile cache still
+# does: without a bound, a client sending ever new long selectors grew the webhook by 0.7 MB per
+# selector (issue 16). Past this much expression source, a binding forgets its results (a program's
+# own memo by projection still answers most of them again cheaply).
+RESULTS_CHARS = 64 * 1024
 
 
 class SelectorCache:
@@ -84,7 +89,11 @@ class SelectorCache:
                 found = program.matches(binding)
             except Exception as exc:
                 found = exc
+            if binding.results_chars > RESULTS_CHARS:
+                binding.results.clear()
+                binding.results_chars = 0
             binding.results[program] = found
+            binding.results_chars += len(program.expression)
         else:
             RESULTS.hits += 1
         if isinstance(found, Exception):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -279,19 +280,35 @@ def _code_point(value: int) -> str:
 _INT_MIN, _INT_MAX, _UINT_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1
 
 
+_HEADROOM_LOCK = threading.Lock()
+_headrooms: list[int] = []  # the frames asked for by every block running now, in any thread
+_base_limit = 0
+
+
 @contextmanager
 def stack_headroom(frames: int) -> Iterator[None]:
     """Room for ``frames`` more Python frames whatever the caller's depth: 250 nested
     sub-expressions cost a few frames each here, and many more in cel-python's evaluator.
 
-    The limit is raised for the duration of the block and restored afterwards.
+    The recursion limit is one for the whole interpreter, shared by all threads: it is raised by the
+    headroom of every block running now, in any thread, and restored when the last one leaves.
+    Raising and restoring it per block let two threads interleave and leave it raised for good,
+    after which a deep recursion elsewhere overflowed the C stack: the webhook, compiling selectors
+    on its pool threads, crashed with SIGSEGV reading a deeply nested body on its event loop
+    (issue 16).
     """
-    before = sys.getrecursionlimit()
-    sys.setrecursionlimit(before + frames)
+    global _base_limit
+    with _HEADROOM_LOCK:
+        if not _headrooms:
+            _base_limit = sys.getrecursionlimit()
+        _headrooms.append(frames)
+        sys.setrecursionlimit(_base_limit + sum(_headrooms))
     try:
         yield
     finally:
-        sys.setrecursionlimit(before)
+        with _HEADROOM_LOCK:
+            _headrooms.remove(frames)
+            sys.setrecursionlimit(_base_limit + sum(_headrooms))
 
 
 # --- the parser -------------------------------------------------------------------------------------

@@ -173,6 +173,11 @@ def _type_name(value: Any) -> str:
 
 _CACHE: OrderedDict[tuple[str, Environment], Program] = OrderedDict()
 _CACHE_SIZE = 4096
+# Also bounded by the expressions' total length: a compiled program takes about 60 bytes of memory
+# per character of source (0.6 MB for 10 KiB), so 4,096 long selectors (a few hostile claims'
+# worth) would hold 2.4 GB; 1 MiB of source holds at most about 60 MB (measured for issue 16).
+_CACHE_CHARS = 1 << 20
+_cached_chars = 0
 _CACHE_LOCK = threading.Lock()  # the webhook may compile from several threads
 
 
@@ -197,8 +202,12 @@ def compile_expression(expression: str, env: Environment = DEFAULT_ENVIRONMENT) 
         raise CompileError(f"compilation failed: {exc.message}", exc.column, exc.line) from None
     checked = check(root, expression, env)
     program = Program(expression, env, checked, estimate(checked))
+    global _cached_chars
     with _CACHE_LOCK:
+        if key not in _CACHE:  # another thread may have compiled it meanwhile
+            _cached_chars += len(expression)
         _CACHE[key] = program
-        if len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
+        while len(_CACHE) > _CACHE_SIZE or _cached_chars > _CACHE_CHARS:
+            (evicted, _), _ = _CACHE.popitem(last=False)
+            _cached_chars -= len(evicted)
     return program

@@ -8,7 +8,7 @@ policy test CLI and the audit command all get the same answer from the same func
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, NamedTuple, Protocol
@@ -66,12 +66,23 @@ class Finding:
 
 @dataclass(frozen=True)
 class Context:
-    """Everything a rule reads besides the request: the snapshot, its config, the time."""
+    """Everything a rule reads besides the request: the snapshot, its config, the time.
+
+    ``deadline``: when the server will have answered whatever the rule does, on the shell's
+    monotonic clock (``policies`` only passes it on). Work with lasting effects, the quota ledger's
+    write, must not land after it: the answer sent then would not be the one the write stands for.
+
+    ``cancelled``: whether the caller has stopped waiting for the answer (the deadline passed). A
+    rule that works long checks it between steps and raises :class:`RuleUnavailable`, so that work
+    nobody waits for does not go on holding a thread and the CPU.
+    """
 
     snapshot: Snapshot
     config: Config
     now: datetime
     snapshot_fresh: bool = True
+    deadline: float | None = None
+    cancelled: Callable[[], bool] = lambda: False
 
 
 class RuleUnavailable(Exception):

@@ -99,13 +99,14 @@ class QuotaRule:
         try:
             if isinstance(request.obj, Pod):
                 return _pod_findings(request.obj, ctx.snapshot)
-            return self._claim_findings(request, ctx.snapshot)
+            return self._claim_findings(request, ctx)
         except FootprintError as err:
             raise RuleUnavailable(str(err)) from None
         except LedgerUnavailable as err:
             raise RuleUnavailable(f"the DRA quota ledger is unavailable: {err}") from None
 
-    def _claim_findings(self, request: Request, snapshot: Snapshot) -> list[Finding]:
+    def _claim_findings(self, request: Request, ctx: Context) -> list[Finding]:
+        snapshot = ctx.snapshot
         devices = snapshot.devices
         new = request.obj if isinstance(request.obj, ResourceClaim) else None
         old = request.old if isinstance(request.old, ResourceClaim) else None
@@ -126,7 +127,7 @@ class QuotaRule:
 
         if self.store is not None and not request.dry_run:
             try:
-                exceeded = self.store.charge(namespace, uid, charge, problem)
+                exceeded = self.store.charge(namespace, uid, charge, problem, ctx.deadline)
             except LedgerUnavailable:
                 if charge:
                     raise

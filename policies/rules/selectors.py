@@ -187,7 +187,7 @@ class SelectorsRule:
             if request.operation == "CREATE" or any(s.expression not in stored for s in t.selectors)
         ]
         denials = [d for t in new for s in t.selectors if s.expression not in stored
-                   for d in _compile_error(where, s)]
+                   for d in _compile_error(where, s, ctx)]
         if denials or not new:
             return denials
         if not ctx.snapshot_fresh:
@@ -195,7 +195,7 @@ class SelectorsRule:
         inventory = self._inventory_of(ctx.snapshot)
         settings = ctx.config.rules.selectors
         return [
-            f for t in new for f in self._check_target(where, t, stored, inventory, ctx.snapshot, settings)
+            f for t in new for f in self._check_target(where, t, stored, inventory, ctx, settings)
         ]
 
     def _inventory_of(self, snapshot: Snapshot) -> Inventory:
@@ -217,20 +217,20 @@ class SelectorsRule:
         target: Target,
         stored: frozenset[str],
         inventory: Inventory,
-        snapshot: Snapshot,
+        ctx: Context,
         settings: SelectorsConfig,
     ) -> list[Finding]:
         new = [s for s in target.selectors if s.expression not in stored]
-        programs = _programs(target.selectors)
+        programs = _programs(target.selectors, ctx)
         findings: list[Finding] = []
         if settings.warn_unknown_attributes and inventory.devices:
             for selector in (s for s in new if s in programs):
                 findings += _unknown_names(where, selector, programs[selector], inventory)
-        scope = self._scope(where, target, inventory, snapshot, settings)
+        scope = self._scope(where, target, inventory, ctx, settings)
         if isinstance(scope, list):
             return findings + scope
         candidates, scope_name = scope
-        outcomes = {s: self._outcome(p, candidates) for s, p in programs.items()}
+        outcomes = {s: self._outcome(p, candidates, ctx) for s, p in programs.items()}
         for selector in new:
             if selector in outcomes:
                 findings += _outcome_findings(where, selector, outcomes[selector], scope_name, settings)
@@ -245,18 +245,18 @@ class SelectorsRule:
         return findings
 
     def _scope(
-        self, where: str, target: Target, inventory: Inventory, snapshot: Snapshot, settings: SelectorsConfig
+        self, where: str, target: Target, inventory: Inventory, ctx: Context, settings: SelectorsConfig
     ) -> tuple[tuple[DeviceBinding, ...], str] | list[Finding]:
         """The devices a target's selectors choose from, and how to name them; or, when there are
         none to choose from (unknown class, or a class that selects nothing), the warnings to give."""
         if not target.class_name:
             return inventory.devices, "devices in the cluster"
-        device_class = snapshot.classes.get(target.class_name)
+        device_class = ctx.snapshot.classes.get(target.class_name)
         field = f'{target.path}.deviceClassName: DeviceClass "{target.class_name}"'
         if device_class is None:
             missing = f"{field} does not exist (yet); the request cannot be allocated until it does"
             return [_warn(where, missing)]
-        programs = _programs(_selectors("spec", device_class.spec.selectors))
+        programs = _programs(_selectors("spec", device_class.spec.selectors), ctx)
         candidates = tuple(d for d in inventory.devices if self._all_match(programs, d))
         if not candidates:
             if not settings.warn_no_match:
@@ -265,7 +265,8 @@ class SelectorsRule:
             return [_warn(where, f"{field} selects none of the {total} devices in the cluster")]
         return candidates, f'devices of DeviceClass "{target.class_name}"'
 
-    def _outcome(self, program: Program, devices: Sequence[DeviceBinding]) -> Outcome:
+    def _outcome(self, program: Program, devices: Sequence[DeviceBinding], ctx: Context) -> Outcome:
+        _go_on(ctx)
         matched: list[DeviceBinding] = []
         errors: list[tuple[str, str]] = []
         for device in devices:
@@ -288,7 +289,15 @@ def _warn(where: str, message: str) -> Finding:
     return Finding("warn", f"{where}: {message}")
 
 
-def _compile_error(where: str, selector: Selector) -> list[Finding]:
+def _go_on(ctx: Context) -> None:
+    """Stop when the caller has stopped waiting: each selector may take a tenth of a second to
+    compile (10 KiB of CEL) or to evaluate over every device, and a claim may carry hundreds."""
+    if ctx.cancelled():
+        raise RuleUnavailable("stopped: the answer was no longer awaited")
+
+
+def _compile_error(where: str, selector: Selector, ctx: Context) -> list[Finding]:
+    _go_on(ctx)
     try:
         compile_expression(selector.expression, NEW_EXPRESSIONS)
     except CompileError as err:
@@ -297,11 +306,12 @@ def _compile_error(where: str, selector: Selector) -> list[Finding]:
     return []
 
 
-def _programs(selectors: Sequence[Selector]) -> dict[Selector, Program]:
+def _programs(selectors: Sequence[Selector], ctx: Context) -> dict[Selector, Program]:
     """Selectors compiled as the scheduler compiles stored ones; one that does not compile there is
     left out (it was denied when written, or predates this environment)."""
     programs: dict[Selector, Program] = {}
     for selector in selectors:
+        _go_on(ctx)
         try:
             programs[selector] = compile_expression(selector.expression, STORED_EXPRESSIONS)
         except CompileError:

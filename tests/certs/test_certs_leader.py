@@ -1,65 +1,67 @@
-"""Lease-based leader election through the real ``kubernetes`` client.
+"""Lease-based leader election through the real ``kubernetes`` client and the real API server.
 
-The HTTP server these tests talk to stands in for kube-apiserver, which cannot be installed
-here: it keeps Leases in memory and enforces resourceVersion preconditions (409 Conflict), the
-refusal of unconditional Lease updates and the MicroTime format, as kube-apiserver does.
+kube-apiserver keeps the Lease, enforces the resourceVersion precondition (409 Conflict), refuses
+unconditional Lease updates and parses MicroTime; the races are made real by another client
+writing between the elector's read and its write (``RecordingKube.before``). Times are the
+electors' own (``now`` is an argument): the API server does not judge them.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import pytest
-from apiserver_standin import Apiserver
+from kube_recording import RecordingKube
 from kubernetes import client
 
 from certs.kube import Kube
 from certs.leader import LeaseConfig, LeaseElector, format_micro_time
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+NAME = "draguard-certs"
 
 
-def elector(api_client: client.ApiClient, identity: str) -> LeaseElector:
-    config = LeaseConfig(namespace="draguard", name="draguard-certs", identity=identity)
-    return LeaseElector(Kube(api_client), config)
+def elector(kube: Kube, namespace: str, identity: str) -> LeaseElector:
+    return LeaseElector(kube, LeaseConfig(namespace=namespace, name=NAME, identity=identity))
 
 
-def lease(apiserver: Apiserver) -> dict:
-    found = apiserver.store.get(apiserver.resource("Lease"), "draguard", "draguard-certs")
+def path(namespace: str) -> str:
+    return f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{NAME}"
+
+
+def lease(kube: Kube, namespace: str) -> dict[str, Any]:
+    found = Kube(kube._api).get(path(namespace))
     assert found is not None
     return found
 
 
-def test_first_replica_creates_the_lease_and_leads(
-    apiserver: Apiserver, api_client: client.ApiClient
-) -> None:
-    assert elector(api_client, "pod-a").try_acquire_or_renew(T0)
-    spec = lease(apiserver)["spec"]
+def test_first_replica_creates_the_lease_and_leads(kube: RecordingKube, kube_namespace: str) -> None:
+    assert elector(kube, kube_namespace, "pod-a").try_acquire_or_renew(T0)
+    spec = lease(kube, kube_namespace)["spec"]
     assert spec["holderIdentity"] == "pod-a"
     assert spec["leaseDurationSeconds"] == 15
     assert spec["renewTime"] == "2026-01-01T00:00:00.000000Z"
 
 
-def test_second_replica_waits_while_the_holder_renews(
-    apiserver: Apiserver, api_client: client.ApiClient
-) -> None:
-    a, b = elector(api_client, "pod-a"), elector(api_client, "pod-b")
+def test_second_replica_waits_while_the_holder_renews(kube: RecordingKube, kube_namespace: str) -> None:
+    a, b = elector(kube, kube_namespace, "pod-a"), elector(kube, kube_namespace, "pod-b")
     assert a.try_acquire_or_renew(T0)
     for second in range(0, 60, 2):
         now = T0 + dt.timedelta(seconds=second)
         assert a.try_acquire_or_renew(now)
         assert not b.try_acquire_or_renew(now)
-    assert lease(apiserver)["spec"]["holderIdentity"] == "pod-a"
-    assert lease(apiserver)["spec"]["leaseTransitions"] == 0
+    assert lease(kube, kube_namespace)["spec"]["holderIdentity"] == "pod-a"
+    assert lease(kube, kube_namespace)["spec"]["leaseTransitions"] == 0
 
 
-def test_takeover_after_the_holder_stops_renewing(apiserver: Apiserver, api_client: client.ApiClient) -> None:
-    a, b = elector(api_client, "pod-a"), elector(api_client, "pod-b")
+def test_takeover_after_the_holder_stops_renewing(kube: RecordingKube, kube_namespace: str) -> None:
+    a, b = elector(kube, kube_namespace, "pod-a"), elector(kube, kube_namespace, "pod-b")
     assert a.try_acquire_or_renew(T0)
     assert not b.try_acquire_or_renew(T0 + dt.timedelta(seconds=1))  # b first sees the record here
     assert not b.try_acquire_or_renew(T0 + dt.timedelta(seconds=15))  # 14 s of b's clock: not yet
     assert b.try_acquire_or_renew(T0 + dt.timedelta(seconds=16))
-    spec = lease(apiserver)["spec"]
+    spec = lease(kube, kube_namespace)["spec"]
     assert spec["holderIdentity"] == "pod-b"
     assert spec["leaseTransitions"] == 1
     assert spec["acquireTime"] == format_micro_time(T0 + dt.timedelta(seconds=16))
@@ -68,10 +70,10 @@ def test_takeover_after_the_holder_stops_renewing(apiserver: Apiserver, api_clie
 
 
 def test_expiry_is_judged_by_the_observer_clock_not_the_holder_renew_time(
-    apiserver: Apiserver, api_client: client.ApiClient
+    kube: RecordingKube, kube_namespace: str
 ) -> None:
     """A holder whose clock runs an hour behind still holds the lease while it keeps renewing."""
-    a, b = elector(api_client, "pod-a"), elector(api_client, "pod-b")
+    a, b = elector(kube, kube_namespace, "pod-a"), elector(kube, kube_namespace, "pod-b")
     behind = dt.timedelta(hours=1)
     for second in range(0, 40, 2):
         now = T0 + dt.timedelta(seconds=second)
@@ -79,69 +81,69 @@ def test_expiry_is_judged_by_the_observer_clock_not_the_holder_renew_time(
         assert not b.try_acquire_or_renew(now)
 
 
-def test_a_lost_race_is_a_409_and_means_not_leader(
-    apiserver: Apiserver, api_client: client.ApiClient
-) -> None:
-    a, b = elector(api_client, "pod-a"), elector(api_client, "pod-b")
+def test_a_lost_race_is_a_409_and_means_not_leader(kube: RecordingKube, kube_namespace: str) -> None:
+    a, b = elector(kube, kube_namespace, "pod-a"), elector(kube, kube_namespace, "pod-b")
     assert a.try_acquire_or_renew(T0)
     assert not b.try_acquire_or_renew(T0 + dt.timedelta(seconds=1))
-    lease_resource = apiserver.resource("Lease")
+    other = Kube(kube._api)
 
-    def sneak_in(method: str, path: str, body: bytes) -> None:
-        # Between b's read and b's write, a renews: b's write carries a stale resourceVersion.
-        if method == "PUT" and path.endswith("/leases/draguard-certs"):
-            apiserver.before = None
-            current = apiserver.store.get(lease_resource, "draguard", "draguard-certs")
-            assert current is not None
-            apiserver.store.put(lease_resource, "draguard", current)
+    def sneak_in(method: str, where: str, body: dict[str, Any] | None) -> None:
+        # Between b's read and b's write, a renews: b's write carries a stale resourceVersion. (A
+        # write that changes nothing would not do: the API server keeps the resourceVersion.)
+        if method == "PUT" and where == path(kube_namespace):
+            kube.before = None
+            renewed = lease(kube, kube_namespace)
+            renewed["spec"]["renewTime"] = format_micro_time(T0 + dt.timedelta(seconds=29))
+            other.replace(where, renewed)
 
-    apiserver.before = sneak_in
+    kube.before = sneak_in
     assert not b.try_acquire_or_renew(T0 + dt.timedelta(seconds=30))
-    assert (
-        "PUT",
-        "/apis/coordination.k8s.io/v1/namespaces/draguard/leases/draguard-certs",
-    ) in apiserver.requests
-    assert lease(apiserver)["spec"]["holderIdentity"] == "pod-a"
+    assert ("PUT", path(kube_namespace)) in kube.requests
+    assert lease(kube, kube_namespace)["spec"]["holderIdentity"] == "pod-a"
 
 
-def test_two_replicas_racing_to_create_only_one_wins(
-    apiserver: Apiserver, api_client: client.ApiClient
-) -> None:
-    a, b = elector(api_client, "pod-a"), elector(api_client, "pod-b")
-    lease_resource = apiserver.resource("Lease")
+def test_two_replicas_racing_to_create_only_one_wins(kube: RecordingKube, kube_namespace: str) -> None:
+    a, b = elector(kube, kube_namespace, "pod-a"), elector(kube, kube_namespace, "pod-b")
+    other = Kube(kube._api)
 
-    def create_first(method: str, path: str, body: bytes) -> None:
+    def create_first(method: str, where: str, body: dict[str, Any] | None) -> None:
         if method == "POST":
-            apiserver.before = None
-            body = {"metadata": {"name": "draguard-certs"}, "spec": {"holderIdentity": "pod-a"}}
-            apiserver.store.put(lease_resource, "draguard", body)
+            kube.before = None
+            spec = {"holderIdentity": "pod-a", "leaseDurationSeconds": 15, "renewTime": format_micro_time(T0)}
+            other.create(
+                where,
+                {
+                    "apiVersion": "coordination.k8s.io/v1",
+                    "kind": "Lease",
+                    "metadata": {"name": NAME},
+                    "spec": spec,
+                },
+            )
 
-    apiserver.before = create_first
+    kube.before = create_first
     assert not b.try_acquire_or_renew(T0)
-    assert lease(apiserver)["spec"]["holderIdentity"] == "pod-a"
+    assert lease(kube, kube_namespace)["spec"]["holderIdentity"] == "pod-a"
     assert a.try_acquire_or_renew(T0 + dt.timedelta(seconds=1))  # the record names pod-a: it renews
 
 
-def test_release_hands_over_at_once(apiserver: Apiserver, api_client: client.ApiClient) -> None:
-    a, b = elector(api_client, "pod-a"), elector(api_client, "pod-b")
+def test_release_hands_over_at_once(kube: RecordingKube, kube_namespace: str) -> None:
+    a, b = elector(kube, kube_namespace, "pod-a"), elector(kube, kube_namespace, "pod-b")
     assert a.try_acquire_or_renew(T0)
     assert not b.try_acquire_or_renew(T0 + dt.timedelta(seconds=1))
     a.release(T0 + dt.timedelta(seconds=2))
-    assert lease(apiserver)["spec"]["holderIdentity"] == ""
+    assert lease(kube, kube_namespace)["spec"]["holderIdentity"] == ""
     assert b.try_acquire_or_renew(T0 + dt.timedelta(seconds=3))
 
 
-def test_stand_in_refuses_an_unconditional_lease_update(
-    apiserver: Apiserver, api_client: client.ApiClient
+def test_the_api_server_refuses_an_unconditional_lease_update(
+    kube: RecordingKube, kube_namespace: str
 ) -> None:
     """The precondition is enforced by the server, so the elector's 409 handling is really exercised."""
-    assert elector(api_client, "pod-a").try_acquire_or_renew(T0)
-    body = lease(apiserver)
+    assert elector(kube, kube_namespace, "pod-a").try_acquire_or_renew(T0)
+    body = lease(kube, kube_namespace)
     del body["metadata"]["resourceVersion"]
     with pytest.raises(client.ApiException) as err:
-        Kube(api_client).replace(
-            "/apis/coordination.k8s.io/v1/namespaces/draguard/leases/draguard-certs", body
-        )
+        Kube(kube._api).replace(path(kube_namespace), body)
     assert err.value.status == 422
     assert "must be specified for an update" in err.value.body
 

@@ -15,23 +15,33 @@ POLICY = RotationPolicy(hosts=HOSTS)
 DAY = dt.timedelta(days=1)
 
 
-def test_default_renewal_is_at_two_thirds_of_the_certificate_life() -> None:
+def test_default_renewal_is_at_two_thirds_of_the_life_the_certificate_was_issued_for() -> None:
     ca = generate_ca(T0, dt.timedelta(days=30))
     cert = issue_serving(ca, HOSTS, T0, dt.timedelta(days=9)).certificate
-    life = cert.not_valid_after_utc - cert.not_valid_before_utc
-    assert POLICY.renewal_time(cert) == cert.not_valid_before_utc + life * 2 / 3
-    # Backdating is 5 minutes, so two thirds of the 9-day life falls shortly before day 6.
-    assert T0 + 6 * DAY - dt.timedelta(minutes=5) < POLICY.renewal_time(cert) < T0 + 6 * DAY
+    # notBefore is backdated 5 minutes for clock skew; the life counts from the issue, T0.
+    assert cert.not_valid_before_utc == T0 - dt.timedelta(minutes=5)
+    assert POLICY.renewal_time(cert) == T0 + 6 * DAY
+
+
+@pytest.mark.parametrize(
+    "lifetime", [dt.timedelta(seconds=15), dt.timedelta(seconds=30), dt.timedelta(minutes=2)]
+)
+def test_a_short_lived_certificate_is_not_due_the_moment_it_is_made(lifetime: dt.timedelta) -> None:
+    """Counted from the backdated notBefore, two thirds of a life shorter than a few minutes had
+    passed at issue, and the controller replaced the certificate on every round (seen on the real API
+    server with the chart's tls.selfManaged lifetimes in seconds)."""
+    ca = bootstrap_ca(T0, RotationPolicy(hosts=HOSTS, ca_validity=lifetime))
+    assert POLICY.renewal_time(ca.signing.certificate) == T0 + lifetime * 2 / 3
+    pair = issue_serving(ca.signing, HOSTS, T0, lifetime)
+    assert POLICY.renewal_time(pair.certificate) == T0 + lifetime * 2 / 3
+    assert plan_serving(pair, ca, T0 + lifetime / 2, POLICY).reason is None
 
 
 def test_renew_fraction_and_renew_before_are_configurable() -> None:
     ca = generate_ca(T0, dt.timedelta(days=30))
     cert = issue_serving(ca, HOSTS, T0, dt.timedelta(days=10)).certificate
     half = RotationPolicy(hosts=HOSTS, renew_fraction=0.5)
-    assert (
-        half.renewal_time(cert)
-        == cert.not_valid_before_utc + (cert.not_valid_after_utc - cert.not_valid_before_utc) / 2
-    )
+    assert half.renewal_time(cert) == T0 + 5 * DAY
     lead = RotationPolicy(hosts=HOSTS, renew_before=dt.timedelta(days=3))
     assert lead.renewal_time(cert) == cert.not_valid_after_utc - dt.timedelta(days=3)
     # A lead time longer than the whole life must not mean "renew forever": halfway instead.

@@ -7,9 +7,9 @@ import threading
 from typing import Any
 
 import pytest
-from apiserver_standin import Apiserver
 from kubernetes import client
 
+from certs.kube import Kube
 from certs.settings import CertSettings, SettingsError, parse_duration, start_rotation
 
 BASE = {"service": "draguard", "namespace": "gpu-system"}
@@ -64,18 +64,19 @@ def test_only_self_managed_mode_rotates() -> None:
 
 
 def test_start_rotation_writes_the_secrets_and_stops_cleanly(
-    apiserver: Apiserver, api_client: client.ApiClient
+    api_client: client.ApiClient, kube_namespace: str
 ) -> None:
-    settings = CertSettings.from_mapping({**BASE, "namespace": "draguard"})
+    settings = CertSettings.from_mapping({**BASE, "namespace": kube_namespace})
+    tls = f"/api/v1/namespaces/{kube_namespace}/secrets/draguard-tls"
     thread, stop = start_rotation(settings, api_client, "pod-a")
     try:
         deadline = threading.Event()
         for _ in range(500):
-            if apiserver.store.get(apiserver.resource("Secret"), "draguard", "draguard-tls") is not None:
+            if Kube(api_client).get(tls) is not None:
                 break
-            deadline.wait(0.01)
+            deadline.wait(0.02)
     finally:
         stop.set()
         thread.join(5)
     assert not thread.is_alive()
-    assert apiserver.store.get(apiserver.resource("Secret"), "draguard", "draguard-tls") is not None
+    assert Kube(api_client).get(tls) is not None

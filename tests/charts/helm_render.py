@@ -5,8 +5,11 @@ directories on the command line ``from conftest import ...`` got whichever was i
 
 Helm itself cannot be installed here, but the PyPI package ``helm-sdkpy`` ships the Helm v4
 library. It has no client-only "template" action, so the tests install the chart into the
-in-memory stand-in from ``tests/certs/apiserver_standin.py`` and read back what Helm created:
-the same rendering, schema validation and ``required`` checks as ``helm install``.
+in-memory stand-in of ``apiserver_standin.py`` and read back what Helm created: the same rendering,
+schema validation and ``required`` checks as ``helm install``. A stand-in and not the real API
+server (``tests/kube``) on purpose: the chart tests must run on a machine without the Kubernetes
+binaries, and an install into the real one would also run its admission (a namespace, quotas) and
+keep the release's objects in a cluster other tests share.
 
 helm-sdkpy declares Python >= 3.12 but works on 3.11, so it cannot be a dependency of the test
 extra (pip would refuse it on 3.11); the first run installs it into the test virtualenv with
@@ -26,10 +29,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-# The stand-in lives with the certificate tests, which use it too.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "certs"))
-
 from apiserver_standin import Apiserver, running
 
 CHART = str(Path(__file__).resolve().parents[2] / "charts" / "draguard")

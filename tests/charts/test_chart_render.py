@@ -151,6 +151,9 @@ def test_deployment_is_highly_available_and_hardened(
     for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
         get = container[probe]["httpGet"]
         assert (get["path"], get["port"], get["scheme"]) == (path, "health", "HTTP")
+    # Serving goes on while the pod leaves the Service's endpoints (the kubelet's sleep, no binary).
+    assert container["lifecycle"]["preStop"] == {"sleep": {"seconds": 5}}
+    assert pod.get("terminationGracePeriodSeconds", 30) > 5
     assert container["args"][:1] == ["serve"]
     assert "--port=8443" in container["args"] and "--metrics-port=8080" in container["args"]
     assert "--health-port=8081" in container["args"]
@@ -512,7 +515,14 @@ WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection"}
 
 
 def rbac_rules(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [rule for o in objects if o["kind"] in ("ClusterRole", "Role") for rule in o["rules"]]
+    """The rules draguard itself is granted (every role the chart binds to its ServiceAccount)."""
+    bound = {
+        (o["roleRef"]["kind"], o["roleRef"]["name"])
+        for o in objects
+        if o["kind"] in ("ClusterRoleBinding", "RoleBinding")
+        and any(s["kind"] == "ServiceAccount" and s["name"] == "draguard" for s in o["subjects"])
+    }
+    return [rule for o in objects if (o["kind"], o["metadata"]["name"]) in bound for rule in o["rules"]]
 
 
 def grants(objects: list[dict[str, Any]], group: str, resource: str, verb: str) -> list[dict[str, Any]]:
@@ -549,7 +559,8 @@ def test_writes_are_limited_to_named_objects_where_rbac_allows(default_objects: 
         if set(rule["verbs"]) & {"update", "patch", "delete"}:
             assert rule.get("resourceNames"), f"unrestricted write: {rule}"
         if "create" in rule["verbs"]:  # create cannot be limited by name; keep it to what we create
-            assert set(rule["resources"]) <= {"configmaps", "leases", "secrets", "tokenreviews"}, rule
+            reviews = {"tokenreviews", "subjectaccessreviews"}
+            assert set(rule["resources"]) <= {"configmaps", "leases", "secrets", *reviews}, rule
     assert [r["resourceNames"] for r in grants(default_objects, "", "configmaps", "update")] == [
         ["draguard-quota-ledger"]
     ]
@@ -566,15 +577,27 @@ def test_writes_are_limited_to_named_objects_where_rbac_allows(default_objects: 
         ["draguard-ca", "draguard-tls"]
     ]
     assert grants(default_objects, "authentication.k8s.io", "tokenreviews", "create")
+    assert grants(default_objects, "authorization.k8s.io", "subjectaccessreviews", "create")
     assert not grants(default_objects, "resource.k8s.io", "resourceclaims", "update")
     assert not grants(default_objects, "", "pods", "delete")
+
+
+def test_the_dry_run_role_grants_only_the_endpoint_and_is_bound_to_nobody(
+    default_objects: list[dict[str, Any]], find: Find
+) -> None:
+    role = find(default_objects, "ClusterRole", "draguard-dryrun")
+    # The verb of a POST to a non-resource URL is "post" (apiserver endpoints/request/requestinfo.go).
+    assert role["rules"] == [{"nonResourceURLs": ["/v1/dryrun"], "verbs": ["post"]}]
+    refs = [o["roleRef"]["name"] for o in default_objects if o["kind"].endswith("RoleBinding")]
+    assert "draguard-dryrun" not in refs
+    assert role["rules"][0] not in rbac_rules(default_objects)
 
 
 def test_secrets_and_leases_are_only_writable_in_our_namespace(default_objects: list[dict[str, Any]]) -> None:
     for obj in default_objects:
         if obj["kind"] == "ClusterRole":
             for rule in obj["rules"]:
-                assert not {"secrets", "leases"} & set(rule["resources"]), rule
+                assert not {"secrets", "leases"} & set(rule.get("resources", ())), rule
     role = next(o for o in default_objects if o["kind"] == "Role")
     assert role["metadata"]["namespace"] == NAMESPACE
 
@@ -751,6 +774,20 @@ def test_rendered_config_is_what_serve_loads(
     path.write_text(find(custom, "ConfigMap", "draguard-config")["data"]["config.yaml"])
     selector = load_config(str(path)).policy.rules.drain.driver_pod_selector
     assert selector is not None and selector.match_labels == {"app": "gpu"}
+
+
+def test_the_snapshot_age_limit_is_a_value_the_alert_follows(tmp_path: Path, find: Find) -> None:
+    """snapshot.maxAgeSeconds (when the rules stop deciding on a stale cluster state) reaches serve's
+    config, and DraguardSnapshotStale fires past the same age."""
+    objects = render({"snapshot": {"maxAgeSeconds": 45}, "metrics": {"prometheusRule": {"enabled": True}}})
+    path = tmp_path / "config.yaml"
+    path.write_text(find(objects, "ConfigMap", "draguard-config")["data"]["config.yaml"])
+    assert load_config(str(path)).policy.snapshot.max_age_seconds == 45
+    rules = find(objects, "PrometheusRule", "draguard")["spec"]["groups"][0]["rules"]
+    (stale,) = [r for r in rules if r.get("alert") == "DraguardSnapshotStale"]
+    assert stale["expr"] == "max(draguard_snapshot_age_seconds) > 45"
+    with pytest.raises(HelmError, match="maxAgeSeconds"):
+        render({"snapshot": {"maxAgeSeconds": 0}})
 
 
 def test_the_mutating_webhook_turns_the_rules_mutation_on(tmp_path: Path, find: Find) -> None:

@@ -174,16 +174,27 @@ class ControlPlane:
             raise
 
     def stop(self) -> None:
-        """Stop every process this control plane started (newest first) and remove its files."""
+        """Stop every process this control plane started (newest first) and remove its files.
+
+        Each gets 3 s before it is killed: its data is thrown away, and kube-apiserver would wait
+        out its whole grace for watch connections that never end (see :meth:`restart_apiserver`)."""
         for component in reversed(list(self._components.values())):
-            component.stop()
+            component.stop(grace=3.0)
         self._components.clear()
         if getattr(self, "workdir", None) is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     def restart_apiserver(self) -> None:
-        """Stop kube-apiserver and start it again on the same port (its clients see it go away)."""
-        self._components.pop("kube-apiserver").stop()
+        """Stop kube-apiserver and start it again on the same port (its clients see it go away).
+
+        Call it on the test's own thread: the new process gets the parent-death signal, which the
+        kernel ties to the thread that spawned it, so one started from a thread that then ends dies
+        with that thread.
+
+        It is given 2 s to stop: with clients watching (a draguard under test) kube-apiserver waits
+        for their watch connections to end, which they never do, and a restart cost 15 s of that.
+        Killing it then is a crash to its clients, which is what a restart test wants them to see."""
+        self._components.pop("kube-apiserver").stop(grace=2.0)
         self._start_apiserver()
 
     def start_scheduler(self) -> None:
@@ -377,6 +388,10 @@ class ControlPlane:
             )
         return self._users[key]
 
+    def client_certificate(self, user: str, groups: Sequence[str] = ()) -> tuple[Path, Path]:
+        """The certificate and key files of ``user`` in ``groups``, issued by the cluster's CA."""
+        return self._client_cert(user, groups)
+
     def ssl_context(self, user: str = "admin", groups: Sequence[str] = ("system:masters",)) -> ssl.SSLContext:
         """A TLS context that trusts the API server and authenticates as ``user``."""
         return _ssl_context(self.ca_file, self._client_cert(user, groups))
@@ -459,10 +474,11 @@ class ControlPlane:
         return client.ApiClient(configuration)
 
     @contextlib.contextmanager
-    def namespace(self) -> Iterator[str]:
-        """A fresh namespace for the ``with`` block, with its ``default`` ServiceAccount (which pods
-        need, and which only the controller-manager would otherwise create); deleted afterwards."""
-        name = f"t-{secrets.token_hex(4)}"
+    def namespace(self, name: str = "") -> Iterator[str]:
+        """A fresh namespace (``name``, or a random one) for the ``with`` block, with its ``default``
+        ServiceAccount (which pods need, and which only the controller-manager would otherwise
+        create); deleted afterwards."""
+        name = name or f"t-{secrets.token_hex(4)}"
         core = client.CoreV1Api(self.client())
         core.create_namespace({"metadata": {"name": name}})
         try:

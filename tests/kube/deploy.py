@@ -28,9 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import urllib3
 import yaml
 from controlplane import Component, ControlPlane, _die_with_parent, free_port, wait_for
-from kubernetes import client, utils
+from kubernetes import client, dynamic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "charts"))
 
@@ -75,7 +76,8 @@ class SecretVolume:
 
     def _run(self) -> None:
         while not self._stop.wait(0.3):
-            with contextlib.suppress(client.ApiException, OSError, ValueError):
+            # The API server may be away (a test restarts it): the kubelet retries, so does this.
+            with contextlib.suppress(client.ApiException, urllib3.exceptions.HTTPError, OSError, ValueError):
                 secret = self._core.read_namespaced_secret(self._name, self._namespace)
                 data = dict(secret.data or {})
                 if data != self._seen:
@@ -143,7 +145,12 @@ class Balancer:
         for _ in backends:
             self._turn = (self._turn + 1) % len(backends)
             with contextlib.suppress(OSError):
-                return socket.create_connection(("127.0.0.1", backends[self._turn]), timeout=2)
+                upstream = socket.create_connection(("127.0.0.1", backends[self._turn]), timeout=2)
+                # The timeout was for connecting only: left on the socket, it cut every answer that
+                # took longer than 2 s (and every idle keep-alive connection), which the API server
+                # reports as "failed to call webhook: EOF".
+                upstream.settimeout(None)
+                return upstream
         return None
 
 
@@ -194,6 +201,8 @@ class Draguard:
     plane: ControlPlane
     values: Mapping[str, Any] = field(default_factory=dict)
     replicas: int = 1
+    # More ``draguard serve`` flags, for what the chart does not set (``--dryrun-client-ca``).
+    args: Sequence[str] = ()
     objects: list[dict[str, Any]] = field(init=False, default_factory=list)
     replica: list[Replica] = field(init=False, default_factory=list)
     workdir: Path = field(init=False)
@@ -219,8 +228,7 @@ class Draguard:
         core = client.CoreV1Api(api)
         with contextlib.suppress(client.ApiException):  # already there from an earlier install
             core.create_namespace({"metadata": {"name": NAMESPACE}})
-        for obj in self.objects:
-            utils.create_from_dict(api, obj)
+        apply(api, self.objects)
         self._kubeconfig = self.plane.kubeconfig(token=self._token(), name="draguard")
         (self.workdir / "config.yaml").write_text(self._config_text())
         self._volume = SecretVolume(api, NAMESPACE, f"{RELEASE}-tls", self.workdir / "tls")
@@ -235,7 +243,9 @@ class Draguard:
 
     def uninstall(self) -> None:
         """Stop the replicas and delete what was applied, webhook configurations first (they would
-        send every later request of the test session to a draguard that is gone)."""
+        send every later request of the test session to a draguard that is gone); then what draguard
+        made itself, as the chart README tells an admin to after ``helm uninstall``: the next install
+        of the session must not inherit a CA a module made to live 30 s."""
         for i in range(len(self.replica)):
             self.stop_replica(i)
         api = self.plane.client()
@@ -243,6 +253,12 @@ class Draguard:
         for obj in sorted(self.objects, key=lambda o: o["kind"] not in WEBHOOK_KINDS):
             with contextlib.suppress(client.ApiException):
                 _delete(api, admission, obj)
+        core = client.CoreV1Api(api)
+        for secret in (f"{RELEASE}-ca", f"{RELEASE}-tls"):
+            with contextlib.suppress(client.ApiException):
+                core.delete_namespaced_secret(secret, NAMESPACE)
+        with contextlib.suppress(client.ApiException):
+            client.CoordinationV1Api(api).delete_namespaced_lease(f"{RELEASE}-certs", NAMESPACE)
         with contextlib.suppress(AttributeError):
             self._volume.stop()
             self.balancer.close()
@@ -263,6 +279,7 @@ class Draguard:
                     f"--port={replica.port}",
                     f"--metrics-port={replica.metrics_port}",
                     f"--health-port={replica.health_port}",
+                    *self.args,
                 ],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
@@ -275,10 +292,13 @@ class Draguard:
         self.balancer.backends = [r.port for r in self.replica if r.running]
 
     def stop_replica(self, i: int) -> None:
+        """Stop a replica as the kubelet stops the chart's pod: out of the Service's endpoints first
+        (the chart's preStop sleep waits for that), then SIGTERM. Connections already open to it
+        stay open until it closes them, as they do through kube-proxy."""
         replica = self.replica[i]
+        self.balancer.backends = [r.port for r in self.replica if r.running and r is not replica]
         if replica.component is not None:
             replica.component.stop()
-        self.balancer.backends = [r.port for r in self.replica if r.running]
 
     def wait_ready(self, i: int, timeout: float = 60) -> None:
         replica = self.replica[i]
@@ -290,6 +310,12 @@ class Draguard:
             return False
 
         wait_for(f"{replica.name} to be ready", ready, timeout=timeout)
+
+    def ca_bundle(self) -> bytes:
+        """The CA the API server trusts draguard with (the caBundle the elected replica injected)."""
+        admission = client.AdmissionregistrationV1Api(self.plane.client())
+        config = admission.read_validating_webhook_configuration(RELEASE)
+        return base64.b64decode(config.webhooks[0].client_config.ca_bundle)
 
     def log(self, i: int) -> str:
         replica = self.replica[i]
@@ -362,9 +388,11 @@ def _merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, An
 
 
 @contextlib.contextmanager
-def installed(plane: ControlPlane, values: Mapping[str, Any], replicas: int = 1) -> Iterator[Draguard]:
+def installed(
+    plane: ControlPlane, values: Mapping[str, Any], replicas: int = 1, args: Sequence[str] = ()
+) -> Iterator[Draguard]:
     """draguard installed for the length of a ``with`` block (usually a module-scoped fixture)."""
-    deployment = Draguard(plane, values, replicas)
+    deployment = Draguard(plane, values, replicas, args)
     try:
         deployment.install()
         yield deployment
@@ -372,16 +400,32 @@ def installed(plane: ControlPlane, values: Mapping[str, Any], replicas: int = 1)
         deployment.uninstall()
 
 
-def apply(api: client.ApiClient, documents: str | Sequence[Mapping[str, Any]]) -> list[Any]:
-    """Create every object of a YAML text (or a list of objects) as ``kubectl create`` would."""
+def apply(api: client.ApiClient, documents: str | Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Create every object of a YAML text (or a list of objects) as ``kubectl create`` would: as
+    JSON, so fields the ``kubernetes`` client's models do not know (alpha fields such as a device's
+    ``nodeAllocatableResourceMappings``) reach the API server. Returns the objects as created."""
     objects = list(yaml.safe_load_all(documents)) if isinstance(documents, str) else list(documents)
+    resources = dynamic.DynamicClient(api).resources
     created = []
     for obj in objects:
         if obj:
-            created.extend(utils.create_from_dict(api, dict(obj)))
+            resource = resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+            namespace = obj["metadata"].get("namespace") if resource.namespaced else None
+            created.append(resource.create(body=dict(obj), namespace=namespace).to_dict())
     return created
 
 
 def settle(seconds: float = 0.5) -> None:
     """Give watches a moment to deliver (draguard's snapshot follows the API server asynchronously)."""
     time.sleep(seconds)
+
+
+def remove(api: client.ApiClient, objects: Sequence[Mapping[str, Any]]) -> None:
+    """Delete objects made with :func:`apply` (or by hand), newest first, as ``kubectl delete`` would;
+    objects already gone are fine."""
+    resources = dynamic.DynamicClient(api).resources
+    for obj in reversed(objects):
+        metadata = obj["metadata"]
+        resource = resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+        with contextlib.suppress(client.ApiException):
+            resource.delete(name=metadata["name"], namespace=metadata.get("namespace"))

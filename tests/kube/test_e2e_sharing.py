@@ -10,7 +10,7 @@ The policies come from the device attribute ``draguard.io/sharingPolicy`` (CPU c
 ``rules.sharing.policies`` (the accelerator, by the class it was requested through). The third
 source, the default derived from KEP-5517's node-allocatable mappings, needs the alpha gate
 DRANodeAllocatableResources, without which the API server drops the mappings: those tests run on a
-control plane with the gate (the session's if it has it, else one of their own). There the real
+second control plane with the gate (``node_allocatable_plane``, tests/conftest.py). There the real
 scheduler refuses a second pod on a mapped claim itself, before any reservation; draguard
 refuses it earlier still, at pod creation.
 
@@ -145,24 +145,14 @@ class TestDevicePolicies:
         refused_at_creation(api, ns, "accel", "first", device, "draguard config sharing.policies[1]")
 
 
-GATE = "DRANodeAllocatableResources"
 CORES = "cores.example.com"
 MAPPED_NODE = "share-node-2"
 
 
 @pytest.fixture(scope="module")
-def mapping_plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
-    """A control plane with KEP-5517's alpha gate: the session's when it has it, else one for this
-    module alone (the session's keeps 1.36's defaults)."""
-    if control_plane.feature_gates.get(GATE):
-        yield control_plane
-        return
-    plane = ControlPlane(control_plane.assets, feature_gates={GATE: True})
-    plane.start()
-    try:
-        yield plane
-    finally:
-        plane.stop()
+def mapping_plane(node_allocatable_plane: ControlPlane) -> ControlPlane:
+    """The session's control plane with KEP-5517's alpha gate (tests/conftest.py)."""
+    return node_allocatable_plane
 
 
 @pytest.fixture(scope="class")

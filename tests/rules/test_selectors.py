@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -214,6 +215,24 @@ def test_stale_snapshot_still_denies_compile_errors_but_cannot_warn() -> None:
     assert messages(claim(BROKEN), ctx=stale)[0][0] == "deny"
     with pytest.raises(RuleUnavailable, match="cluster snapshot is stale"):
         SelectorsRule().check(admission(claim(A100)), stale)
+
+
+def test_a_check_nobody_awaits_any_more_stops_between_selectors() -> None:
+    # The webhook's deadline passed while the rule worked through many selectors: it must stop,
+    # not go on compiling for the seconds hundreds of long selectors take.
+    asked: list[bool] = []
+
+    def cancelled_after_two() -> bool:
+        asked.append(True)
+        return len(asked) > 2
+
+    expressions = [f'{MODEL} == "m{i}"' for i in range(50)]
+    ctx = replace(context(), cancelled=cancelled_after_two)
+    with pytest.raises(RuleUnavailable, match="stopped: the answer was no longer awaited"):
+        SelectorsRule().check(admission(claim(*expressions)), ctx)
+    assert len(asked) == 3
+    # Not cancelled: every selector is checked (and none matches a device).
+    assert len(messages(claim(*expressions))) == 50
 
 
 def test_warn_mode_turns_the_deny_into_a_warning() -> None:

@@ -137,7 +137,7 @@ async def test_token_reviews_are_cached_by_digest_until_their_ttl() -> None:
             await tokens.authenticate(bad)
         assert (err.value.status, str(err.value)) == (401, "bearer token refused: nope")
     assert seen.count("bad") == 1
-    assert "good" not in json.dumps(list(tokens._cache))  # digests, never tokens
+    assert "good" not in json.dumps(tokens._cache.keys())  # digests, never tokens
 
 
 async def test_a_malformed_authorization_header_is_401_and_none_is_no_credential() -> None:
@@ -145,6 +145,76 @@ async def test_a_malformed_authorization_header_is_401_and_none_is_no_credential
     with pytest.raises(auth.AuthError, match="expected 'Bearer <token>'"):
         await tokens.authenticate(FakeRequest({"Authorization": "Basic YWxpY2U="}))  # type: ignore[arg-type]
     assert await tokens.authenticate(FakeRequest({})) is None  # type: ignore[arg-type]
+
+
+class FakeAuthRequest(FakeRequest):
+    """What the chain reads of a request: the headers, the path and the method."""
+
+    path = "/v1/dryrun"
+    method = "POST"
+
+
+async def test_access_reviews_ask_for_the_path_and_lower_case_method_and_are_cached() -> None:
+    clock = Clock()
+    asked: list[tuple[auth.Caller, str, str]] = []
+
+    def reviewer(caller: auth.Caller, path: str, verb: str) -> auth.Decision:
+        asked.append((caller, path, verb))
+        return auth.Decision(caller.name == "alice", "" if caller.name == "alice" else "no binding")
+
+    def token_reviewer(token: str) -> auth.Review:
+        return auth.Review(auth.Caller(token, ("g",), "token", f"uid-{token}", (("scope", ("x",)),)))
+
+    chain = auth.Chain([auth.BearerTokens(token_reviewer, clock)], auth.SubjectAccessReviews(reviewer, clock))
+    alice: Any = FakeAuthRequest({"Authorization": "Bearer alice"})
+    assert (await chain.authenticate(alice)).name == "alice"
+    await chain.authenticate(alice)
+    # a POST to a non-resource URL is the verb "post" (apiserver endpoints/request/requestinfo.go)
+    assert asked == [
+        (auth.Caller("alice", ("g",), "token", "uid-alice", (("scope", ("x",)),)), "/v1/dryrun", "post")
+    ]
+    clock.now += auth.ALLOWED_TTL
+    await chain.authenticate(alice)
+    assert len(asked) == 2
+    mallory: Any = FakeAuthRequest({"Authorization": "Bearer mallory"})
+    for _ in range(2):
+        with pytest.raises(auth.AuthError) as err:
+            await chain.authenticate(mallory)
+        # kube-apiserver's wording for a refused non-resource request
+        assert (err.value.status, str(err.value)) == (
+            403,
+            'User "mallory" cannot post path "/v1/dryrun": no binding',
+        )
+    assert len(asked) == 3  # the refusal is cached too
+    clock.now += auth.DENIED_TTL
+    with pytest.raises(auth.AuthError):
+        await chain.authenticate(mallory)
+    assert len(asked) == 4
+
+
+async def test_an_access_review_that_cannot_be_made_is_503_and_not_cached() -> None:
+    calls = 0
+
+    def unreachable(caller: auth.Caller, path: str, verb: str) -> auth.Decision:
+        nonlocal calls
+        calls += 1
+        raise auth.ReviewUnavailable("SubjectAccessReview create answered HTTP 403: Forbidden")
+
+    certificate = auth.Caller("alice", (), "certificate")
+
+    class Known:
+        async def authenticate(self, request: Any) -> auth.Caller:
+            return certificate
+
+    chain = auth.Chain([Known()], auth.SubjectAccessReviews(unreachable))
+    for _ in range(2):
+        with pytest.raises(auth.AuthError) as err:
+            await chain.authenticate(FakeAuthRequest({}))  # type: ignore[arg-type]
+        assert err.value.status == 503
+        assert str(err.value) == (
+            "cannot authorize alice now: SubjectAccessReview create answered HTTP 403: Forbidden"
+        )
+    assert calls == 2
 
 
 def test_a_claims_only_request_stands_for_one_pod_using_every_claim_and_template() -> None:

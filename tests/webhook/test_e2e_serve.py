@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 import yaml
-from watch_standin import running
+from controlplane import ControlPlane, call
 
 from certs.material import generate_ca, issue_client, issue_serving
 from webhook.commands.serve import generate_pair
@@ -349,33 +349,30 @@ def test_demo_prints_curls_that_answer_as_labelled_and_exits(tmp_path: Path) -> 
     assert any(line["message"] == "cluster state synced: 11 objects" for line in logged)
 
 
-def test_state_from_a_cluster_through_a_kubeconfig(tmp_path: Path) -> None:
-    with running() as apiserver:
-        apiserver.put("DeviceClass", {"metadata": {"name": "gpu.example.com"}, "spec": {}})
-        kubeconfig = tmp_path / "kubeconfig"
-        kubeconfig.write_text(
-            json.dumps(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Config",
-                    "clusters": [{"name": "c", "cluster": {"server": apiserver.url}}],
-                    "users": [{"name": "u", "user": {"token": "t"}}],
-                    "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                    "current-context": "x",
-                }
-            )
-        )
-        server = start("--kubeconfig", str(kubeconfig), "--cert-dir", str(tmp_path / "certs"))
-        try:
-            wait_ready(server)
-            assert 'draguard_snapshot_objects{kind="DeviceClass"} 1.0' in server.metrics()
-            apiserver.put("DeviceClass", {"metadata": {"name": "second"}, "spec": {}})
-            deadline = time.monotonic() + 5
-            while 'draguard_snapshot_objects{kind="DeviceClass"} 2.0' not in server.metrics():
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
-        finally:
-            assert stop(server) == 0
+def device_classes(served: Served) -> int:
+    metric = r'^draguard_snapshot_objects\{kind="DeviceClass"\} (\S+)$'
+    found = re.search(metric, served.metrics(), re.MULTILINE)
+    return int(float(found[1])) if found else 0
+
+
+def test_state_from_a_cluster_through_a_kubeconfig(tmp_path: Path, control_plane: ControlPlane) -> None:
+    """The real API server of the session, through the admin's kubeconfig."""
+    api = control_plane.client()
+    name = f"serve-{tmp_path.name[-12:].lower().replace('_', '-')}"
+    server = start("--kubeconfig", str(control_plane.admin_kubeconfig), "--cert-dir", str(tmp_path / "certs"))
+    try:
+        wait_ready(server, timeout=30)
+        listed = device_classes(server)
+        body = {"metadata": {"name": name}, "spec": {}}
+        made = call(api, "POST", "/apis/resource.k8s.io/v1/deviceclasses", body)
+        assert made.status == 201, made.body
+        deadline = time.monotonic() + 10
+        while device_classes(server) != listed + 1:
+            assert time.monotonic() < deadline, server.metrics()
+            time.sleep(0.05)
+    finally:
+        call(api, "DELETE", f"/apis/resource.k8s.io/v1/deviceclasses/{name}")
+        assert stop(server) == 0
 
 
 # --- the strict cluster of examples/policy-tests (personas enforced, drains guarded) ------------------

@@ -1,4 +1,11 @@
-"""webhook.ledger against the kube-apiserver stand-in: compare-and-swap, replicas, faults, reconcile."""
+"""webhook.ledger: compare-and-swap, replicas and reconcile against the real API server; faults
+against a stand-in.
+
+What the real server cannot be made to do on demand (refuse one write with 503, apply a write and
+lose its answer, take half a second over one) is done by ``FaultyApiserver``
+(``tests/webhook/ledger_standin.py``); everything else talks to the session's kube-apiserver, in a
+namespace of this module, whose ledger ConfigMap each test starts without.
+"""
 
 from __future__ import annotations
 
@@ -15,14 +22,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from controlplane import ControlPlane, call
 from kubernetes import client
+from ledger_recording import RecordingConfigMaps, Seen, namespace_named
 from ledger_standin import FaultyApiserver, faulty
 
 from policies.api.quantity import Quantity
 from policies.quota import Charge, Exceeded, Ledger, LedgerUnavailable
-from webhook.ledger import LEDGER_NAME, ApiLedgerStore, ConfigMaps, Conflict, decode_entry
+from webhook.ledger import LEDGER_NAME, ApiLedgerStore, ConfigMaps, decode_entry
 
-NS = "team-a"
+NS = "ledger-tests"
 PATH = f"/api/v1/namespaces/{NS}/configmaps/{LEDGER_NAME}"
 ROOT = Path(__file__).resolve().parents[2]
 T0 = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
@@ -49,87 +58,143 @@ def room(limit: int) -> Any:
     return check_for
 
 
+class Real(Seen):
+    """The real API server, seen through the ledger clients made by :meth:`store_for`."""
+
+    def __init__(self, api: client.ApiClient) -> None:
+        super().__init__()
+        self.api = api
+
+    def store_for(self, read_timeout: float = 1.0, now: datetime = T0) -> ApiLedgerStore:
+        maps = RecordingConfigMaps(self.api, self, read_timeout)
+        return ApiLedgerStore(maps, clock=lambda: now, backoff=lambda _: None)
+
+    def stored(self) -> dict[str, Any]:
+        answer = call(self.api, "GET", PATH)
+        assert answer.status == 200, answer.body
+        return answer.body
+
+
+@pytest.fixture(scope="module")
+def namespace(control_plane: ControlPlane) -> Iterator[str]:
+    with namespace_named(control_plane, NS) as name:
+        yield name
+
+
+@pytest.fixture
+def real(control_plane: ControlPlane, namespace: str) -> Iterator[Real]:
+    with control_plane.client() as api:
+        yield Real(api)
+        call(api, "DELETE", PATH)
+
+
 @pytest.fixture
 def apiserver() -> Iterator[FaultyApiserver]:
     with faulty() as server:
         yield server
 
 
-def store_for(server: FaultyApiserver, read_timeout: float = 1.0, now: datetime = T0) -> ApiLedgerStore:
+def faulty_store(server: FaultyApiserver, read_timeout: float = 1.0, now: datetime = T0) -> ApiLedgerStore:
     maps = ConfigMaps(client.ApiClient(client.Configuration(host=server.url)), read_timeout=read_timeout)
     return ApiLedgerStore(maps, clock=lambda: now, backoff=lambda _: None)
 
 
-def stored(server: FaultyApiserver) -> dict[str, Any]:
-    found = server.store.get(server.resource("ConfigMap"), NS, LEDGER_NAME)
-    assert found is not None
-    return found
-
-
 def test_first_charge_creates_the_ledger_and_later_ones_replace_it_at_its_version(
-    apiserver: FaultyApiserver,
+    real: Real,
 ) -> None:
-    store, check = store_for(apiserver), room(10)
+    store, check = real.store_for(), room(10)
     assert store.charge(NS, "uid-1", cpu("4"), check("uid-1", cpu("4"))) is None
     assert store.charge(NS, "uid-2", cpu("2"), check("uid-2", cpu("2"))) is None
-    writes = [r for r in apiserver.requests if r[0] in ("POST", "PUT")]
+    writes = [r for r in real.requests if r[0] in ("POST", "PUT")]
     assert writes == [("POST", f"/api/v1/namespaces/{NS}/configmaps"), ("PUT", PATH)]
-    cm = stored(apiserver)
+    cm = real.stored()
     assert cm["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "draguard"}
     assert json.loads(cm["data"]["uid-1"]) == {"charge": {"requests.cpu": "4"}, "at": "2026-11-22T09:00:00Z"}
     assert store.current(NS).usage(NS) == cpu("6")
 
 
-def test_replacing_keeps_what_others_added_to_the_configmap(apiserver: FaultyApiserver) -> None:
-    store, check = store_for(apiserver), room(10)
+def test_replacing_keeps_what_others_added_to_the_configmap(real: Real) -> None:
+    store, check = real.store_for(), room(10)
     store.charge(NS, "uid-1", cpu("1"), check("uid-1", cpu("1")))
-    cm = stored(apiserver)
+    cm = real.stored()
     cm["metadata"]["annotations"] = {"team-a/owner": "platform"}
-    apiserver.store.put(apiserver.resource("ConfigMap"), NS, cm)
+    assert call(real.api, "PUT", PATH, cm).status == 200
     store.charge(NS, "uid-2", cpu("1"), check("uid-2", cpu("1")))
-    assert stored(apiserver)["metadata"]["annotations"] == {"team-a/owner": "platform"}
-    assert sorted(stored(apiserver)["data"]) == ["uid-1", "uid-2"]
+    assert real.stored()["metadata"]["annotations"] == {"team-a/owner": "platform"}
+    assert sorted(real.stored()["data"]) == ["uid-1", "uid-2"]
 
 
-def test_a_charge_that_does_not_fit_writes_nothing(apiserver: FaultyApiserver) -> None:
-    store, check = store_for(apiserver), room(5)
+def test_a_charge_that_does_not_fit_writes_nothing(real: Real) -> None:
+    store, check = real.store_for(), room(5)
     assert store.charge(NS, "uid-1", cpu("4"), check("uid-1", cpu("4"))) is None
     problem = store.charge(NS, "uid-2", cpu("2"), check("uid-2", cpu("2")))
     assert problem is not None and problem.message() == (
         "exceeded quota: q, requested: requests.cpu=2, used: requests.cpu=4, limited: requests.cpu=5"
     )
-    assert apiserver.writes == 1
+    assert real.writes == 1
 
 
-def test_a_conflicting_write_makes_it_read_and_check_again(apiserver: FaultyApiserver) -> None:
-    store, check = store_for(apiserver), room(5)
+def test_a_conflicting_write_makes_it_read_and_check_again(real: Real) -> None:
+    store, check = real.store_for(), room(5)
     assert store.charge(NS, "uid-1", cpu("1"), check("uid-1", cpu("1"))) is None
-    other = store_for(apiserver)
+    other = real.store_for()
 
-    def replica_b_first(method: str, path: str, body: bytes) -> None:
-        if method == "PUT" and apiserver.before is not None:
-            apiserver.before = None  # once: another replica commits its charge right before ours
+    def replica_b_first(method: str, path: str, body: Any) -> None:
+        if method == "PUT" and real.before is not None:
+            real.before = None  # once: another replica commits its charge right before ours
             assert other.charge(NS, "uid-b", cpu("3"), check("uid-b", cpu("3"))) is None
 
-    apiserver.before = replica_b_first
+    real.before = replica_b_first
     problem = store.charge(NS, "uid-2", cpu("2"), check("uid-2", cpu("2")))
     assert problem is not None and "used: requests.cpu=4" in problem.message()
     assert store.current(NS).usage(NS) == cpu("4")
-    assert [m for m, _ in apiserver.requests].count("PUT") == 2  # b's, then our conflicting one
+    assert [m for m, _ in real.requests].count("PUT") == 2  # b's, then our conflicting one
 
 
-def test_releasing_removes_the_entry(apiserver: FaultyApiserver) -> None:
-    store, check = store_for(apiserver), room(5)
+def test_releasing_leaves_a_tombstone_that_charges_nothing(real: Real) -> None:
+    store, check = real.store_for(), room(5)
     store.charge(NS, "uid-1", cpu("1"), check("uid-1", cpu("1")))
     assert store.charge(NS, "uid-1", {}, lambda ledger: None) is None
-    assert stored(apiserver)["data"] == {}
+    assert json.loads(real.stored()["data"]["uid-1"]) == {"charge": {}, "at": "2026-11-22T09:00:00Z"}
+    assert store.current(NS) == Ledger.of(NS, {})
+    writes = real.writes
+    assert store.charge(NS, "uid-never-charged", {}, lambda ledger: None) is None
+    assert real.writes == writes  # nothing to release: nothing written
+
+
+def test_reconcile_from_a_snapshot_behind_a_release_does_not_put_the_charge_back(
+    real: Real,
+) -> None:
+    """The webhook releases a claim's charge before the API server deletes the claim, so a replica's
+    snapshot can still show it reserved a moment later: within the grace period the release stands,
+    after it the tombstone goes (and a claim that really is still reserved is charged again)."""
+    store = real.store_for()
+    store.charge(NS, "uid-1", cpu("1"), lambda ledger: None)
+    store.charge(NS, "uid-1", {}, lambda ledger: None)
+    stale = Ledger.of(NS, {"uid-1": cpu("1")})
+    assert not real.store_for(now=T0 + timedelta(seconds=30)).reconcile(NS, stale)
+    assert store.current(NS) == Ledger.of(NS, {})
+    later = real.store_for(now=T0 + timedelta(minutes=2))
+    assert later.reconcile(NS, Ledger())
+    assert real.stored().get("data", {}) == {}  # the API server drops an empty data map
+
+
+def test_reconcile_restores_lost_charges_and_fixes_changed_ones(real: Real) -> None:
+    store = real.store_for()
+    store.charge(NS, "uid-old", cpu("3"), lambda ledger: None)
+    later = real.store_for(now=T0 + timedelta(minutes=5))
+    expected = Ledger.of(NS, {"uid-old": cpu("1"), "uid-lost": cpu("2")})
+    assert later.reconcile(NS, expected)
+    assert later.current(NS) == expected
+    assert not later.reconcile(NS, expected)  # nothing to do: no write
+    assert real.writes == 2
 
 
 # --- faults -----------------------------------------------------------------------------------------
 
 
 def test_dropped_write_is_unavailable_and_charges_nothing(apiserver: FaultyApiserver) -> None:
-    store, check = store_for(apiserver), room(5)
+    store, check = faulty_store(apiserver), room(5)
     apiserver.faults = ["drop"]
     with pytest.raises(LedgerUnavailable, match="HTTP 503: etcdserver: leader changed"):
         store.charge(NS, "uid-1", cpu("1"), check("uid-1", cpu("1")))
@@ -139,7 +204,7 @@ def test_dropped_write_is_unavailable_and_charges_nothing(apiserver: FaultyApise
 
 
 def test_lost_answer_is_noticed_and_a_retry_never_charges_twice(apiserver: FaultyApiserver) -> None:
-    store, check = store_for(apiserver), room(5)
+    store, check = faulty_store(apiserver), room(5)
     apiserver.faults = ["lose"]
     assert store.charge(NS, "uid-1", cpu("2"), check("uid-1", cpu("2"))) is None  # it landed
     writes = apiserver.writes
@@ -149,7 +214,7 @@ def test_lost_answer_is_noticed_and_a_retry_never_charges_twice(apiserver: Fault
 
 
 def test_delayed_write_times_out_lands_later_and_reconcile_heals_it(apiserver: FaultyApiserver) -> None:
-    store, check = store_for(apiserver, read_timeout=0.2), room(5)
+    store, check = faulty_store(apiserver, read_timeout=0.2), room(5)
     apiserver.faults, apiserver.delay_seconds = ["delay"], 0.5
     with pytest.raises(LedgerUnavailable):
         store.charge(NS, "uid-1", cpu("2"), check("uid-1", cpu("2")))
@@ -159,20 +224,26 @@ def test_delayed_write_times_out_lands_later_and_reconcile_heals_it(apiserver: F
     assert store.current(NS).usage(NS) == cpu("2")  # the write landed after the client gave up
     # The claim was never reserved (the request was answered per the failure policy): the snapshot
     # does not have it. Within the grace period reconcile keeps it, afterwards it is removed.
-    assert not store_for(apiserver, now=T0 + timedelta(seconds=30)).reconcile(NS, Ledger())
-    assert store_for(apiserver, now=T0 + timedelta(minutes=2)).reconcile(NS, Ledger())
+    assert not faulty_store(apiserver, now=T0 + timedelta(seconds=30)).reconcile(NS, Ledger())
+    assert faulty_store(apiserver, now=T0 + timedelta(minutes=2)).reconcile(NS, Ledger())
     assert store.current(NS).usage(NS) == {}
 
 
-def test_reconcile_restores_lost_charges_and_fixes_changed_ones(apiserver: FaultyApiserver) -> None:
-    store = store_for(apiserver)
-    store.charge(NS, "uid-old", cpu("3"), lambda ledger: None)
-    later = store_for(apiserver, now=T0 + timedelta(minutes=5))
-    expected = Ledger.of(NS, {"uid-old": cpu("1"), "uid-lost": cpu("2")})
-    assert later.reconcile(NS, expected)
-    assert later.current(NS) == expected
-    assert not later.reconcile(NS, expected)  # nothing to do: no write
-    assert apiserver.writes == 2
+def test_every_call_of_a_charge_ends_by_its_deadline(apiserver: FaultyApiserver) -> None:
+    """A write slower than the time left is given up at the deadline (not at the 1 s read timeout),
+    and is not re-read afterwards: the webhook has answered by then, per its failure policy."""
+    store, check = faulty_store(apiserver), room(5)
+    apiserver.faults, apiserver.delay_seconds = ["delay"], 0.6
+    started = time.monotonic()
+    with pytest.raises(LedgerUnavailable, match="Read timed out"):
+        store.charge(NS, "uid-1", cpu("2"), check("uid-1", cpu("2")), deadline=started + 0.3)
+    assert time.monotonic() - started < 0.55
+    assert apiserver.writes == 1
+    with pytest.raises(LedgerUnavailable, match="no time left before the webhook answers"):
+        store.charge(NS, "uid-2", cpu("1"), check("uid-2", cpu("1")), deadline=time.monotonic())
+    # out of time before it started: not even a read (only the first charge's one)
+    assert [method for method, _ in apiserver.requests].count("GET") == 1
+    assert apiserver.writes == 1
 
 
 def test_damaged_entries_are_an_error_naming_the_key() -> None:
@@ -183,23 +254,8 @@ def test_damaged_entries_are_an_error_naming_the_key() -> None:
 # --- batching within a replica ----------------------------------------------------------------------
 
 
-class CountingConfigMaps(ConfigMaps):
-    def __init__(self, api: client.ApiClient) -> None:
-        super().__init__(api)
-        self.conflicts = 0
-
-    def write(self, namespace: str, data: Any, base: Any) -> None:
-        try:
-            super().write(namespace, data, base)
-        except Conflict:
-            self.conflicts += 1
-            raise
-
-
-def test_one_replica_batches_concurrent_charges_and_never_conflicts_with_itself(
-    apiserver: FaultyApiserver,
-) -> None:
-    maps = CountingConfigMaps(client.ApiClient(client.Configuration(host=apiserver.url)))
+def test_one_replica_batches_concurrent_charges_and_never_conflicts_with_itself(real: Real) -> None:
+    maps = RecordingConfigMaps(real.api, real)
     store, check = ApiLedgerStore(maps, clock=lambda: T0), room(20)
     with ThreadPoolExecutor(16) as pool:
         answers = list(
@@ -208,11 +264,11 @@ def test_one_replica_batches_concurrent_charges_and_never_conflicts_with_itself(
     assert sum(a is None for a in answers) == 20
     assert store.current(NS).usage(NS) == cpu("20")
     assert maps.conflicts == 0
-    assert apiserver.writes < 20  # batched: fewer writes than charges
+    assert real.writes < 20  # batched: fewer writes than charges
 
 
-def test_a_failing_check_fails_its_batch_without_leaving_anyone_waiting(apiserver: FaultyApiserver) -> None:
-    store = store_for(apiserver)
+def test_a_failing_check_fails_its_batch_without_leaving_anyone_waiting(real: Real) -> None:
+    store = real.store_for()
 
     def broken(ledger: Ledger) -> Exceeded | None:
         raise KeyError("requests.cpu")
@@ -227,25 +283,24 @@ def test_a_failing_check_fails_its_batch_without_leaving_anyone_waiting(apiserve
 REPLICA = textwrap.dedent("""
     import sys
     from concurrent.futures import ThreadPoolExecutor
-    from kubernetes import client
     from policies.api.quantity import Quantity
     from policies.quota import Exceeded, LedgerUnavailable
+    from webhook.kube import connect
     from webhook.ledger import ApiLedgerStore, ConfigMaps
 
-    url, first, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    api = client.ApiClient(client.Configuration(host=url))
-    api.configuration.connection_pool_maxsize = 32
+    kubeconfig, namespace, first, count = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    api = connect(kubeconfig, in_cluster=False)
     store = ApiLedgerStore(ConfigMaps(api))
     one = {"requests.cpu": Quantity.from_int(1)}
 
     def check(ledger):
-        used = ledger.usage("team-a").get("requests.cpu", Quantity.from_int(0))
+        used = ledger.usage(namespace).get("requests.cpu", Quantity.from_int(0))
         return None if used.add(one["requests.cpu"]) <= Quantity.from_int(100) else Exceeded("q", one, {}, {})
 
     def admit(i):
         for _ in range(20):  # the scheduler retries a reservation the webhook could not decide
             try:
-                return store.charge("team-a", f"uid-{i}", one, check) is None
+                return store.charge(namespace, f"uid-{i}", one, check) is None
             except LedgerUnavailable:
                 continue
         return False
@@ -257,11 +312,11 @@ REPLICA = textwrap.dedent("""
 """)
 
 
-def test_two_replicas_never_overcommit(apiserver: FaultyApiserver) -> None:
+def test_two_replicas_never_overcommit(real: Real, control_plane: ControlPlane) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     replicas = [
         subprocess.Popen(
-            [sys.executable, "-c", REPLICA, apiserver.url, str(first), "100"],
+            [sys.executable, "-c", REPLICA, str(control_plane.admin_kubeconfig), NS, str(first), "100"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=env,
@@ -275,6 +330,6 @@ def test_two_replicas_never_overcommit(apiserver: FaultyApiserver) -> None:
         assert replica.returncode == 0, err
         admitted += [f"uid-{i}" for i in out.split()]
     assert len(admitted) == 100
-    ledger = store_for(apiserver).current(NS)
+    ledger = real.store_for().current(NS)
     assert sorted(ledger.namespace(NS)) == sorted(admitted)
     assert ledger.usage(NS) == cpu("100")

@@ -1,13 +1,19 @@
-"""The quota rule on the shared ledger (API-server stand-in): decisions, failure policy, reconcile."""
+"""The quota rule on the shared ledger: decisions and reconcile through the real API server, the
+failure policy with an API server that refuses the write (a stand-in, ``FaultyApiserver``: the real
+one cannot be made to refuse one write on demand)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from controlplane import ControlPlane, call
 from kubernetes import client
+from ledger_recording import RecordingConfigMaps, namespace_named
 from ledger_standin import FaultyApiserver, faulty
 
 from policies.api.admission import UserInfo
@@ -19,9 +25,9 @@ from policies.rules.engine import Context, Request, decide
 from policies.rules.quota import QuotaRule
 from policies.rules.registry import RULES
 from policies.snapshot import Snapshot
-from webhook.ledger import ApiLedgerStore, ConfigMaps, reconcile_all, with_ledger
+from webhook.ledger import LEDGER_NAME, ApiLedgerStore, ConfigMaps, reconcile_all, with_ledger
 
-NS = "team-a"
+NS = "ledger-rule-tests"
 T0 = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
 SCHEDULER = UserInfo(username="system:kube-scheduler")
 
@@ -138,15 +144,28 @@ def reservation(name: str, cores: str, pod_name: str) -> Request:
     )
 
 
+@pytest.fixture(scope="module")
+def namespace(control_plane: ControlPlane) -> Iterator[str]:
+    with namespace_named(control_plane, NS) as name:
+        yield name
+
+
+@pytest.fixture
+def maps(control_plane: ControlPlane, namespace: str) -> Iterator[RecordingConfigMaps]:
+    """The ledger client on the real API server; the namespace's ledger is removed afterwards."""
+    with control_plane.client() as api:
+        yield RecordingConfigMaps(api)
+        call(api, "DELETE", f"/api/v1/namespaces/{NS}/configmaps/{LEDGER_NAME}")
+
+
+def store_on(maps: ConfigMaps, now: datetime = T0) -> ApiLedgerStore:
+    return ApiLedgerStore(maps, clock=lambda: now, backoff=lambda _: None)
+
+
 @pytest.fixture
 def apiserver() -> Iterator[FaultyApiserver]:
     with faulty() as server:
         yield server
-
-
-def store_for(server: FaultyApiserver, now: datetime = T0) -> ApiLedgerStore:
-    maps = ConfigMaps(client.ApiClient(client.Configuration(host=server.url)))
-    return ApiLedgerStore(maps, clock=lambda: now, backoff=lambda _: None)
 
 
 def ctx(snap: Snapshot, **quota: Any) -> Context:
@@ -154,9 +173,9 @@ def ctx(snap: Snapshot, **quota: Any) -> Context:
 
 
 def test_reservations_are_charged_to_the_shared_ledger_until_the_quota_is_full(
-    apiserver: FaultyApiserver,
+    maps: RecordingConfigMaps,
 ) -> None:
-    store = store_for(apiserver)
+    store = store_on(maps)
     rules = with_ledger(RULES, store)
     assert sum(isinstance(r, QuotaRule) and r.store is store for r in rules) == 1
     snap = snapshot(claim("first", "8"), claim("second", "4"))
@@ -177,20 +196,21 @@ def test_an_unreachable_ledger_is_answered_per_the_failure_policy(
     apiserver: FaultyApiserver, policy: str, allowed: bool
 ) -> None:
     apiserver.faults = ["drop"]
-    rules = with_ledger(RULES, store_for(apiserver))
+    stand_in = ConfigMaps(client.ApiClient(client.Configuration(host=apiserver.url)))
+    rules = with_ledger(RULES, store_on(stand_in))
     decision = decide(
         reservation("first", "8", "a"), rules, ctx(snapshot(claim("first", "8")), failurePolicy=policy)
     )
     said = decision.message if not allowed else " ".join(decision.warnings)
     assert decision.allowed is allowed
     assert "draguard could not check rule quota: the DRA quota ledger is unavailable" in said
-    assert store_for(apiserver).current(NS).usage(NS) == {}
+    assert store_on(stand_in).current(NS).usage(NS) == {}
 
 
-def test_reconcile_releases_deallocated_claims_and_restores_lost_charges(apiserver: FaultyApiserver) -> None:
-    store = store_for(apiserver)
+def test_reconcile_releases_deallocated_claims_and_restores_lost_charges(maps: RecordingConfigMaps) -> None:
+    store = store_on(maps)
     store.charge(NS, "uid-gone", {"requests.cpu": Quantity.parse("4")}, lambda ledger: None)
-    later = store_for(apiserver, now=T0 + timedelta(minutes=5))
+    later = store_on(maps, now=T0 + timedelta(minutes=5))
     snap = snapshot(claim("first", "8", "a"))
     assert reconcile_all(later, snap) == [NS]
     assert later.current(NS) == Ledger.of(
@@ -199,8 +219,21 @@ def test_reconcile_releases_deallocated_claims_and_restores_lost_charges(apiserv
     assert reconcile_all(later, snap) == []
 
 
-def test_without_a_quota_the_ledger_is_not_written(apiserver: FaultyApiserver) -> None:
-    store = store_for(apiserver)
+def test_without_a_quota_the_ledger_is_not_written(maps: RecordingConfigMaps) -> None:
+    store = store_on(maps)
     snap = Snapshot.build(decode(o) for o in [*BASE[:2], *BASE[3:], claim("first", "8")])
     assert decide(reservation("first", "8", "a"), with_ledger(RULES, store), ctx(snap)).allowed
-    assert apiserver.requests == []
+    assert maps.seen.requests == []
+
+
+def test_a_reservation_out_of_time_is_answered_per_the_failure_policy_and_charges_nothing(
+    maps: RecordingConfigMaps,
+) -> None:
+    """The server's deadline reaches the ledger: a charge that could only land after the answer went
+    out (a phantom, holding quota for a refused reservation) is not written at all."""
+    rules = with_ledger(RULES, store_on(maps))
+    late = replace(ctx(snapshot(claim("first", "8"))), deadline=time.monotonic() - 0.1)
+    decision = decide(reservation("first", "8", "a"), rules, late)
+    assert not decision.allowed
+    assert decision.message.endswith("no time left before the webhook answers")
+    assert maps.seen.requests == []

@@ -6,7 +6,10 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from webhook.logs import JsonFormatter, json_line
+from aiohttp.http_exceptions import ContentEncodingError
+from aiohttp.web_protocol import RequestPayloadError
+
+from webhook.logs import JsonFormatter, RefusedInput, configure, json_line
 
 
 def test_a_line_is_time_level_logger_message_then_the_fields() -> None:
@@ -51,3 +54,50 @@ def test_the_formatter_writes_records_in_the_same_shape_with_the_error() -> None
     shown = (line["level"], line["logger"], line["message"], line["uid"])
     assert shown == ("error", "draguard.x", "failed once", "u-2")
     assert "ValueError: boom" in line["error"]
+
+
+def test_a_string_utf_8_cannot_hold_is_written_escaped_and_the_line_is_still_json() -> None:
+    line = json_line(0.0, "info", "draguard.admission", "admission decision", {"user": "x\udc00", "n": 1})
+    assert json.loads(line)["user"] == "x\udc00" and json.loads(line)["n"] == 1
+    line.encode()  # the line itself is writable as UTF-8
+
+
+def refused(error: BaseException, message: str, *args: str) -> logging.LogRecord:
+    """The record aiohttp's server logs with ``log_exception`` for ``error``."""
+    try:
+        raise error
+    except type(error):
+        info = sys.exc_info()
+    return logging.LogRecord("aiohttp.server", logging.ERROR, __file__, 1, message, args, info)
+
+
+def test_input_aiohttp_refuses_is_one_line_without_a_traceback() -> None:
+    error = ContentEncodingError("Can not decode content-encoding: brotli (br)")
+    record = refused(error, "Error handling request from %s", "127.0.0.1")
+    assert RefusedInput().filter(record)
+    line = json.loads(JsonFormatter().format(record))
+    assert line["level"] == "warning" and "error" not in line
+    assert line["message"] == "refused a request: 400 Can not decode content-encoding: brotli (br)"
+
+
+def test_the_unread_rest_of_an_answered_body_that_does_not_decode_is_not_logged() -> None:
+    record = refused(RequestPayloadError("Can not decode content-encoding: gzip"), "Unhandled exception")
+    assert not RefusedInput().filter(record)
+
+
+def test_other_errors_keep_their_traceback() -> None:
+    record = refused(KeyError("bug"), "Unhandled exception")
+    assert RefusedInput().filter(record)
+    assert "KeyError: 'bug'" in json.loads(JsonFormatter().format(record))["error"]
+
+
+def test_configure_installs_the_filter_once() -> None:
+    root, server = logging.getLogger(), logging.getLogger("aiohttp.server")
+    saved = (list(root.handlers), root.level, list(server.filters))
+    try:
+        configure("info")
+        configure("info")
+        assert sum(isinstance(f, RefusedInput) for f in server.filters) == 1
+    finally:
+        root.handlers[:], server.filters[:] = saved[0], saved[2]
+        root.setLevel(saved[1])

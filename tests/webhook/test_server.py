@@ -10,6 +10,7 @@ import json
 import logging
 import threading
 import time
+import urllib.request
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -108,10 +109,26 @@ def admission_review(obj: Any = None, uid: str = "uid-1", **request: Any) -> dic
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": body}
 
 
+CREATED: list[Admission] = []
+
+
+@pytest.fixture(autouse=True)
+def no_thread_outlives_its_test() -> Iterator[None]:
+    """The admissions' thread pools stop with their test, as serve stops them with the server: a
+    worker left running would count as another test's thread (tests/webhook/test_state_watch.py)."""
+    yield
+    for admission in CREATED:
+        for executor in (admission.executor, admission.decoder):
+            executor.shutdown(wait=True, cancel_futures=True)
+    CREATED.clear()
+
+
 def make_admission(rules: Sequence[Any] = (), state: FakeState | None = None, **options: Any) -> Admission:
     state = state or FakeState()
     config = options.pop("config", Config())
-    return Admission(split_rules(rules), config, state, Metrics(state), **options)
+    admission = Admission(split_rules(rules), config, state, Metrics(state), **options)
+    CREATED.append(admission)
+    return admission
 
 
 async def client_for(aiohttp_client: Client, admission: Admission) -> TestClient:
@@ -235,6 +252,36 @@ async def test_bodies_over_3_mib_are_413(aiohttp_client: Client) -> None:
     assert status == 413
     status, _ = await post(client, admission_review())
     assert status == 200
+
+
+async def test_lone_surrogates_reach_the_rules_as_u_fffd_as_the_api_server_stores_them(
+    aiohttp_client: Client,
+) -> None:
+    # The issue-16 cases: in a quantity the model refused it with an encoding error (400, "could not
+    # process"); in the user name the decision was made and lost to the log line.
+    rule = FakeRule("selectors", [Finding("deny", "no")])
+    out = io.StringIO()
+    client = await client_for(aiohttp_client, make_admission([rule], decisions=DecisionLog(out)))
+    broken = pod(containers=[{"name": "c", "image": "x", "resources": {"requests": {"cpu": "SURROGATE"}}}])
+    raw = json.dumps(admission_review(broken)).replace("SURROGATE", "1\\ud800").encode()
+    status, body = await post(client, raw)
+    assert status == 200 and body["response"]["status"]["code"] == 422
+    assert "object.spec.containers[0].resources.requests.cpu" in body["response"]["status"]["message"]
+    raw = json.dumps(admission_review(userInfo={"username": "SURROGATE"})).replace("SURROGATE", "\\udfff")
+    with level(logging.INFO):
+        status, body = await post(client, raw.encode())
+    assert status == 200 and body["response"]["allowed"] is False
+    (seen, _) = rule.seen[0]
+    assert seen.user.username == "\ufffd"
+    assert json.loads(out.getvalue().splitlines()[-1])["user"] == "\ufffd"
+
+
+async def test_a_body_nested_too_deeply_is_a_400_naming_it(aiohttp_client: Client) -> None:
+    client = await client_for(aiohttp_client, make_admission())
+    status, answer = await post(client, b"[" * 5000 + b"]" * 5000)
+    assert (
+        status == 400 and answer["error"] == "body is nested deeper than 512 levels, the most draguard reads"
+    )
 
 
 @pytest.mark.parametrize(
@@ -501,6 +548,21 @@ async def test_readyz_waits_for_the_state_and_healthz_does_not(aiohttp_client: C
     assert (await client.get("/readyz")).status == 200
 
 
+async def test_readyz_says_a_stale_state_and_stays_ready(aiohttp_client: Client) -> None:
+    """Past snapshot.maxAgeSeconds the replica still answers (the rules that need the state per their
+    failure policy); leaving the Service would hand every rule to the webhooks' failurePolicy."""
+    state = FakeState(synced=True)
+    client = await aiohttp_client(build_app(make_admission(state=state), readiness(state, None, 30)))
+    assert await (await client.get("/readyz")).text() == "ok"
+    state.seconds = 42
+    stale = await client.get("/readyz")
+    assert stale.status == 200
+    assert await stale.text() == (
+        "ok\nstale: the cluster state was last confirmed 42s ago (snapshot.maxAgeSeconds 30): "
+        "the rules that need it answer per their failurePolicy"
+    )
+
+
 def test_default_deadline_is_below_every_timeout_the_chart_configures() -> None:
     values = yaml.safe_load((Path(__file__).resolve().parents[2] / "charts/draguard/values.yaml").read_text())
     hooks = values["webhooks"]
@@ -508,3 +570,146 @@ def test_default_deadline_is_below_every_timeout_the_chart_configures() -> None:
     timeouts.append(hooks["prescheduled"]["mutating"]["timeoutSeconds"])
     assert len(timeouts) >= 7
     assert min(timeouts) > server.DEFAULT_DEADLINE
+
+
+async def raw_exchange(port: int, request: bytes) -> bytes:
+    """Send ``request`` on a new plain connection; the head of the answer."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(request)
+    await writer.drain()
+    head = await reader.readuntil(b"\r\n\r\n")
+    writer.close()
+    return head
+
+
+VALIDATE = b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: "
+
+
+@pytest.mark.parametrize(
+    "request_head",
+    [
+        b"POST /nosuch HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n",  # 404, body unread
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n",
+        VALIDATE + b"9999999\r\n\r\n",  # 413
+    ],
+)
+async def test_an_answer_that_leaves_the_body_unread_closes_the_connection(
+    aiohttp_server: Callable[..., Awaitable[Any]], request_head: bytes
+) -> None:
+    # aiohttp reads the rest of the body after the answer and closes the connection when it
+    # cannot: a keep-alive answer would have the client's next request on it lost.
+    admission = make_admission()
+    server = await aiohttp_server(build_app(admission, readiness(admission.state, None)))
+    head = await raw_exchange(server.port, request_head + b"{")
+    assert b"Connection: close" in head, head
+    complete = json.dumps(admission_review()).encode()
+    head = await raw_exchange(server.port, b"%s%d\r\n\r\n%s" % (VALIDATE, len(complete), complete))
+    assert head.startswith(b"HTTP/1.1 200") and b"Connection: close" not in head
+
+
+def test_the_probe_and_metrics_ports_close_after_unread_bodies_too() -> None:
+    for app in (
+        server.build_health_app(server.Readiness(lambda: [])),
+        server.build_metrics_app(make_admission().metrics),
+    ):
+        assert server.close_unless_read in app.middlewares
+
+
+async def test_a_costly_check_past_its_deadline_is_told_to_stop(aiohttp_client: Client) -> None:
+    rule = FakeRule("selectors", sleep=0.4)
+    client = await client_for(aiohttp_client, make_admission([rule], deadline=0.1))
+    status, body = await post(client, admission_review())
+    assert status == 200 and "no answer within the 0.1s deadline" in body["response"]["warnings"][0]
+    (_, ctx) = rule.seen[0]
+    assert ctx.cancelled()  # the thread sees it between steps and gives up (see the selectors rule)
+
+
+async def test_costly_checks_past_the_backlog_are_answered_at_once_per_failure_policy(
+    aiohttp_client: Client,
+) -> None:
+    rule = FakeRule("selectors", sleep=0.5)
+    client = await client_for(aiohttp_client, make_admission([rule], costly_limit=1))
+    started = time.perf_counter()
+    first = asyncio.ensure_future(post(client, admission_review(uid="first")))
+    await asyncio.sleep(0.1)
+    status, body = await post(client, admission_review(uid="second"))
+    assert time.perf_counter() - started < 0.4  # not queued behind the first
+    assert status == 200 and body["response"]["allowed"] is True  # selectors' failurePolicy: Ignore
+    assert "draguard is busy: 1 costly checks are running or waiting" in body["response"]["warnings"][0]
+    status, body = await first
+    assert status == 200 and "warnings" not in body["response"]
+    assert len(rule.seen) == 1
+
+
+def large_review(uid: str) -> bytes:
+    padded = pod()
+    padded["metadata"]["annotations"] = {"pad": "x" * server.LARGE_BODY}
+    return json.dumps(admission_review(padded, uid=uid)).encode()
+
+
+async def test_large_bodies_are_decoded_off_the_loop_and_shed_with_429_past_the_backlog(
+    aiohttp_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decoded_on: list[str] = []
+    to_request = review.to_request
+
+    def slow(request: Any) -> Any:
+        decoded_on.append(threading.current_thread().name)
+        time.sleep(0.3)
+        return to_request(request)
+
+    monkeypatch.setattr(review, "to_request", slow)
+    client = await client_for(aiohttp_client, make_admission())
+    large = [asyncio.ensure_future(post(client, large_review(f"large-{i}"))) for i in range(2)]
+    await asyncio.sleep(0.1)
+    status, body = await post(client, large_review("third"))
+    assert status == 429 and body["error"].startswith("draguard is busy: 2 bodies over 262144 bytes")
+    answers = await asyncio.gather(*large)
+    assert [status for status, _ in answers] == [200, 200]
+    status, _ = await post(client, admission_review())  # small: decoded on the loop
+    assert status == 200
+    assert decoded_on[:2] == ["draguard-decode_0"] * 2 and decoded_on[2] == threading.current_thread().name
+
+
+async def test_the_deadline_counts_from_arrival_and_a_late_decode_is_429(
+    aiohttp_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    to_request = review.to_request
+
+    def slow(request: Any) -> Any:
+        time.sleep(1.5)
+        return to_request(request)
+
+    monkeypatch.setattr(review, "to_request", slow)
+    client = await client_for(aiohttp_client, make_admission(deadline=0.2))
+    started = time.perf_counter()
+    status, body = await post(client, large_review("late"))
+    assert time.perf_counter() - started < 1.2  # not after the decode
+    assert (
+        status == 429
+        and body["error"] == "draguard is busy: the review was not decoded within the 0.2s deadline"
+    )
+
+
+async def test_probes_on_the_side_loop_answer_while_the_main_loop_is_blocked() -> None:
+    side = server.SideLoop()
+    try:
+        runner, port = await side.call(
+            server._start(server.build_health_app(server.Readiness(lambda: [])), "127.0.0.1", 0, None)
+        )
+        answered: list[float] = []
+
+        def probe() -> None:
+            started = time.perf_counter()
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as response:
+                assert response.status == 200
+            answered.append(time.perf_counter() - started)
+
+        prober = threading.Thread(target=probe)
+        prober.start()
+        time.sleep(2.0)  # the main loop is blocked: no callback of it runs
+        prober.join()
+        assert answered and answered[0] < 1.5
+        await side.call(runner.cleanup())
+    finally:
+        side.close()

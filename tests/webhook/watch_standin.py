@@ -1,25 +1,20 @@
 """A stand-in for the list/watch side of kube-apiserver on 127.0.0.1, for tests only.
 
-kube-apiserver (and etcd behind it) cannot be installed here, so ``webhook.state`` is tested
-against this server through the real ``kubernetes`` client. It is faithful where the reflector
-depends on the API server's behaviour:
+The reflector is tested against the real API server (``tests/kube``) wherever it can show the case;
+this serves the two it cannot be made to on demand: a bookmark sent now followed by every watch cut
+mid-stream, and an object draguard cannot decode (the real one validates what it stores). It is
+faithful where the reflector depends on the API server's behaviour:
 
 * one resourceVersion counter across every resource, like etcd's revision; each write bumps it and
   the object carries it in ``metadata.resourceVersion``;
-* list: ``{kind: <Kind>List, metadata: {resourceVersion, continue}, items}`` with items that carry no
-  apiVersion/kind (the API server leaves them off list items); ``limit``/``continue`` pagination
-  where every page is read at the first page's resourceVersion;
+* list: ``{kind: <Kind>List, metadata: {resourceVersion}, items}`` with items that carry no
+  apiVersion/kind (the API server leaves them off list items);
 * watch (``?watch=true&resourceVersion=N``): HTTP/1.1 chunked transfer, one JSON event per line,
   every change after N in order, ``BOOKMARK`` events (an object with only ``metadata.resourceVersion``)
   only when ``allowWatchBookmarks=true``, the stream ends cleanly after ``timeoutSeconds``;
-* a resourceVersion older than the compacted history is answered like the watch cache does: HTTP 200,
-  then an ``ERROR`` event carrying a 410 ``Expired`` Status "too old resource version: N (M)"
-  (staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go returns an error watcher for it);
-* an unknown collection is a 404 ``NotFound`` Status;
-* the test can drop every open watch connection mid-stream (no terminating chunk), send bookmarks,
-  compact the history, and make every request fail with a status until told otherwise.
+* an unknown collection is a 404 ``NotFound`` Status.
 
-It is not an API server: no auth, no field or label selectors, no writes over HTTP.
+It is not an API server: no auth, no selectors, no pagination, no writes over HTTP.
 """
 
 from __future__ import annotations
@@ -82,15 +77,12 @@ class WatchServer:
     def __init__(self, collections: list[Collection]) -> None:
         self.collections = {c.path: c for c in collections}
         self.version = 1
-        self.compacted = 0  # events up to this version are forgotten
         self.objects: dict[str, dict[tuple[str, str], dict[str, Any]]] = {c.path: {} for c in collections}
         self.events: list[Event] = []
         self.requests: list[tuple[str, dict[str, str]]] = []
-        self.failing: int | None = None
         self._cond = threading.Condition()
         self._dropped = 0  # generation counter: watches opened before a drop are cut off
         self._sockets: set[socket.socket] = set()
-        self._continues: dict[str, tuple[int, list[dict[str, Any]]]] = {}
         self._server = _Server(("127.0.0.1", 0), self._handler_class())
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
 
@@ -119,27 +111,11 @@ class WatchServer:
             self._cond.notify_all()
         return stored
 
-    def delete(self, kind: str, name: str, namespace: str = "") -> None:
-        c = self.collection(kind)
-        with self._cond:
-            stored = self.objects[c.path].pop((namespace, name))
-            self.version += 1
-            gone = copy.deepcopy(stored)
-            gone["metadata"]["resourceVersion"] = str(self.version)
-            self.events.append(Event(self.version, "DELETED", c, gone))
-            self._cond.notify_all()
-
     def bookmark(self) -> None:
         """Every open watch that asked for bookmarks gets one at the current resourceVersion."""
         with self._cond:
             self.events.append(Event(self.version, "BOOKMARK", None))
             self._cond.notify_all()
-
-    def compact(self) -> None:
-        """Forget the history: watching from any earlier resourceVersion is now 410 Expired."""
-        with self._cond:
-            self.compacted = self.version
-            self._continues.clear()
 
     def drop_watches(self) -> None:
         """Cut every open watch connection mid-stream, as a failing load balancer would."""
@@ -149,12 +125,6 @@ class WatchServer:
                 with suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
             self._cond.notify_all()
-
-    def fail(self, code: int | None) -> None:
-        """Answer every request with ``code`` (None: serve normally again)."""
-        self.failing = code
-        if code is not None:
-            self.drop_watches()
 
     def watch_versions(self, plural: str) -> list[str]:
         """The resourceVersion each watch of ``plural`` started from, in order."""
@@ -166,28 +136,11 @@ class WatchServer:
 
     # --- the protocol ------------------------------------------------------------------------------
 
-    def _list(self, c: Collection, query: dict[str, str]) -> tuple[int, dict[str, Any]]:
-        token = query.get("continue")
+    def _list(self, c: Collection) -> tuple[int, dict[str, Any]]:
         with self._cond:
-            if token:
-                if token not in self._continues:
-                    message = (
-                        "The provided continue parameter is too old to display a consistent list result."
-                    )
-                    return 410, status(410, "Expired", message)
-                version, items = self._continues.pop(token)
-            else:
-                version = self.version
-                items = [copy.deepcopy(o) for _, o in sorted(self.objects[c.path].items())]
-        limit = int(query.get("limit") or 0)
-        page, rest = (items[:limit], items[limit:]) if limit else (items, [])
-        meta: dict[str, Any] = {"resourceVersion": str(version)}
-        if rest:
-            next_token = f"{c.plural}-{version}-{len(rest)}-{time.monotonic_ns()}"
-            with self._cond:
-                self._continues[next_token] = (version, rest)
-            meta["continue"] = next_token
-        return 200, {"kind": f"{c.kind}List", "apiVersion": c.api_version, "metadata": meta, "items": page}
+            items = [copy.deepcopy(o) for _, o in sorted(self.objects[c.path].items())]
+            meta = {"resourceVersion": str(self.version)}
+        return 200, {"kind": f"{c.kind}List", "apiVersion": c.api_version, "metadata": meta, "items": items}
 
     def _events_after(
         self, c: Collection, version: int, cursor: int, bookmarks: bool
@@ -221,21 +174,14 @@ class WatchServer:
         with self._cond:
             generation = self._dropped
             self._sockets.add(handler.connection)
-            if version < self.compacted:
-                message = f"too old resource version: {version} ({self.compacted})"
-                lines = [{"type": "ERROR", "object": status(410, "Expired", message)}]
-                cursor = len(self.events)
-            else:
-                lines = self._events_after(c, version, 0, bookmarks)
-                cursor = len(self.events)
+            lines = self._events_after(c, version, 0, bookmarks)
+            cursor = len(self.events)
         try:
             while True:
                 for line in lines:
                     data = json.dumps(line).encode() + b"\n"
                     handler.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                 handler.wfile.flush()
-                if lines and lines[-1]["type"] == "ERROR":
-                    break
                 with self._cond:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0 or self._dropped != generation:
@@ -264,18 +210,14 @@ class WatchServer:
                 query = {k: v[0] for k, v in parse_qs(parts.query).items()}
                 server.requests.append((parts.path, query))
                 c = server.collections.get(parts.path)
-                if server.failing is not None:
-                    self._json(
-                        server.failing, status(server.failing, "ServiceUnavailable", "stand-in told to fail")
-                    )
-                elif c is None:
+                if c is None:
                     self._json(
                         404, status(404, "NotFound", "the server could not find the requested resource")
                     )
                 elif query.get("watch") in ("true", "1"):
                     server._watch(self, c, query)
                 else:
-                    self._json(*server._list(c, query))
+                    self._json(*server._list(c))
 
             def _json(self, code: int, body: dict[str, Any]) -> None:
                 data = json.dumps(body).encode()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +23,7 @@ from policies.audit import (
     Finding,
     Report,
     audit,
+    left_out,
     policy_reports,
     undecodable,
     undecodable_document,
@@ -228,9 +230,13 @@ def run(args: argparse.Namespace) -> int:
     with Progress("audit") as progress:
         unread = [ref for finding in unreadable for ref in finding.resources]
         report = audit(objects, RULES, config, now, features, progress=progress, unread=unread)
-    report = Report((*unreadable, *report.findings), report.objects)
+    report = replace(report, findings=(*unreadable, *report.findings))
     if args.output == "policyreport":
         dump_all(policy_reports(report, now), sys.stdout)
+        if dropped := left_out(report):
+            namespaces = ", ".join(sorted({f.namespace for f in dropped}))
+            print(f"note: {len(dropped)} results in namespaces being deleted ({namespaces}) are not in the "
+                  "PolicyReports: the API server creates nothing there", file=sys.stderr)
     elif args.output != "table":
         dump(to_json(report), args.output, sys.stdout)
     else:

@@ -429,7 +429,7 @@ async def _serve(
     freeze = asyncio.create_task(_freeze_when_synced(admission.state))
     listen = Listen(args.host, args.port, args.metrics_port, args.health_port)
     # The dry-run endpoint shares the port: same certificate, same snapshot, its own authentication.
-    ready = readiness(admission.state, tls)
+    ready = readiness(admission.state, tls, admission.config.snapshot.max_age_seconds)
     app = build_app(admission, ready)
     add_dryrun_routes(app, lambda: admission.state.snapshot, dryrun, api_client=api)
     try:

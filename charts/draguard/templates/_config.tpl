@@ -16,6 +16,8 @@ calling a rule that does nothing, or a setting no webhook uses) is refused rathe
 {{- $_ := set $rules "prescheduled" $prescheduled -}}
 {{- end -}}
 logLevel: {{ .Values.logLevel }}
+snapshot:
+  maxAgeSeconds: {{ .Values.snapshot.maxAgeSeconds }}
 rules:
   {{- toYaml $rules | nindent 2 }}
 tls:

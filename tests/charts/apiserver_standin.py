@@ -1,22 +1,27 @@
 """A small in-memory stand-in for kube-apiserver on 127.0.0.1, for tests only.
 
-kube-apiserver (and etcd behind it) cannot be installed here, so the certificate controller,
-the leader election and (for the chart tests) Helm itself talk to this server through their real
-clients. It is faithful where our code depends on the API server's behaviour; the upstream source
-is cited for each point:
+Everything that can talk to the real API server does (``tests/kube``: etcd and kube-apiserver
+1.36); this stays for the two things it cannot do for us:
+
+* render the chart: Helm (helm-sdkpy) has no client-only template action, so ``helm_render.py``
+  installs the chart here and reads back what Helm created, on machines without the Kubernetes
+  binaries too;
+* fail one particular write on demand: ``tests/webhook/ledger_standin.py`` adds dropped, lost and
+  delayed ConfigMap writes for the quota ledger's fault tests.
+
+It is faithful where those depend on the API server's behaviour; the upstream source is cited for
+each point:
 
 * optimistic concurrency: an update whose ``metadata.resourceVersion`` differs from the stored
   one fails with 409 Conflict and the upstream message
   (staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go,
   staging/src/k8s.io/apimachinery/pkg/api/errors/errors.go);
 * an update *without* resourceVersion is refused (422) for kinds whose strategy disallows
-  unconditional updates (Lease, webhook configurations), and allowed for Secrets
-  (pkg/registry/*/strategy.go ``AllowUnconditionalUpdate``); PUT creates only where
-  ``AllowCreateOnUpdate`` is true (Lease);
+  unconditional updates (webhook configurations), and allowed for Secrets and ConfigMaps
+  (pkg/registry/*/strategy.go ``AllowUnconditionalUpdate``); PUT never creates;
 * create of an existing name is 409 AlreadyExists; reads of a missing name are 404 NotFound;
   errors are ``metav1.Status`` objects;
-* ``Secret.data`` and webhook ``caBundle`` must be base64 (they are ``[]byte`` in Go), and Lease
-  times must be ``MicroTime`` (RFC 3339 with six fractional digits);
+* ``Secret.data`` and webhook ``caBundle`` must be base64 (they are ``[]byte`` in Go);
 * list with an equality ``labelSelector``, ``/version`` and the discovery documents, enough for
   Helm's REST mapper.
 
@@ -34,7 +39,7 @@ import json
 import re
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -49,7 +54,6 @@ class Resource:
     kind: str
     namespaced: bool
     unconditional_update: bool = True
-    create_on_update: bool = False
 
     @property
     def qualified(self) -> str:
@@ -84,7 +88,6 @@ RESOURCES = [
     _r("rbac.authorization.k8s.io/v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False),
     _r("rbac.authorization.k8s.io/v1", "roles", "Role"),
     _r("rbac.authorization.k8s.io/v1", "rolebindings", "RoleBinding"),
-    _r("coordination.k8s.io/v1", "leases", "Lease", unconditional_update=False, create_on_update=True),
     _r(
         "admissionregistration.k8s.io/v1",
         "validatingwebhookconfigurations",
@@ -104,8 +107,6 @@ RESOURCES = [
     _r("cert-manager.io/v1", "certificates", "Certificate"),
     _r("cert-manager.io/v1", "issuers", "Issuer"),
 ]
-
-MICRO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d{2}:\d{2})$")
 
 
 def _varint(buf: bytes, i: int) -> tuple[int, int]:
@@ -269,13 +270,6 @@ def _validate(resource: Resource, obj: dict[str, Any]) -> None:
             bundle = (hook.get("clientConfig") or {}).get("caBundle")
             if bundle is not None:
                 _check_bytes(resource, name, f"webhooks[{i}].clientConfig.caBundle", bundle)
-    if resource.kind == "Lease":
-        for field in ("acquireTime", "renewTime"):
-            value = (obj.get("spec") or {}).get(field)
-            if value is not None and not MICRO_TIME.match(value):
-                raise ApiError(
-                    400, "BadRequest", f"spec.{field}: {value!r} is not RFC 3339 with microseconds"
-                )
 
 
 class Apiserver:
@@ -284,9 +278,6 @@ class Apiserver:
     def __init__(self) -> None:
         self.store = Store()
         self.requests: list[tuple[str, str]] = []
-        # Called with (method, path, body) before a request is handled: a test's way to act as
-        # another client at an exact moment, or to check what is about to be written.
-        self.before: Callable[[str, str, bytes], None] | None = None
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.01,), daemon=True)
 
@@ -309,8 +300,6 @@ class Apiserver:
 
     def handle(self, method: str, raw_path: str, body: bytes) -> tuple[int, Any]:
         self.requests.append((method, raw_path))
-        if self.before is not None:
-            self.before(method, raw_path, body)
         url = urlsplit(raw_path)
         query = {k: v[0] for k, v in parse_qs(url.query).items()}
         try:
@@ -390,11 +379,7 @@ class Apiserver:
         current = self.store.get(resource, namespace, name)
         wanted = obj["metadata"].get("resourceVersion")
         if current is None:
-            if not resource.create_on_update:
-                raise _not_found(resource, name)
-            if wanted:
-                raise _not_found(resource, name)
-            return 201, self.store.put(resource, namespace, obj)
+            raise _not_found(resource, name)
         if not wanted and not resource.unconditional_update:
             raise _invalid(
                 resource, name, "metadata.resourceVersion: Invalid value: 0: must be specified for an update"

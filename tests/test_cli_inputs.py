@@ -287,3 +287,21 @@ def test_convert_refuses_what_it_cannot_convert(capsys: pytest.CaptureFixture[st
     assert len(lines) == 2, err
     assert 'document 1: ResourceClaim c: apiVersion: Unsupported value: "resource.k8s.io/v1alpha2"' in err
     assert "document 2: <no kind> <no name>: <root>: Invalid value" in lines[1]
+
+
+def test_convert_shows_its_progress_on_a_terminal(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Like every command that can run long (a big List converted object by object)."""
+    from webhook.commands import convert
+
+    bars: list[tuple[int, int]] = []
+
+    class Seen(convert.Progress):
+        def __call__(self, done: int, total: int) -> None:
+            bars.append((done, total))
+
+    monkeypatch.setattr(convert, "Progress", Seen)
+    files = write(tmp_path, "two.yaml", f"{TEMPLATE}---\n{CUSTOM}")
+    assert run(capsys, "convert", "-f", files)[0] == 0
+    assert bars == [(1, 2), (2, 2)]

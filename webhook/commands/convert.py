@@ -23,7 +23,7 @@ from policies.reading import ReadOptions, read
 from webhook.commands import add_command
 from webhook.commands.common import add_file_flags, add_output
 from webhook.manifests import Document, Unreadable, iter_inputs
-from webhook.output import dump, dump_all
+from webhook.output import Progress, dump, dump_all
 
 DESCRIPTION = """\
 Print the manifests again with their resource.k8s.io v1beta1 and v1beta2 objects (and v1alpha3
@@ -74,16 +74,19 @@ def run(args: argparse.Namespace) -> int:
     out: list[Any] = []
     problems: list[str] = []
     read_any = False
-    for item in iter_inputs(args.files, args.recursive):
-        if isinstance(item, Unreadable):
-            problems.append(item.message)
-            continue
-        read_any = True
-        converted, found = _converted(item)
-        problems += found
-        if not found:
-            # Plain JSON values: a document read with a repeated key is a dict subclass.
-            out.append(json.loads(json.dumps(converted)))
+    items = list(iter_inputs(args.files, args.recursive))
+    with Progress("convert") as progress:
+        for done, item in enumerate(items, start=1):
+            progress(done, len(items))
+            if isinstance(item, Unreadable):
+                problems.append(item.message)
+                continue
+            read_any = True
+            converted, found = _converted(item)
+            problems += found
+            if not found:
+                # Plain JSON values: a document read with a repeated key is a dict subclass.
+                out.append(json.loads(json.dumps(converted)))
     for line in problems:
         print(f"error: {line}", file=sys.stderr)
     if not read_any:

@@ -247,6 +247,15 @@ def test_allocation_reads_its_documents_as_the_allocate_command_does() -> None:
     assert "draguard convert" in problem
 
 
+def test_an_admission_test_of_an_object_the_api_server_refuses_is_broken() -> None:
+    """A v1beta1 claim never reaches a webhook of a default 1.36 server: an 'allow' test of it
+    passed for nothing (the rules were never asked)."""
+    older = {**claim_object("c"), "apiVersion": "resource.k8s.io/v1beta1"}
+    older["spec"] = {"devices": {"requests": [{"name": "gpus", "deviceClassName": "gpu.example.com"}]}}
+    (problem,) = problems(suite(admission(object=older)))
+    assert problem.startswith('tests[0].object: apiVersion: Unsupported value: "resource.k8s.io/v1beta1"')
+
+
 def test_a_pod_whose_template_is_missing_is_a_broken_test() -> None:
     pod = {
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "team-a"},

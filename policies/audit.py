@@ -160,6 +160,12 @@ def undecodable_document(reading: Reading, problems: Sequence[str]) -> Finding:
     return Finding("policy", UNDECODABLE, "error", f"{ref} cannot be read: {'; '.join(problems)}", (ref,))
 
 
+def invalid_document(reading: Reading, problems: Sequence[str]) -> Finding:
+    """A document of a manifest that the API server's validation refuses: no cluster holds it."""
+    ref = ResourceRef(reading.api_version, reading.kind, reading.name, reading.namespace)
+    return Finding("policy", UNDECODABLE, "error", f"{ref} is not valid: {'; '.join(problems)}", (ref,))
+
+
 # --- policy: the rules on every object, as if it were created now ------------------------------
 
 
@@ -524,9 +530,8 @@ def pending_pod(pod: Pod, prepared: Prepared, unread: Collection[ResourceRef] = 
     missing = _unread(pod, unread)
     if missing:
         message = (
-            f"pod {pod.key} is not judged: {', '.join(missing)} "
-            f"{'is' if len(missing) == 1 else 'are'} in the input but could not be read "
-            f"(see {UNDECODABLE})"
+            f"pod {pod.key} is not judged: {', '.join(missing)}, in the input, could not be read "
+            f"or is not valid (see {UNDECODABLE})"
         )
         return [_health(UNSCHEDULABLE_PODS, "skip", message, pod)]
     answer = DryRun(prepared).answer(Question(with_uid(pod)))

@@ -233,3 +233,15 @@ def test_a_statefulsets_claim_templates_are_volumes_not_checked(
     assert answer["pod"] == "default/db"
     volumes = "VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone: not checked"
     assert any(note.startswith(volumes) for note in answer["notChecked"])
+
+
+def test_an_input_without_the_cluster_says_how_to_get_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """A new user's first try is the workload alone: the answer names the kubectl command that
+    writes down the cluster to add with -f."""
+    code, out, err = run(capsys, "-f", WORKLOADS)
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1] == (
+        "error: the input has no Node objects: add the cluster's, e.g. 'kubectl get nodes,deviceclasses,"
+        "resourceslices,resourceclaims,resourceclaimtemplates,pods -A -o yaml > cluster.yaml' "
+        "and -f cluster.yaml"
+    )

@@ -198,7 +198,9 @@ def _snapshot(args: argparse.Namespace) -> Snapshot:
 def _nodes(snapshot: Snapshot, wanted: list[str]) -> list[str] | None:
     if not snapshot.nodes:
         raise InputError(
-            "the input has no Node objects: add Node manifests (name, labels, status.allocatable)"
+            "the input has no Node objects: add the cluster's, e.g. 'kubectl get nodes,deviceclasses,"
+            "resourceslices,resourceclaims,resourceclaimtemplates,pods -A -o yaml > cluster.yaml' "
+            "and -f cluster.yaml"
         )
     unknown = [n for n in wanted if n not in snapshot.nodes]
     if unknown:

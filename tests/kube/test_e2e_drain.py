@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from controlplane import ControlPlane, call
+from controlplane import ControlPlane, call, wait_for
 from deploy import Draguard, apply, installed
 from kubernetes import client
 from workloads import (
@@ -84,7 +84,9 @@ def test_driver_pod_stays_while_its_node_has_claims_in_use(
     attempts = drain(api, kube_namespace, ["nic-plugin-a", "train"])
     assert attempts[:2] == [("nic-plugin-a", 429), ("train", 201)], attempts
     assert attempts[-1] == ("nic-plugin-a", 201), attempts
-    assert call(api, "GET", f"{claims(kube_namespace)}/{held}").status == 404
+    # The resourceclaim controller deletes the pod's claim after the pod, in its own time.
+    claim_path = f"{claims(kube_namespace)}/{held}"
+    wait_for("the workload's claim to be deleted", lambda: call(api, "GET", claim_path).status == 404)
     assert call(api, "GET", f"{pods(kube_namespace)}/nic-plugin-a").status == 404
 
 

@@ -245,3 +245,19 @@ def test_an_input_without_the_cluster_says_how_to_get_it(capsys: pytest.CaptureF
         "resourceslices,resourceclaims,resourceclaimtemplates,pods -A -o yaml > cluster.yaml' "
         "and -f cluster.yaml"
     )
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--max-steps", "0", "--max-steps must be at least 1, got 0"),
+        ("--repeat", "-1", "--repeat must be at least 0, got -1"),
+        ("--timeout", "0", "--timeout must be more than 0 seconds, got 0"),
+    ],
+)
+def test_numbers_out_of_range_are_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], flag: str, value: str, message: str
+) -> None:
+    """--max-steps 0 ended in a traceback; a timeout of 0 or a negative repeat were taken."""
+    code, out, err = run(capsys, "-f", CLUSTER, flag, value)
+    assert (code, out, err) == (2, "", f"error: {message}\n")

@@ -254,8 +254,18 @@ class NodeClock:
         return time.monotonic() - self.started
 
 
+def _check_numbers(args: argparse.Namespace) -> None:
+    if args.max_steps < 1:
+        raise UsageError(f"--max-steps must be at least 1, got {args.max_steps}")
+    if args.repeat < 0:
+        raise UsageError(f"--repeat must be at least 0, got {args.repeat}")
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout must be more than 0 seconds, got {args.timeout:g}")
+
+
 def run(args: argparse.Namespace) -> int:
     try:
+        _check_numbers(args)
         gates = FeatureGates() if args.features is None else FeatureGates.parse(args.features)
         snapshot = _snapshot(args)
         nodes = _nodes(snapshot, args.nodes)

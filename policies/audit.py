@@ -87,7 +87,8 @@ class ResourceRef:
         return cls(obj.api_version or "", obj.kind or "", obj.name, obj.namespace, obj.metadata.uid or "")
 
     def __str__(self) -> str:
-        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
+        name = f"{self.namespace}/{self.name}" if self.namespace and self.name else self.name
+        return " ".join(part for part in (self.kind, name) if part)
 
     def to_json(self) -> dict[str, str]:
         out = {"apiVersion": self.api_version, "kind": self.kind, "name": self.name}

@@ -19,18 +19,17 @@ Pure: the objects, the config, the rules and the time come in; ``progress`` is t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
-from policies.allocator import device_taints, tolerates
-from policies.allocator.nodes import NodeSelectorError, selector_matches
 from policies.api.admission import UserInfo
 from policies.api.base import NodeSelector, TypedObject
 from policies.api.core import Namespace, Pod
 from policies.api.defaults import apply_defaults
+from policies.api.kinds import DEFAULT_NAMESPACE
 from policies.api.resource import (
     DeviceClass,
     DeviceTaint,
@@ -45,11 +44,12 @@ from policies.rules.common import LISTED, a_few
 from policies.rules.engine import Context, Outcome, Rule, admit, rule_config
 from policies.rules.request import request_from
 from policies.rules.selectors import STORED_EXPRESSIONS, Target, current_slices, targets
-from policies.scheduler.cluster import is_pending
 from policies.snapshot import Snapshot
 
-if TYPE_CHECKING:  # the dry run is imported where pending pods are judged: validate's selector
-    # warnings (selector_warnings) need none of it, and it takes longer to import than they take
+# The allocator, the scheduler and the dry run are imported by the health checks that use them:
+# validate's selector warnings (selector_warnings) need none of them, and they take longer to import
+# than a small validate takes to run.
+if TYPE_CHECKING:
     from policies.dryrun import FeatureGates, Prepared
 
 Result = Literal["pass", "fail", "warn", "error", "skip"]
@@ -87,7 +87,8 @@ class ResourceRef:
         return cls(obj.api_version or "", obj.kind or "", obj.name, obj.namespace, obj.metadata.uid or "")
 
     def __str__(self) -> str:
-        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
+        name = f"{self.namespace}/{self.name}" if self.namespace and self.name else self.name
+        return " ".join(part for part in (self.kind, name) if part)
 
     def to_json(self) -> dict[str, str]:
         out = {"apiVersion": self.api_version, "kind": self.kind, "name": self.name}
@@ -158,6 +159,12 @@ def undecodable_document(reading: Reading, problems: Sequence[str]) -> Finding:
     """A document of a manifest that could not be read (:mod:`policies.reading`)."""
     ref = ResourceRef(reading.api_version, reading.kind, reading.name, reading.namespace)
     return Finding("policy", UNDECODABLE, "error", f"{ref} cannot be read: {'; '.join(problems)}", (ref,))
+
+
+def invalid_document(reading: Reading, problems: Sequence[str]) -> Finding:
+    """A document of a manifest that the API server's validation refuses: no cluster holds it."""
+    ref = ResourceRef(reading.api_version, reading.kind, reading.name, reading.namespace)
+    return Finding("policy", UNDECODABLE, "error", f"{ref} is not valid: {'; '.join(problems)}", (ref,))
 
 
 # --- policy: the rules on every object, as if it were created now ------------------------------
@@ -406,6 +413,8 @@ def _named_nodes(selector: NodeSelector) -> list[str]:
 
 
 def _matches_a_node(selector: NodeSelector, snapshot: Snapshot) -> bool:
+    from policies.allocator.nodes import NodeSelectorError, selector_matches
+
     for node in snapshot.nodes.values():
         try:
             if selector_matches(selector, node.name, node.labels):
@@ -440,6 +449,8 @@ def claims_on_missing_nodes(snapshot: Snapshot) -> list[Finding]:
 
 def _device_taints(snapshot: Snapshot) -> dict[tuple[str, str, str], tuple[DeviceTaint, ...]]:
     """Taints of every device of the current pool generations: its own and DeviceTaintRules'."""
+    from policies.allocator import device_taints
+
     return {
         (s.spec.driver, s.spec.pool.name, device.name): device_taints(
             device, s.spec.driver, s.spec.pool.name, snapshot.taint_rules
@@ -452,6 +463,8 @@ def _device_taints(snapshot: Snapshot) -> dict[tuple[str, str, str], tuple[Devic
 def noexecute_taints(snapshot: Snapshot) -> list[Finding]:
     """Allocated devices with a NoExecute taint the claim's allocation does not tolerate: the device
     taint eviction controller evicts the pods using the claim."""
+    from policies.allocator import tolerates
+
     taints = _device_taints(snapshot)
     findings = []
     for claim in snapshot.allocated_claims():
@@ -484,6 +497,8 @@ def noexecute_taints(snapshot: Snapshot) -> list[Finding]:
 
 def _pending(snapshot: Snapshot) -> list[Pod]:
     """Pods waiting for the scheduler with claims: no node yet, not finished, not being deleted."""
+    from policies.scheduler.cluster import is_pending
+
     return [p for p in snapshot.pods.values() if is_pending(p) and p.spec.resource_claims]
 
 
@@ -491,12 +506,35 @@ def _one_line(text: str) -> str:
     return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
-def pending_pod(pod: Pod, prepared: Prepared) -> list[Finding]:
+def _unread(pod: Pod, unread: Collection[ResourceRef]) -> list[str]:
+    """The claims and claim templates ``pod`` names that are among the documents that could not
+    be read."""
+    names = {(ref.kind, ref.namespace or DEFAULT_NAMESPACE, ref.name) for ref in unread}
+    namespace = pod.namespace or DEFAULT_NAMESPACE
+    found = []
+    for claim in pod.spec.resource_claims or ():
+        if claim.resource_claim_name and ("ResourceClaim", namespace, claim.resource_claim_name) in names:
+            found.append(f"ResourceClaim {namespace}/{claim.resource_claim_name}")
+        template = claim.resource_claim_template_name
+        if template and ("ResourceClaimTemplate", namespace, template) in names:
+            found.append(f"ResourceClaimTemplate {namespace}/{template}")
+    return found
+
+
+def pending_pod(pod: Pod, prepared: Prepared, unread: Collection[ResourceRef] = ()) -> list[Finding]:
     """Whether a pending pod fits on some node now, as kube-scheduler's default profile would judge
     it (dra-reference 4.18); ``fail`` with the scheduler's message and each node's reason when it
-    fits nowhere."""
+    fits nowhere. A pod whose claims or templates are in ``unread`` (documents of the input that
+    could not be read, each already an error) is not judged: its claims are not missing."""
     from policies.dryrun import DryRun, Question, with_uid
 
+    missing = _unread(pod, unread)
+    if missing:
+        message = (
+            f"pod {pod.key} is not judged: {', '.join(missing)}, in the input, could not be read "
+            f"or is not valid (see {UNDECODABLE})"
+        )
+        return [_health(UNSCHEDULABLE_PODS, "skip", message, pod)]
     answer = DryRun(prepared).answer(Question(with_uid(pod)))
     if answer.error:
         message = f"pod {pod.key} is pending and cannot be scheduled: {answer.error}"
@@ -516,7 +554,11 @@ def pending_pod(pod: Pod, prepared: Prepared) -> list[Finding]:
 
 
 def _steps(
-    objects: Sequence[TypedObject], rules: Sequence[Rule], ctx: Context, gates: FeatureGates
+    objects: Sequence[TypedObject],
+    rules: Sequence[Rule],
+    ctx: Context,
+    gates: FeatureGates,
+    unread: Collection[ResourceRef],
 ) -> Iterator[Callable[[], list[Finding]]]:
     """The audit as small steps, so that the caller can show progress."""
     for obj in objects:
@@ -530,7 +572,7 @@ def _steps(
 
         prepared = Prepared.of(snapshot, gates)
         for pod in pending:
-            yield partial(pending_pod, pod, prepared)
+            yield partial(pending_pod, pod, prepared, unread)
 
 
 def audit(
@@ -540,11 +582,13 @@ def audit(
     now: datetime,
     gates: FeatureGates,
     progress: Progress | None = None,
+    unread: Collection[ResourceRef] = (),
 ) -> Report:
-    """Every finding about ``objects`` (as read from files or the API server; defaulted here)."""
+    """Every finding about ``objects`` (as read from files or the API server; defaulted here);
+    ``unread``: the documents of the input that could not be read."""
     defaulted = [apply_defaults(o, now) for o in objects]
     ctx = Context(Snapshot.build(defaulted), _audit_config(config), now)
-    steps = list(_steps(defaulted, rules, ctx, gates))
+    steps = list(_steps(defaulted, rules, ctx, gates, unread))
     findings: list[Finding] = []
     for done, step in enumerate(steps, start=1):
         findings += step()

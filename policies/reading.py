@@ -37,15 +37,21 @@ from policies.validation.strict import is_strict, strict_errors
 UnknownFields = Literal["error", "warn", "ignore"]
 UNKNOWN_FIELD_MODES: tuple[UnknownFields, ...] = ("error", "warn", "ignore")
 
-# The kinds resource.k8s.io/v1alpha2 (classic DRA, removed in 1.31) had, and what replaced each.
+# The kinds resource.k8s.io/v1alpha2 (classic DRA, removed in 1.31) had, and what to write instead.
 _V1ALPHA2_REPLACEMENTS = {
-    "ResourceClass": "DeviceClass (resource.k8s.io/v1)",
-    "ResourceClaim": "ResourceClaim (resource.k8s.io/v1), whose requests name a DeviceClass",
-    "ResourceClaimTemplate": "ResourceClaimTemplate (resource.k8s.io/v1)",
-    "ResourceClaimParameters": "the opaque config of a ResourceClaim (spec.devices.config)",
-    "ResourceClassParameters": "the opaque config of a DeviceClass (spec.config)",
-    "ResourceSlice": "ResourceSlice (resource.k8s.io/v1)",
-    "PodSchedulingContext": "nothing: the scheduler allocates claims itself",
+    "ResourceClass": "ResourceClass is replaced by DeviceClass (resource.k8s.io/v1)",
+    "ResourceClaim": "write it as a resource.k8s.io/v1 ResourceClaim, whose requests name a DeviceClass",
+    "ResourceClaimTemplate": (
+        "write it as a resource.k8s.io/v1 ResourceClaimTemplate, whose requests name a DeviceClass"
+    ),
+    "ResourceClaimParameters": (
+        "ResourceClaimParameters is replaced by the opaque config of a ResourceClaim (spec.devices.config)"
+    ),
+    "ResourceClassParameters": (
+        "ResourceClassParameters is replaced by the opaque config of a DeviceClass (spec.config)"
+    ),
+    "ResourceSlice": "drivers publish resource.k8s.io/v1 ResourceSlices",
+    "PodSchedulingContext": "PodSchedulingContext is gone: the scheduler allocates claims itself",
 }
 
 @dataclass(frozen=True)
@@ -177,10 +183,9 @@ def _refusal(api_version: str, kind: str, options: ReadOptions) -> str | None:
     """Why a default 1.36 server (given ``options.api_versions``) refuses this apiVersion and kind."""
     group = schema.group_of(api_version)
     if api_version == f"{conversion.GROUP}/v1alpha2" and kind in _V1ALPHA2_REPLACEMENTS:
-        replaced = _V1ALPHA2_REPLACEMENTS[kind]
         return (
             f"apiVersion: Unsupported value: {go_quote(api_version)}: classic DRA was removed in "
-            f"Kubernetes 1.31; {kind} is replaced by {replaced}"
+            f"Kubernetes 1.31; {_V1ALPHA2_REPLACEMENTS[kind]}"
         )
     kinds = schema.served_kinds(api_version)
     if kinds is None or kind not in kinds:

@@ -50,7 +50,7 @@ from policies.api.admission import UserInfo
 from policies.api.base import TypedObject
 from policies.api.core import Pod
 from policies.api.defaults import apply_defaults
-from policies.api.kinds import DecodeError, decode
+from policies.api.kinds import KINDS
 from policies.api.resource import ResourceClaim
 from policies.config import Config
 from policies.dryrun import (
@@ -63,6 +63,7 @@ from policies.dryrun import (
     synthetic_pod,
     with_uid,
 )
+from policies.reading import read as read_document
 from policies.rules.engine import Context, Decision, Request, Rule, admit
 from policies.rules.request import RequestError, UndecodableObject, request_from
 from policies.snapshot import Snapshot
@@ -322,9 +323,25 @@ def _features(suite: Suite) -> FeatureGates:
         raise SuiteError([f"features: {err}"]) from None
 
 
+def _unmodelled(raw: Any) -> bool:
+    return isinstance(raw, Mapping) and (raw.get("apiVersion"), raw.get("kind")) not in KINDS
+
+
 def _admission_case(where: str, test: AdmissionTest, read: Reader, now: datetime) -> AdmissionCase:
     raw = _one(test.object, f"{where}.object", read)
     raw_old = _one(test.old_object, f"{where}.oldObject", read)
+    # A kind draguard does not model is passed to the rules as is, and they let it through: one
+    # the API server refuses before any webhook is called (an older DRA version, a kind it does
+    # not serve) would pass an "allow" test for nothing. A subresource's object (an Eviction) is
+    # no object of its own.
+    refused = [
+        f"{where}.{field}: {problem}"
+        for field, value in (("object", raw), ("oldObject", raw_old))
+        if not test.sub_resource and _unmodelled(value)
+        for problem in read_document(value).errors
+    ]
+    if refused:
+        raise SuiteError(refused)
     user = test.user_info.user_info() if test.user_info is not None else DEFAULT_USER
     try:
         request = request_from(
@@ -346,11 +363,14 @@ def _allocation_case(
     where: str, test: AllocationTest, state: Sequence[TypedObject], read: Reader, now: datetime
 ) -> AllocationCase:
     objects: list[TypedObject] = []
+    # Read as `draguard allocate` reads its files: a workload stands for a pod of its template,
+    # kinds draguard does not check are skipped, an older DRA version is refused naming the fix.
     for i, raw in enumerate(_documents(test.allocate, f"{where}.allocate", read), start=1):
-        try:
-            objects.append(apply_defaults(decode(raw), now))
-        except DecodeError as err:
-            raise SuiteError([f"{where}.allocate: document {i}: {p}" for p in err.problems]) from None
+        reading = read_document(raw)
+        if reading.errors:
+            raise SuiteError([f"{where}.allocate: document {i}: {p}" for p in reading.errors])
+        if reading.obj is not None:
+            objects.append(apply_defaults(reading.obj, now))
     snapshot = Snapshot.build([*state, *objects])
     pods = [o for o in objects if isinstance(o, Pod)]
     claims = [o for o in objects if isinstance(o, ResourceClaim)]

@@ -26,6 +26,7 @@ from policies.audit import (
     UNSCHEDULABLE_PODS,
     Finding,
     Report,
+    ResourceRef,
     audit,
     claims_on_missing_nodes,
     left_out,
@@ -500,3 +501,15 @@ def test_health_rules_are_named_for_what_they_check() -> None:
         CLAIMS_ON_MISSING_NODES,
         NOEXECUTE_TAINTS,
     } <= names
+
+
+def test_a_resource_without_a_name_or_namespace_reads_cleanly() -> None:
+    """The table's RESOURCE column and the messages: no trailing space, no dangling slash."""
+    shown = [
+        str(ResourceRef("v1", "Pod", "p", "team-a")),
+        str(ResourceRef("v1", "Node", "n")),
+        str(ResourceRef("v1", "List", "")),
+        str(ResourceRef("v1", "Pod", "", "team-a")),
+        str(ResourceRef("", "", "")),
+    ]
+    assert shown == ["Pod team-a/p", "Node n", "List", "Pod", ""]

@@ -67,6 +67,18 @@ def test_validate_loads_neither_the_server_nor_the_cluster_client_nor_a_repl() -
     }
 
 
+def test_validate_of_dra_objects_loads_no_pod_validation_nor_scheduler() -> None:
+    """Pods' and workloads' validation, the allocator and the scheduler are loaded where a pod is
+    judged or a pod placed: a small validate of classes, slices and claims spent a fifth of its
+    time importing them."""
+    loaded = loaded_after("validate", "-f", CLUSTER)
+    assert "policies.audit" in loaded  # the slices are there: the selector warnings ran
+    unneeded = ("policies.validation.podspec", "policies.validation.workloads", "policies.allocator")
+    assert not loaded & {*unneeded, "policies.scheduler", "policies.dryrun"}
+    pods = loaded_after("validate", "-f", CLUSTER, str(ROOT / "examples" / "workloads"))
+    assert "policies.validation.podspec" in pods
+
+
 def test_audit_of_files_does_not_load_the_cluster_client() -> None:
     loaded = loaded_after("audit", "-f", CLUSTER)
     assert "policies.audit" in loaded and "kubernetes" not in loaded

@@ -33,6 +33,15 @@ def test_table_shows_where_the_waiting_claim_fits_and_why_not(capsys: pytest.Cap
     assert "do not match the request's selectors" in node3
 
 
+def test_what_is_not_checked_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    """A note names the filter that did not run and says it was not checked: a bare
+    'NodeDeclaredFeatures: node-declared features' read as if it were a finding."""
+    _, out, _ = run(capsys, "-f", CLUSTER)
+    assert out.splitlines()[-1] == (
+        "note: NodeDeclaredFeatures: not checked: node-declared features (status.declaredFeatures)"
+    )
+
+
 def test_json_shape_is_exactly_the_documented_one(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "-f", CLUSTER, "-o", "json")
     assert code == 0
@@ -197,3 +206,65 @@ def test_every_pending_pod_is_answered_and_in_sequence_each_sees_what_the_previo
     )
     code, out, _ = run(capsys, "-f", str(path), "--pod", "default/second", "-o", "json")
     assert [p["pod"] for p in json.loads(out)["pods"]] == ["default/second"]
+    _, out, _ = run(capsys, "-f", str(path), "--sequence")
+    head = out.splitlines()[0]
+    assert head == "POD default/first: fits on 1 of 1 nodes: node-1; --sequence places it on node-1"
+
+
+def test_a_statefulsets_claim_templates_are_volumes_not_checked(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Its controller gives each pod a PersistentVolumeClaim per volumeClaimTemplate: the answer
+    says volumes were not checked, rather than a silent "fits"."""
+    node, gpu_class, slice_, template, pod, _ = one_gpu_cluster()
+    stateful = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "db", "namespace": "default"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": {"metadata": {"labels": {"app": "db"}}, "spec": pod["spec"]},
+            "volumeClaimTemplates": [
+                {
+                    "metadata": {"name": "data"},
+                    "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+                }
+            ],
+        },
+    }
+    path = tmp_path / "stateful.yaml"
+    path.write_text("\n---\n".join(json.dumps(o) for o in (node, gpu_class, slice_, template, stateful)))
+    code, out, err = run(capsys, "-f", str(path), "-o", "json")
+    assert code == 0, err
+    (answer,) = json.loads(out)["pods"]
+    assert answer["pod"] == "default/db"
+    volumes = "VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone: not checked"
+    assert any(note.startswith(volumes) for note in answer["notChecked"])
+
+
+def test_an_input_without_the_cluster_says_how_to_get_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """A new user's first try is the workload alone: the answer names the kubectl command that
+    writes down the cluster to add with -f."""
+    code, out, err = run(capsys, "-f", WORKLOADS)
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1] == (
+        "error: the input has no Node objects: add the cluster's, e.g. 'kubectl get nodes,deviceclasses,"
+        "resourceslices,resourceclaims,resourceclaimtemplates,pods -A -o yaml > cluster.yaml' "
+        "and -f cluster.yaml"
+    )
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--max-steps", "0", "--max-steps must be at least 1, got 0"),
+        ("--repeat", "-1", "--repeat must be at least 0, got -1"),
+        ("--timeout", "0", "--timeout must be more than 0 seconds, got 0"),
+    ],
+)
+def test_numbers_out_of_range_are_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], flag: str, value: str, message: str
+) -> None:
+    """--max-steps 0 ended in a traceback; a timeout of 0 or a negative repeat were taken."""
+    code, out, err = run(capsys, "-f", CLUSTER, flag, value)
+    assert (code, out, err) == (2, "", f"error: {message}\n")

@@ -36,7 +36,7 @@ metadata: {name: stuck, namespace: team-a}
 spec:
   nodeName: node-2
   resourceClaims: [{name: gpus, resourceClaimName: three-a100}]
-  containers: [{name: main}]
+  containers: [{name: main, image: app:1}]
 ---
 apiVersion: apps/v1
 kind: Deployment
@@ -123,6 +123,54 @@ def test_policyreports_can_be_applied_as_is(capsys: pytest.CaptureFixture[str], 
     assert pool[0]["resources"] == [
         {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "name": "half-pool"}
     ]
+
+
+def test_a_pod_whose_template_could_not_be_read_is_not_said_to_miss_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A driver demo in an older version: its claim template is an error (not served), and the pod
+    next to it is not judged on a template "not found" that is right there in the same file."""
+    demo = tmp_path / "demo.yaml"
+    demo.write_text(
+        "apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaimTemplate\n"
+        "metadata: {name: one-gpu, namespace: team-a}\n"
+        "spec: {spec: {devices: {requests: [{name: gpu, deviceClassName: gpu.example.com}]}}}\n"
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: team-a}\n"
+        "spec:\n  containers: [{name: c, image: i, resources: {claims: [{name: gpu}]}}]\n"
+        "  resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]\n"
+    )
+    code, out, _ = run(capsys, "-f", str(CLUSTER), "-f", str(demo), "-o", "json")
+    assert code == 1
+    findings = {f["rule"]: f for f in json.loads(out)["findings"] if f["result"] != "pass"}
+    assert set(findings) == {"undecodable-objects", "unschedulable-pods"}
+    assert findings["undecodable-objects"]["result"] == "error"
+    pod = findings["unschedulable-pods"]
+    assert pod["result"] == "skip" and "not found" not in pod["message"]
+    assert pod["message"] == (
+        "pod team-a/p is not judged: ResourceClaimTemplate team-a/one-gpu, in the input, could not be "
+        "read or is not valid (see undecodable-objects)"
+    )
+
+
+def test_an_object_the_api_server_refuses_is_an_error_as_validate_says_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """No cluster holds it, so it is not audited: audit and validate agree on the same file (audit
+    said "no findings")."""
+    claim = tmp_path / "claim.yaml"
+    claim.write_text(
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c, namespace: team-a}\n"
+        "spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com, "
+        "allocationMode: Exactcount}}]}}\n"
+    )
+    code, out, _ = run(capsys, "-f", str(CLUSTER), "-f", str(claim), "-o", "json")
+    assert code == 1
+    (finding,) = [f for f in json.loads(out)["findings"] if f["result"] != "pass"]
+    validated = main(["validate", "-f", str(claim)])
+    problem = capsys.readouterr().out.splitlines()[0].split(": ResourceClaim team-a/c: ")[1]
+    assert validated == 1
+    assert (finding["rule"], finding["result"]) == ("undecodable-objects", "error")
+    assert finding["message"] == f"ResourceClaim team-a/c is not valid: {claim}: document 1: {problem}"
 
 
 def test_unusable_input_is_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

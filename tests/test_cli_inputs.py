@@ -272,3 +272,36 @@ def test_one_broken_file_in_audit_is_one_error_finding(
     code, out, _ = run(capsys, "audit", "-f", str(CLUSTER), helm)
     assert code == 1
     assert f"{helm}: not valid YAML or JSON" in out and "helm template" in out
+
+
+def test_convert_refuses_what_it_cannot_convert(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """kubectl convert's answer to a document that is no object, or to a version nothing converts
+    from: an error naming it (here with what replaced classic DRA), not the document printed back
+    as if it were fine."""
+    classic = "apiVersion: resource.k8s.io/v1alpha2\nkind: ResourceClaim\nmetadata: {name: c}\n"
+    files = write(tmp_path, "classic.yaml", f"{classic}---\n- not\n- an object\n---\n{TEMPLATE}")
+    code, out, err = run(capsys, "convert", "-f", files)
+    assert code == 1
+    assert [d["kind"] for d in yaml.safe_load_all(out)] == ["ResourceClaimTemplate"]
+    lines = err.splitlines()
+    assert len(lines) == 2, err
+    assert 'document 1: ResourceClaim c: apiVersion: Unsupported value: "resource.k8s.io/v1alpha2"' in err
+    assert "document 2: <no kind> <no name>: <root>: Invalid value" in lines[1]
+
+
+def test_convert_shows_its_progress_on_a_terminal(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Like every command that can run long (a big List converted object by object)."""
+    from webhook.commands import convert
+
+    bars: list[tuple[int, int]] = []
+
+    class Seen(convert.Progress):
+        def __call__(self, done: int, total: int) -> None:
+            bars.append((done, total))
+
+    monkeypatch.setattr(convert, "Progress", Seen)
+    files = write(tmp_path, "two.yaml", f"{TEMPLATE}---\n{CUSTOM}")
+    assert run(capsys, "convert", "-f", files)[0] == 0
+    assert bars == [(1, 2), (2, 2)]

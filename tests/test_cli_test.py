@@ -168,7 +168,7 @@ def test_a_missing_object_file_is_a_broken_suite(capsys: pytest.CaptureFixture[s
 def test_a_directory_holds_suites_among_other_yaml(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    write(tmp_path, "cluster/nodes.yaml", "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n")
+    write(tmp_path, "cluster/nodes.yaml", "apiVersion: v1\nkind: Node\nmetadata: {name: node-1}\n")
     write(tmp_path, "a/policies.yaml", f"name: a\nstate: [../cluster]\ntests:\n{ALLOW_CLASS}")
     write(tmp_path, "b/draguard-test.yaml", f"name: b\nstate: [../cluster]\ntests:\n{ALLOW_CLASS}")
     code, out, err = run(capsys, str(tmp_path))

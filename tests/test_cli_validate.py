@@ -297,6 +297,16 @@ def test_old_objects_are_matched_by_kind_namespace_and_name(
     assert run(capsys, "-f", new, "--old", old)[0] == 0
 
 
+def test_old_objects_that_cannot_be_read_are_unusable_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A mistyped --old path would silently validate every object as a create instead."""
+    new = write(tmp_path, "new.yaml", CLAIM.format(count=2))
+    code, out, err = run(capsys, "-f", new, "--old", str(tmp_path / "old.yaml"))
+    assert (code, out) == (2, [])
+    assert err == f"error: --old: {tmp_path / 'old.yaml'}: no such file or directory\n"
+
+
 def test_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     f = write(tmp_path, "c.yaml", CLAIM.format(count=-1) + "---\n" + SLICE)
     code, out, _ = run(capsys, "-f", f, "-o", "json")

@@ -81,6 +81,13 @@ def test_device_taint_rules_need_their_version_turned_on() -> None:
             "Kubernetes 1.31; ResourceClass is replaced by DeviceClass (resource.k8s.io/v1)",
         ),
         (
+            "resource.k8s.io/v1alpha2",
+            "ResourceClaim",
+            'apiVersion: Unsupported value: "resource.k8s.io/v1alpha2": classic DRA was removed in '
+            "Kubernetes 1.31; write it as a resource.k8s.io/v1 ResourceClaim, whose requests name a "
+            "DeviceClass",
+        ),
+        (
             "extensions/v1beta1",
             "Deployment",
             'apiVersion: Unsupported value: "extensions/v1beta1": Kubernetes 1.36 serves Deployment as '

@@ -3,8 +3,11 @@ no paths that a reader of the README does not have."""
 
 from __future__ import annotations
 
+import argparse
 import re
 from pathlib import Path
+
+from webhook.commands import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -41,3 +44,30 @@ def test_no_path_outside_the_repository() -> None:
     # `state: [../gpu-cluster]` in the suite example is relative to the suite file, inside the repo.
     assert re.findall(r"`(\.\./[^`]*)`", README) == []
     assert "/work/" not in README
+
+
+def _parser_of(words: list[str]) -> argparse.ArgumentParser:
+    """The parser of ``draguard WORD [ACTION]`` (``certs generate``), as the command line builds it."""
+    parser = build_parser([words[1]])
+    for word in words[1:3]:
+        sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if sub is None or word not in sub.choices:
+            break
+        parser = sub.choices[word]
+    return parser
+
+
+def test_every_command_line_shown_takes_the_flags_and_outputs_shown() -> None:
+    """Each `draguard ...` in the README: its flags exist on that command, and a synopsis's
+    `[-o A|B]` lists exactly the formats the command offers (the README is read before --help)."""
+    lines = [span.replace("\\|", "|") for span in re.findall(r"`(draguard [^`]*)`", README)]
+    assert len(lines) > 10
+    for line in lines:
+        words = line.split()
+        parser = build_parser([]) if words[1].startswith("-") else _parser_of(words)
+        options = {flag: action for action in parser._actions for flag in action.option_strings}
+        for flag in re.findall(r"(?<![\w-])(--?[a-zA-Z][\w-]*)", line):
+            assert flag in options, f"{line}: {flag} is not a flag of {parser.prog}"
+        shown = re.search(r"\[-o ([\w|]+)\]", line)
+        if shown:
+            assert set(shown.group(1).split("|")) == set(options["-o"].choices or ()), line

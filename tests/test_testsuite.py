@@ -208,6 +208,54 @@ def test_allocation_of_a_pod_uses_the_templates_of_the_state() -> None:
     assert run_suite(prepared, RULES).results[0].passed
 
 
+def test_allocation_reads_its_documents_as_the_allocate_command_does() -> None:
+    """A driver demo's file: a Deployment whose template uses a claim template, next to a
+    Namespace and a custom resource. The workload's template is the pod allocated, the other kinds
+    are skipped; an older DRA version is refused with the reason and the fix."""
+    template = {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "t", "namespace": "team-a"},
+        "spec": {"spec": claim_object("x")["spec"]},
+    }
+    deployment = {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "team-a"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "d"}},
+            "template": {
+                "metadata": {"labels": {"app": "d"}},
+                "spec": {
+                    "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}],
+                    "containers": [{"name": "c", "image": "i", "resources": {"claims": [{"name": "gpu"}]}}],
+                },
+            },
+        },
+    }
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}}
+    domain = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain", "metadata": {"name": "d"}}
+    documents = [namespace, template, domain, deployment]
+    test = {"name": "fit", "allocate": documents, "expectNodes": ["node-1", "node-2"]}
+    prepared = prepare(parse_suite(suite(test)), state(), no_files, NOW)
+    (case,) = prepared.cases
+    assert isinstance(case, AllocationCase) and case.question.pod.name == "d"
+    assert run_suite(prepared, RULES).results[0].passed
+
+    older = {**template, "apiVersion": "resource.k8s.io/v1beta1"}
+    (problem,) = problems(suite({**test, "allocate": [older, deployment]}))
+    assert problem.startswith(
+        'tests[0].allocate: document 1: apiVersion: Unsupported value: "resource.k8s.io/v1beta1"'
+    )
+    assert "draguard convert" in problem
+
+
+def test_an_admission_test_of_an_object_the_api_server_refuses_is_broken() -> None:
+    """A v1beta1 claim never reaches a webhook of a default 1.36 server: an 'allow' test of it
+    passed for nothing (the rules were never asked)."""
+    older = {**claim_object("c"), "apiVersion": "resource.k8s.io/v1beta1"}
+    older["spec"] = {"devices": {"requests": [{"name": "gpus", "deviceClassName": "gpu.example.com"}]}}
+    (problem,) = problems(suite(admission(object=older)))
+    assert problem.startswith('tests[0].object: apiVersion: Unsupported value: "resource.k8s.io/v1beta1"')
+
+
 def test_a_pod_whose_template_is_missing_is_a_broken_test() -> None:
     pod = {
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "team-a"},

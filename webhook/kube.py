@@ -146,6 +146,8 @@ def _load_kubeconfig(
     paths = [p for p in kubeconfig_paths(kubeconfig) if kubeconfig or os.path.exists(p)]
     if not paths:
         searched = ":".join(kubeconfig_paths(None))
+        if os.environ.get("KUBECONFIG"):
+            raise ConnectError(f"no kubeconfig found: $KUBECONFIG names {searched}, which does not exist")
         raise ConnectError(f"no kubeconfig found at {searched}: give --kubeconfig FILE or set $KUBECONFIG")
     chosen = _context(paths, context)
     try:

@@ -110,8 +110,9 @@ _MERGE = "tag:yaml.org,2002:merge"
 
 class _Loader(_BaseLoader):  # type: ignore[misc]
     """YAML as Kubernetes reads it: timestamps stay strings (``creationTimestamp: 2026-01-01T00:00:00Z``
-    is a string field, and kubectl accepts it unquoted); a mapping with a key written twice becomes
-    a :class:`DuplicateKeys` (the last value wins, as in Go).
+    is a string field, and kubectl accepts it unquoted), plain scalars are typed as kubectl types
+    them (:data:`_KUBECTL_PATTERNS`); a mapping with a key written twice becomes a
+    :class:`DuplicateKeys` (the last value wins, as in Go).
 
     Both methods are asked once per node of a file, hundreds of thousands of times in a
     ``kubectl get -o yaml`` dump, so each takes its common case first."""
@@ -150,9 +151,29 @@ def _distinct_keys(node: yaml.MappingNode) -> bool:
         return False
 
 
+# Where kubectl's YAML (sigs.k8s.io/yaml: go-yaml v2, ``resolve.go``) types a plain scalar otherwise
+# than PyYAML: ``y``, ``Y``, ``n`` and ``N`` are booleans too, and there are no base-60 numbers
+# (``12:30`` is a string). PyYAML's patterns, less its base-60 branches.
+_KUBECTL_PATTERNS = {
+    "tag:yaml.org,2002:bool": re.compile(
+        r"^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$"
+    ),
+    "tag:yaml.org,2002:int": re.compile(
+        r"^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+)$"
+    ),
+    "tag:yaml.org,2002:float": re.compile(
+        r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+    ),
+}
+_Loader.bool_values = {**yaml.SafeLoader.bool_values, "y": True, "n": False}
 _Loader.add_constructor("tag:yaml.org,2002:map", _Loader.construct_yaml_map)
 _Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    first: [
+        (tag, _KUBECTL_PATTERNS.get(tag, regexp))
+        for tag, regexp in resolvers
+        if tag != "tag:yaml.org,2002:timestamp"
+    ]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 _IMPLICIT: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {

@@ -36,20 +36,52 @@ class Reason(IntEnum):
     USABLE = 1000
 
 
-# JSON key and the phrase used in the summary, per reason.
-REASON_TEXT: dict[Reason, tuple[str, str]] = {
-    Reason.SELECTOR_ERROR: ("selectorError", "failed to evaluate a selector"),
-    Reason.BINDING_CONDITIONS: ("bindingConditionsUnsupported", "need binding conditions (feature off)"),
-    Reason.CLASS_SELECTOR: ("classSelector", "do not match the device class"),
-    Reason.REQUEST_SELECTOR: ("requestSelector", "do not match the request's selectors"),
-    Reason.OTHER_NODE: ("otherNode", "belong to other nodes"),
-    Reason.ALLOCATED: ("allocated", "are already allocated"),
-    Reason.IN_USE: ("inUse", "are taken by another request of this pod"),
-    Reason.CAPACITY: ("capacity", "lack the requested capacity"),
-    Reason.PARTITIONABLE_OFF: ("partitionableDisabled", "consume counters (partitionable devices off)"),
-    Reason.COUNTERS: ("counters", "are out of shared counters"),
-    Reason.TAINTED: ("tainted", "have taints the request does not tolerate"),
+# JSON key and the phrase used in the summary, per reason: said of one device, then of several.
+REASON_TEXT: dict[Reason, tuple[str, str, str]] = {
+    Reason.SELECTOR_ERROR: (
+        "selectorError",
+        "failed to evaluate a selector",
+        "failed to evaluate a selector",
+    ),
+    Reason.BINDING_CONDITIONS: (
+        "bindingConditionsUnsupported",
+        "needs binding conditions (feature off)",
+        "need binding conditions (feature off)",
+    ),
+    Reason.CLASS_SELECTOR: (
+        "classSelector",
+        "does not match the device class",
+        "do not match the device class",
+    ),
+    Reason.REQUEST_SELECTOR: (
+        "requestSelector",
+        "does not match the request's selectors",
+        "do not match the request's selectors",
+    ),
+    Reason.OTHER_NODE: ("otherNode", "belongs to another node", "belong to other nodes"),
+    Reason.ALLOCATED: ("allocated", "is already allocated", "are already allocated"),
+    Reason.IN_USE: (
+        "inUse",
+        "is taken by another request of this pod",
+        "are taken by another request of this pod",
+    ),
+    Reason.CAPACITY: ("capacity", "lacks the requested capacity", "lack the requested capacity"),
+    Reason.PARTITIONABLE_OFF: (
+        "partitionableDisabled",
+        "consumes counters (partitionable devices off)",
+        "consume counters (partitionable devices off)",
+    ),
+    Reason.COUNTERS: ("counters", "is out of shared counters", "are out of shared counters"),
+    Reason.TAINTED: (
+        "tainted",
+        "has taints the request does not tolerate",
+        "have taints the request does not tolerate",
+    ),
 }
+
+
+def _devices(count: int) -> str:
+    return f"{count} device" if count == 1 else f"{count} devices"
 
 
 @dataclass(frozen=True)
@@ -122,19 +154,21 @@ class RequestExplanation:
 
     def summary(self) -> str:
         parts = [
-            f"{count} {REASON_TEXT[reason][1]}{self._selector_detail(reason)}"
-            for reason, (key, _) in REASON_TEXT.items()
+            f"{count} {one if count == 1 else several}{self._selector_detail(reason)}"
+            for reason, (key, one, several) in REASON_TEXT.items()
             if (count := self.rejected.get(key, 0))
         ]
         parts += [
-            f"{c.devices} fail constraint #{c.index} ({c.kind} {c.attribute})" for c in self.constraints
+            f"{c.devices} {'fails' if c.devices == 1 else 'fail'} constraint #{c.index} "
+            f"({c.kind} {c.attribute})"
+            for c in self.constraints
         ]
         parts.append(f"{self.usable} usable")
-        wanted = "all matching devices" if self.allocation_mode == "All" else f"{self.wanted} device(s)"
+        wanted = "all matching devices" if self.allocation_mode == "All" else _devices(self.wanted)
         head = f"claim {self.claim}, request {self.request} (class {self.device_class}) needs {wanted}"
         if not self.reached:
             head += " (not reached: an earlier request could not be satisfied)"
-        return f"{head}; {self.considered} device(s) considered: {', '.join(parts)}"
+        return f"{head}; {_devices(self.considered)} considered: {', '.join(parts)}"
 
 
 @dataclass(frozen=True)

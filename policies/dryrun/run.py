@@ -324,7 +324,7 @@ def _not_checked(outcome: Outcome) -> list[str]:
     pod = outcome.question.pod
     volumes = any(set(v) - LOCAL_VOLUMES for v in pod.spec.volumes or ())
     notes = [
-        f"{plugins}: {what}"
+        f"{plugins}: not checked: {what}"
         for plugins, what in profile.NOT_CHECKED.items()
         if volumes or "Volume" not in plugins
     ]

@@ -20,7 +20,6 @@ from policies.reading import Reading
 from policies.validation.core import refuse_privileged
 from policies.validation.fielderrors import go_quote, render
 from policies.validation.validate import validate
-from policies.validation.workloads import under, validate_workload
 
 # Kinds whose create resets the status (PrepareForCreate in their registry strategy).
 _STATUS_RESET_ON_CREATE = (
@@ -91,6 +90,10 @@ def judge(
         return []
     privileged = refuse_privileged(obj) if isinstance(obj, core.Pod) and not allow_privileged else []
     if reading.template is not None and reading.workload is not None:
+        # Imported where a workload is judged: with the pod validation it brings, it is much of
+        # what a small validate of DRA objects would otherwise spend importing.
+        from policies.validation.workloads import under, validate_workload
+
         assert isinstance(obj, core.Pod)
         errors = validate_workload(reading.kind, reading.workload, reading.template, obj)
         return render(errors + [under(reading.template, e) for e in privileged])

@@ -34,7 +34,6 @@ from policies.validation.meta import (
     validate_template_object_meta,
 )
 from policies.validation.names import is_dns1123_label, is_dns1123_subdomain
-from policies.validation.podspec import validate_pod_spec
 from policies.validation.resource import (
     immutable,
     validate_class_spec,
@@ -215,6 +214,10 @@ def _taint_rule(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> E
 
 
 def _pod(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> ErrorList:
+    # Imported where a pod is judged: ValidatePodSpec's port is much of what a small validate of
+    # DRA objects would otherwise spend importing.
+    from policies.validation.podspec import validate_pod_spec
+
     assert isinstance(obj, core.Pod)
     errs = _meta(obj, old, True, recheck_on_update=False)
     spec = obj.spec.to_json()

@@ -73,8 +73,8 @@ def test_explanation_counts_each_reason_once_per_device() -> None:
         ("request", 0, BIG, 1),
     ]
     message = explanation.message()
-    assert "claim ns/gpus, request req-0 (class class-a) needs 2 device(s)" in message
-    assert "1 are already allocated" in message and "1 usable" in message
+    assert "claim ns/gpus, request req-0 (class class-a) needs 2 devices; 5 devices considered" in message
+    assert "1 is already allocated" in message and "1 usable" in message
 
 
 def test_explanation_is_plain_json() -> None:
@@ -112,7 +112,7 @@ def test_explanation_names_the_constraint_that_refused_devices() -> None:
     assert [(c.index, c.kind, c.attribute, c.devices) for c in second.constraints] == [
         (0, "matchAttribute", "driver-a/numa", 1)
     ]
-    assert "fail constraint #0 (matchAttribute driver-a/numa)" in outcome.explanation.message()
+    assert "1 fails constraint #0 (matchAttribute driver-a/numa)" in outcome.explanation.message()
 
 
 def test_explanation_lists_unusable_pools() -> None:
@@ -222,4 +222,5 @@ def test_explanation_counts_devices_taken_by_other_requests_of_the_pod() -> None
     first, second = outcome.explanation.requests
     assert (first.claim, first.usable, first.rejected) == ("ns/first", 1, {})
     assert (second.claim, second.usable, second.rejected) == ("ns/second", 0, {"inUse": 1})
-    assert "1 are taken by another request of this pod" in outcome.explanation.message()
+    message = outcome.explanation.message()
+    assert "1 device considered: 1 is taken by another request of this pod, 0 usable" in message

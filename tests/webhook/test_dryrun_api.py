@@ -361,7 +361,7 @@ async def test_nodes_that_do_not_fit_come_last_with_their_explanation(serve: Any
     refused = body["nodes"][1]
     assert refused["results"] == [None]
     assert (refused["plugin"], refused["reasons"]) == ("DynamicResources", ["cannot allocate all claims"])
-    assert "needs 3 device(s)" in refused["detail"]
+    assert "needs 3 devices" in refused["detail"]
     assert refused["explanation"]["requests"][0]["wanted"] == 3
     assert "rank" not in refused and "footprint" not in refused
 

@@ -95,8 +95,18 @@ def test_contexts(tmp_path: Path) -> None:
 
 def test_no_kubeconfig_anywhere(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
-    with pytest.raises(ConnectError, match=r"no kubeconfig found at .*absent: give --kubeconfig FILE or set"):
+    with pytest.raises(ConnectError) as named:
         connect(None, in_cluster=False)
+    # $KUBECONFIG is set: it is the thing to fix, not to set.
+    absent = tmp_path / "absent"
+    assert str(named.value) == f"no kubeconfig found: $KUBECONFIG names {absent}, which does not exist"
+    monkeypatch.delenv("KUBECONFIG")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(ConnectError) as searched:
+        connect(None, in_cluster=False)
+    assert str(searched.value) == (
+        f"no kubeconfig found at {tmp_path}/.kube/config: give --kubeconfig FILE or set $KUBECONFIG"
+    )
 
 
 def test_credentials_the_client_cannot_use_are_one_line(tmp_path: Path) -> None:

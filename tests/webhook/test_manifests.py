@@ -106,7 +106,8 @@ def test_list_items_still_come_in_order_with_their_source(tmp_path: Path) -> Non
 SCALARS = """\
 ints: [1, -2, 0x1F, 0o17, 1_000, +3, 012]
 floats: [1.5, -0.5e3, .inf, -.Inf, .nan, 1_0.5]
-bools: [true, False, yes, NO, on, Off, y, n]
+bools: [true, False, yes, NO, on, Off, y, n, Y, N]
+base60: [12:30, -1:30, 1:30.5]
 nulls: [null, ~, Null, '', ]
 strings: ["1", '2.5', 'true', abc, a b, 2026-01-01, 2026-01-01T00:00:00Z, "", x:y]
 nested: {a: {b: [1, {c: d}]}, "1": one, 1: int}
@@ -115,15 +116,19 @@ nested: {a: {b: [1, {c: d}]}, "1": one, 1: int}
 """
 
 
-def test_implicit_types_are_pyyaml_safe_loaders_less_timestamps(tmp_path: Path) -> None:
+def test_implicit_types_are_kubectls(tmp_path: Path) -> None:
     """The loader's own resolver (faster on big dumps) types every plain scalar as PyYAML's does,
-    except that timestamps stay strings; a complex key still loads."""
+    except where kubectl's YAML (go-yaml v2, ``resolve.go``) differs: timestamps stay strings,
+    ``y`` and ``n`` are booleans, and ``12:30`` is a string, not the base-60 number 750 (kubectl
+    refuses ``labels: {a: y}``, and sends the label ``12:30`` as written). A complex key still loads."""
     import yaml
 
     path = tmp_path / "scalars.yaml"
     path.write_text(SCALARS.replace("? [complex, key]\n: value\n", ""))
     expected = yaml.safe_load(SCALARS.replace("? [complex, key]\n: value\n", ""))
     expected["strings"][5:7] = ["2026-01-01", "2026-01-01T00:00:00Z"]
+    expected["bools"][6:] = [True, False, True, False]
+    expected["base60"] = ["12:30", "-1:30", "1:30.5"]
     assert read_documents([str(path)])[0].raw == expected
     complex_key = tmp_path / "complex.yaml"
     complex_key.write_text("? [complex, key]\n: value\nother: 1\n")

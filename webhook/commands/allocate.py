@@ -15,6 +15,8 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from policies.allocator import SearchBudget
+from policies.api.base import TypedObject
+from policies.api.core import Pod
 from policies.api.defaults import apply_defaults
 from policies.api.kinds import DEFAULT_NAMESPACE
 from policies.dryrun import (
@@ -29,6 +31,7 @@ from policies.dryrun import (
     with_uid,
 )
 from policies.dryrun.answer import Timing
+from policies.reading import Reading
 from policies.scheduler.claims import is_allocated
 from policies.scheduler.cluster import is_pending
 from policies.snapshot import Snapshot
@@ -163,17 +166,41 @@ def _read(args: argparse.Namespace) -> list[Entry]:
     return entries
 
 
+def _as_created(reading: Reading) -> TypedObject | None:
+    """The object read; a StatefulSet's pod as its controller creates it, with a
+    PersistentVolumeClaim volume per volumeClaimTemplate (upstream
+    ``pkg/controller/statefulset/stateful_set_utils.go``, ``updateStorage``; claim
+    ``<template>-<set>-0``), so that the dry run says it did not check them."""
+    obj = reading.obj
+    if reading.kind != "StatefulSet" or not isinstance(obj, Pod) or reading.workload is None:
+        return obj
+    spec = reading.workload.get("spec")
+    templates = spec.get("volumeClaimTemplates") if isinstance(spec, dict) else None
+    names = [
+        t["metadata"]["name"]
+        for t in templates or ()
+        if isinstance(t, dict) and isinstance(t.get("metadata"), dict) and t["metadata"].get("name")
+    ]
+    if not names:
+        return obj
+    claims = [{"name": n, "persistentVolumeClaim": {"claimName": f"{n}-{obj.name}-0"}} for n in names]
+    others = [v for v in obj.spec.volumes or () if v.get("name") not in names]
+    return obj.model_copy(update={"spec": obj.spec.model_copy(update={"volumes": claims + others})})
+
+
 def _snapshot(args: argparse.Namespace) -> Snapshot:
     now = datetime.now(UTC)
     entries = _read(args)
-    objects = (e.reading.obj for e in entries if e.reading is not None and e.reading.obj is not None)
-    return Snapshot.build(apply_defaults(obj, now) for obj in objects)
+    objects = (_as_created(e.reading) for e in entries if e.reading is not None and e.reading.obj is not None)
+    return Snapshot.build(apply_defaults(obj, now) for obj in objects if obj is not None)
 
 
 def _nodes(snapshot: Snapshot, wanted: list[str]) -> list[str] | None:
     if not snapshot.nodes:
         raise InputError(
-            "the input has no Node objects: add Node manifests (name, labels, status.allocatable)"
+            "the input has no Node objects: add the cluster's, e.g. 'kubectl get nodes,deviceclasses,"
+            "resourceslices,resourceclaims,resourceclaimtemplates,pods -A -o yaml > cluster.yaml' "
+            "and -f cluster.yaml"
         )
     unknown = [n for n in wanted if n not in snapshot.nodes]
     if unknown:
@@ -227,8 +254,18 @@ class NodeClock:
         return time.monotonic() - self.started
 
 
+def _check_numbers(args: argparse.Namespace) -> None:
+    if args.max_steps < 1:
+        raise UsageError(f"--max-steps must be at least 1, got {args.max_steps}")
+    if args.repeat < 0:
+        raise UsageError(f"--repeat must be at least 0, got {args.repeat}")
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout must be more than 0 seconds, got {args.timeout:g}")
+
+
 def run(args: argparse.Namespace) -> int:
     try:
+        _check_numbers(args)
         gates = FeatureGates() if args.features is None else FeatureGates.parse(args.features)
         snapshot = _snapshot(args)
         nodes = _nodes(snapshot, args.nodes)
@@ -295,7 +332,7 @@ def _reason(node: NodeAnswer) -> str:
 def _pod_head(pod: PodAnswer) -> list[str]:
     head = f"POD {pod.pod}: {pod.message}"
     if pod.placed_on:
-        head += f" (placed on {pod.placed_on})"
+        head += f"; --sequence places it on {pod.placed_on}"
     return [*(f"  earlier attempt: {m}" for m in pod.earlier_attempts), head]
 
 

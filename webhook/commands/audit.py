@@ -23,6 +23,7 @@ from policies.audit import (
     Finding,
     Report,
     audit,
+    invalid_document,
     left_out,
     policy_reports,
     undecodable,
@@ -31,6 +32,7 @@ from policies.audit import (
 from policies.config import Config
 from policies.dryrun import FeatureGates
 from policies.rules.registry import RULES
+from policies.validation.documents import ANY_NAMESPACE, judge
 from webhook.commands import add_command
 from webhook.commands.common import (
     TABLE_FORMATS,
@@ -58,7 +60,7 @@ else ~/.kube/config; --context to choose a context), or read from manifests with
 'kubectl get ... -o yaml' dumps), as 'draguard validate' reads them. Objects of kinds draguard
 does not check are skipped with one note per kind (workloads too: their pod templates are for
 validate and allocate to check, they are not pods of the cluster); objects or files it cannot
-read are 'error' results.
+read, and objects the API server's validation refuses (as validate says it), are 'error' results.
 
 Output: a table of the results that are not 'pass'; -o json or -o yaml (every result); or
 -o policyreport: wgpolicyk8s.io/v1alpha2 PolicyReports (one per namespace) and a
@@ -137,15 +139,20 @@ def from_files(args: argparse.Namespace) -> tuple[list[TypedObject], list[Findin
         if entry.reading is not None and entry.reading.template is not None:
             entry.reading.skipped = WORKLOAD_NOTE
     print_notes(entries, sys.stderr)
-    objects = [
-        e.reading.obj
-        for e in entries
-        if e.reading is not None
-        and e.reading.obj is not None
-        and e.reading.skipped is None
-        and not e.reading.errors
-    ]
-    return objects, [_unreadable(e) for e in entries if e.reading is None or e.reading.errors]
+    objects: list[TypedObject] = []
+    findings = [_unreadable(e) for e in entries if e.reading is None or e.reading.errors]
+    for entry in entries:
+        reading = entry.reading
+        if reading is None or reading.obj is None or reading.skipped is not None or reading.errors:
+            continue
+        # What the API server refuses is in no cluster: an error, worded as validate words it, and
+        # not audited (whether a namespace may use admin access is for the cluster to say).
+        refused = judge(reading, namespace_labels=ANY_NAMESPACE, allow_privileged=args.allow_privileged)
+        if refused:
+            findings.append(invalid_document(reading, [f"{entry.where}: {p}" for p in refused]))
+        else:
+            objects.append(reading.obj)
+    return objects, findings
 
 
 def _unreadable(entry: Entry) -> Finding:
@@ -228,7 +235,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     with Progress("audit") as progress:
-        report = audit(objects, RULES, config, now, features, progress=progress)
+        unread = [ref for finding in unreadable for ref in finding.resources]
+        report = audit(objects, RULES, config, now, features, progress=progress, unread=unread)
     report = replace(report, findings=(*unreadable, *report.findings))
     if args.output == "policyreport":
         dump_all(policy_reports(report, now), sys.stdout)

@@ -18,12 +18,12 @@ import json
 import sys
 from typing import Any
 
-from policies.api.conversion import CONVERTIBLE, convert
+from policies.api.conversion import CONVERTIBLE, GROUP, V1, convert
 from policies.reading import ReadOptions, read
 from webhook.commands import add_command
 from webhook.commands.common import add_file_flags, add_output
 from webhook.manifests import Document, Unreadable, iter_inputs
-from webhook.output import dump, dump_all
+from webhook.output import Progress, dump, dump_all
 
 DESCRIPTION = """\
 Print the manifests again with their resource.k8s.io v1beta1 and v1beta2 objects (and v1alpha3
@@ -45,10 +45,22 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+def _as_is(raw: Any) -> bool:
+    """A Kubernetes object that is not in an older resource.k8s.io version: printed unchanged.
+    Anything else is read first: what is no object, or in a version nothing converts from
+    (classic DRA's v1alpha2), is refused with the reader's reason, as kubectl convert refuses it."""
+    if not isinstance(raw, dict):
+        return False
+    api_version, kind = raw.get("apiVersion"), raw.get("kind")
+    if not (isinstance(api_version, str) and api_version and isinstance(kind, str) and kind):
+        return False
+    return not api_version.startswith(f"{GROUP}/") or api_version == V1
+
+
 def _converted(doc: Document) -> tuple[Any, list[str]]:
     """The document in the version 1.36 serves, or unchanged; and why it cannot be converted."""
     raw = doc.raw
-    if not isinstance(raw, dict) or raw.get("apiVersion") not in CONVERTIBLE:
+    if _as_is(raw):
         return raw, []
     reading = read(raw, _ALL_VERSIONS)
     if reading.errors:
@@ -62,16 +74,19 @@ def run(args: argparse.Namespace) -> int:
     out: list[Any] = []
     problems: list[str] = []
     read_any = False
-    for item in iter_inputs(args.files, args.recursive):
-        if isinstance(item, Unreadable):
-            problems.append(item.message)
-            continue
-        read_any = True
-        converted, found = _converted(item)
-        problems += found
-        if not found:
-            # Plain JSON values: a document read with a repeated key is a dict subclass.
-            out.append(json.loads(json.dumps(converted)))
+    items = list(iter_inputs(args.files, args.recursive))
+    with Progress("convert") as progress:
+        for done, item in enumerate(items, start=1):
+            progress(done, len(items))
+            if isinstance(item, Unreadable):
+                problems.append(item.message)
+                continue
+            read_any = True
+            converted, found = _converted(item)
+            problems += found
+            if not found:
+                # Plain JSON values: a document read with a repeated key is a dict subclass.
+                out.append(json.loads(json.dumps(converted)))
     for line in problems:
         print(f"error: {line}", file=sys.stderr)
     if not read_any:

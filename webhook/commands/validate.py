@@ -121,6 +121,9 @@ def run(args: argparse.Namespace) -> int:
         labels = parse_namespace_labels(args.namespace_labels)
         entries = read_inputs(args)
         old_entries = read_inputs(args, args.old)
+        unread = [f"--old: {e.problem}" for e in old_entries if e.reading is None]
+        if unread:
+            raise UsageError("; ".join(unread))
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -75,6 +75,10 @@ LARGE_WAITING = 1
 # default, which the event loop paid after every socket wait while costly checks compiled CEL on
 # the pool threads (py-spy: the loop held the GIL 9% of the time, four pool threads 84%).
 SWITCH_INTERVAL = 0.001
+# On SIGTERM, how long open connections may carry on before they are closed: each answer meanwhile
+# says "Connection: close", so the client opens its next connection elsewhere (see drain()).
+DRAIN_SECONDS = 5.0
+DRAINING = web.AppKey("draining", asyncio.Event)
 # Work with lasting effects (the quota ledger's write) ends this long before the deadline, so that
 # its outcome, not the deadline's refusal, is what the API server is told.
 EFFECTS_MARGIN = 0.25
@@ -284,7 +288,8 @@ def _decoded(raw: bytes) -> tuple[AdmissionRequest, Decoded]:
 
 @web.middleware
 async def close_unless_read(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Answer, and ask the client to close the connection when the body was not read to its end.
+    """Answer, and ask the client to close the connection when the body was not read to its end,
+    or when the server is draining (:func:`drain`).
 
     After the answer aiohttp reads what is left of the body, to find where the next request
     starts, and closes the connection when it cannot: a body that does not decode, or one past the
@@ -299,13 +304,33 @@ async def close_unless_read(request: web.Request, handler: Handler) -> web.Strea
         if not request.content.is_eof():
             refused.force_close()
         raise
-    if not request.content.is_eof():
+    if not request.content.is_eof() or request.app[DRAINING].is_set():
         response.force_close()
     return response
 
 
 def _application(**options: Any) -> web.Application:
-    return web.Application(middlewares=[close_unless_read], **options)
+    app = web.Application(middlewares=[close_unless_read], **options)
+    app[DRAINING] = asyncio.Event()
+    return app
+
+
+async def drain(runner: web.AppRunner, seconds: float) -> None:
+    """Let the open connections end on an answer before the server closes them, for at most
+    ``seconds``.
+
+    The API server keeps its connections to a webhook open between calls, and a terminating pod
+    keeps those it already has (kube-proxy only steers new ones elsewhere). Closing an idle one
+    races the API server's next call on it, which then fails with EOF: a failed admission under a
+    Fail webhook, seen in the certificate-rotation e2e when a replica stopped. Answering with
+    "Connection: close" hands each connection back cleanly; what is still open at the end (idle
+    throughout, so the last the client's pool would pick) is closed by the runner's cleanup.
+    """
+    runner.app[DRAINING].set()
+    server = runner.server
+    deadline = asyncio.get_running_loop().time() + seconds
+    while server is not None and server.connections and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.05)
 
 
 @dataclass(frozen=True)
@@ -458,10 +483,12 @@ async def run(
     stop: asyncio.Event,
     started: Callable[[Ports], None],
     reload_interval: float = 1.0,
+    drain_seconds: float = DRAIN_SECONDS,
 ) -> None:
     """Serve ``app`` (:func:`build_app`, and whatever else shares the port) over ``tls``, and on a
     :class:`SideLoop` the metrics and the probes answering ``ready`` as ``app`` does, until ``stop``
-    is set; ``started(ports)`` runs once all three listen."""
+    is set, then :func:`drain` for up to ``drain_seconds``; ``started(ports)`` runs once all three
+    listen."""
     plain = (
         (build_metrics_app(admission.metrics), listen.metrics_port),
         (build_health_app(ready), listen.health_port),
@@ -482,6 +509,7 @@ async def run(
         try:
             started(Ports(*bound))
             await stop.wait()
+            await drain(runner, drain_seconds)
         finally:
             reloads.cancel()
     finally:

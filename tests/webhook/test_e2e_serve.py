@@ -228,6 +228,35 @@ def test_bad_calls_are_400_and_413_and_the_server_keeps_serving(served: Served) 
     assert served.review(pod_review(example_pod()))["allowed"] is True
 
 
+def test_on_sigterm_open_connections_end_on_an_answer_before_the_server_exits(tmp_path: Path) -> None:
+    """A client's keep-alive connection, opened before SIGTERM, carries one more review: answered,
+    with "Connection: close" so the client does not send another on it (an idle connection the
+    server closed under it was an EOF for the API server); then the server exits without waiting
+    out the drain."""
+    server = start("--state", str(EXAMPLES / "gpu-cluster"), "--cert-dir", str(tmp_path / "certs"))
+    wait_ready(server)
+    connection = HTTPSConnection("127.0.0.1", server.port, context=server.context(), timeout=10)
+    body = json.dumps(pod_review(example_pod())).encode()
+    headers = {"Content-Type": "application/json"}
+    try:
+        connection.request("POST", "/validate", body, headers)
+        first = connection.getresponse()
+        assert first.status == 200 and first.getheader("Connection") != "close"
+        first.read()
+        server.process.terminate()
+        time.sleep(0.5)  # the signal handled: the server is draining, the connection still open
+        connection.request("POST", "/validate", body, headers)
+        last = connection.getresponse()
+        assert last.status == 200, last.read()
+        assert last.getheader("Connection") == "close"
+        assert json.loads(last.read())["response"]["allowed"] is True
+    finally:
+        connection.close()
+    ended = time.monotonic()
+    assert server.process.wait(timeout=10) == 0
+    assert time.monotonic() - ended < 2  # the last connection closed: no need to wait any longer
+
+
 def test_probes_and_metrics(served: Served) -> None:
     assert served.request("GET", "/healthz") == (200, "ok")
     assert served.request("GET", "/readyz") == (200, "ok")

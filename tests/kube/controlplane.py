@@ -31,6 +31,7 @@ import socket
 import ssl
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -153,6 +154,7 @@ class ControlPlane:
     _ca: KeyPair = field(init=False)
     _components: dict[str, Component] = field(init=False, default_factory=dict)
     _users: dict[tuple[str, tuple[str, ...]], tuple[Path, Path]] = field(init=False, default_factory=dict)
+    _users_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -200,9 +202,11 @@ class ControlPlane:
     def start_scheduler(self) -> None:
         """kube-scheduler with the default profile, running until the control plane stops. It logs
         each plugin's score of each node (``schedule_one.go`` at -v=10 only: a line per plugin and
-        node, nothing else), flushed at once, so tests can compare scores (:meth:`scheduler_log`)."""
+        node, nothing else) and each Node and Pod event its informers handled (``eventhandlers.go``
+        at -v=4), flushed at once, so tests can compare scores and know what the scheduler has
+        seen (:meth:`scheduler_log`)."""
         if "kube-scheduler" not in self._components:
-            flags = ["--vmodule=schedule_one=10", "--log-flush-frequency=100ms"]
+            flags = ["--vmodule=schedule_one=10,eventhandlers=4", "--log-flush-frequency=100ms"]
             self._start_controller("kube-scheduler", "system:kube-scheduler", flags)
 
     def scheduler_log(self) -> str:
@@ -385,16 +389,19 @@ class ControlPlane:
         _write(w / "sa.pub", public)
 
     def _client_cert(self, user: str, groups: Sequence[str]) -> tuple[Path, Path]:
-        """A client certificate for ``user`` in ``groups`` (CN and O), made once per identity."""
+        """A client certificate for ``user`` in ``groups`` (CN and O), made once per identity. Test
+        threads ask at once: unlocked, two wrote the same files, one's certificate beside the
+        other's key (the client's TLS then failed with KEY_VALUES_MISMATCH)."""
         key = (user, tuple(groups))
-        if key not in self._users:
-            pair = issue_client(self._ca, user, groups, dt.datetime.now(dt.UTC), dt.timedelta(days=2))
-            stem = f"user-{len(self._users)}"
-            self._users[key] = (
-                _write(self.workdir / f"{stem}.crt", pair.cert_pem),
-                _write(self.workdir / f"{stem}.key", pair.key_pem),
-            )
-        return self._users[key]
+        with self._users_lock:
+            if key not in self._users:
+                pair = issue_client(self._ca, user, groups, dt.datetime.now(dt.UTC), dt.timedelta(days=2))
+                stem = f"user-{len(self._users)}"
+                self._users[key] = (
+                    _write(self.workdir / f"{stem}.crt", pair.cert_pem),
+                    _write(self.workdir / f"{stem}.key", pair.key_pem),
+                )
+            return self._users[key]
 
     def client_certificate(self, user: str, groups: Sequence[str] = ()) -> tuple[Path, Path]:
         """The certificate and key files of ``user`` in ``groups``, issued by the cluster's CA."""

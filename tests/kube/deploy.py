@@ -137,6 +137,10 @@ class Balancer:
                 downstream.close()
                 continue
             self.connections += 1
+            for end in (downstream, upstream):
+                # as kube-proxy forwards in the kernel: Nagle's algorithm in a user-space relay held a
+                # request's second segment back until the first was acknowledged (40 ms, delayed ACK)
+                end.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             for a, b in ((downstream, upstream), (upstream, downstream)):
                 threading.Thread(target=_pipe, args=(a, b), daemon=True).start()
 

@@ -31,7 +31,7 @@ from controlplane import ControlPlane, call, wait_for
 from webhook import cli
 
 V1 = "resource.k8s.io/v1"
-SETTLE = 0.7  # seconds for the scheduler's informers to see what a scenario just created
+SETTLE = 0.7  # seconds for the scheduler's informers to see the DRA objects a scenario just created
 STATE = [
     ("/api/v1/nodes", "v1", "Node"),
     ("/api/v1/namespaces", "v1", "Namespace"),
@@ -67,6 +67,7 @@ class Scene:
         self.driver = f"{namespace}.example.com"
         self.node_names: list[str] = []
         self.made: list[str] = []  # paths of the cluster-scoped objects made, deleted at close
+        self.unseen: list[str] = []  # scheduler log lines of Node and Pod events still to come
         for node in self.get("/api/v1/nodes")["items"]:
             call(self.api, "DELETE", f"/api/v1/nodes/{node['metadata']['name']}")
 
@@ -80,6 +81,9 @@ class Scene:
         assert answer.status == 201, answer.body
         if "namespaces/" not in path and path != "/api/v1/namespaces":
             self.made.append(f"{path}/{answer.body['metadata']['name']}")
+        if path.endswith("/pods") and answer.body["spec"].get("nodeName"):
+            meta = answer.body["metadata"]
+            self.unseen.append(f'"Add event for scheduled pod" pod="{meta["namespace"]}/{meta["name"]}"')
         return answer.body
 
     def patch(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -98,6 +102,7 @@ class Scene:
         name = self.n(short)
         self.plane.add_node(name, **options)
         self.node_names.append(name)
+        self.unseen.append(f'"Update event for node" node="{name}"')  # its status, the last write
         return name
 
     def device_class(self, short: str, expression: str = "", **spec: Any) -> str:
@@ -212,6 +217,7 @@ class Scene:
         bind, so wait for the binding."""
         if settle:
             time.sleep(SETTLE)
+            self.seen()
         before = self.state()
         created = self.post(f"/api/v1/namespaces/{self.ns}/pods", pod)
         decision = self.decision(pod["metadata"]["name"], bound=retried)
@@ -222,6 +228,19 @@ class Scene:
         if decision.node is None and not keep:
             call(self.api, "DELETE", f"/api/v1/namespaces/{self.ns}/pods/{pod['metadata']['name']}")
         return decision, answer
+
+    def seen(self) -> None:
+        """Wait until the scheduler's informers have handled the Nodes and bound Pods written since
+        the last question (a fixed pause alone was too short on a busy machine: the scheduler once
+        answered for a node without the pod bound to it a moment before)."""
+        unseen = self.unseen
+
+        def handled() -> bool:
+            log = self.plane.scheduler_log()
+            return all(line in log for line in unseen)
+
+        wait_for("kube-scheduler to see the scenario's nodes and pods", handled, interval=0.1)
+        self.unseen = []
 
     def event(self, pod: str, wanted: str, timeout: float = 5.0) -> str | None:
         """``wanted`` if one of the pod's FailedScheduling events says it, else the latest one. After

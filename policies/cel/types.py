@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 
 # Kinds
 PRIMITIVES = ("int", "uint", "double", "bool", "string", "bytes")
@@ -116,8 +117,13 @@ def is_optional(t: Type) -> bool:
 _TYPE_TOKEN = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_.]*|[(),])")
 
 
+@cache
 def parse_type(text: str) -> Type:
-    """``int``, ``list(dyn)``, ``map(string,dyn)``, ``optional_type(A)``, ``Quantity``, ``A``..."""
+    """``int``, ``list(dyn)``, ``map(string,dyn)``, ``optional_type(A)``, ``Quantity``, ``A``...
+
+    Cached: the declarations spell some 1,600 types with a few hundred names, parsed when the
+    first expression is checked (a small ``draguard validate`` spent a tenth of its time here);
+    types are immutable, so one object per name serves every declaration."""
     tokens = _TYPE_TOKEN.findall(text)
     pos = 0
 
@@ -141,10 +147,12 @@ def parse_type(text: str) -> Type:
     return result
 
 
+_SIMPLE = {k: _simple(k) for k in (*PRIMITIVES, "dyn", "any", "timestamp", "duration")}
+
+
 def _named(name: str, args: list[Type]) -> Type:
-    simple = {k: _simple(k) for k in (*PRIMITIVES, "dyn", "any", "timestamp", "duration")}
-    if name in simple:
-        return simple[name]
+    if name in _SIMPLE:
+        return _SIMPLE[name]
     if name in ("null_type", "null"):
         return NULL
     if name == "list":

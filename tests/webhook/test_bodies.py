@@ -150,7 +150,7 @@ DEEP = b"[" * 100_000 + b"]" * 100_000
             DEEP,
             {},
             (400, "body is nested deeper than 512"),
-            (400, "body: Invalid value: nested deeper than 512"),
+            (400, "body: Invalid value: nested deeper than 200"),  # what the dry run can write again
         ),
         (
             b'{"pod": NaN}',

@@ -11,6 +11,7 @@ the server cannot check it now.
 from __future__ import annotations
 
 import asyncio
+import copy
 import datetime as dt
 import io
 import json
@@ -573,6 +574,23 @@ async def test_bodies_that_are_not_json_or_not_json_typed_are_refused(serve: Any
     assert status == 400 and answer["problems"][0].startswith("body: Invalid value: not JSON: ")
     status, answer, _ = await served.post(ONE_GPU_POD, headers={"Content-Type": "text/yaml"})
     assert status == 415 and "application/json" in answer["error"]
+
+
+async def test_a_question_nested_deeper_than_its_objects_can_be_written_is_400(serve: Any) -> None:
+    """The question's pod is validated from its JSON form, which pydantic writes only to about 255
+    levels: a pod nested 300 levels deep in an unknown field was a 500 (issue 16's fuzzing). The
+    dry run reads what pydantic's parser reads, 200 levels."""
+    served = await serve()
+    for depth, wanted in ((150, 200), (300, 400)):
+        deep: Any = "leaf"
+        for _ in range(depth):
+            deep = {"n": deep}
+        question = copy.deepcopy(ONE_GPU_POD)
+        question["pod"]["spec"]["resourceClaims"][0]["n"] = deep
+        status, answer, _ = await served.post(question)
+        assert status == wanted, answer
+    (problem,) = answer["problems"]
+    assert problem == "body: Invalid value: nested deeper than 200 levels, the most draguard reads"
 
 
 async def test_too_many_claims_or_nodes_are_refused_before_any_work(serve: Any) -> None:

@@ -483,12 +483,11 @@ async def run(
     stop: asyncio.Event,
     started: Callable[[Ports], None],
     reload_interval: float = 1.0,
-    drain_seconds: float = DRAIN_SECONDS,
 ) -> None:
     """Serve ``app`` (:func:`build_app`, and whatever else shares the port) over ``tls``, and on a
     :class:`SideLoop` the metrics and the probes answering ``ready`` as ``app`` does, until ``stop``
-    is set, then :func:`drain` for up to ``drain_seconds``; ``started(ports)`` runs once all three
-    listen."""
+    is set, then :func:`drain` for up to :data:`DRAIN_SECONDS`; ``started(ports)`` runs once all
+    three listen."""
     plain = (
         (build_metrics_app(admission.metrics), listen.metrics_port),
         (build_health_app(ready), listen.health_port),
@@ -509,7 +508,7 @@ async def run(
         try:
             started(Ports(*bound))
             await stop.wait()
-            await drain(runner, drain_seconds)
+            await drain(runner, DRAIN_SECONDS)
         finally:
             reloads.cancel()
     finally:

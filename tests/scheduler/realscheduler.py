@@ -99,7 +99,11 @@ class Scene:
     # --- building the cluster ------------------------------------------------------------------
 
     def node(self, short: str, **options: Any) -> str:
-        name = self.n(short)
+        return self.add_node(self.n(short), **options)
+
+    def add_node(self, name: str, **options: Any) -> str:
+        """A Node of this scenario by its full name: deleted at close, and awaited in the scheduler's
+        log before the next question."""
         self.plane.add_node(name, **options)
         self.node_names.append(name)
         self.unseen.append(f'"Update event for node" node="{name}"')  # its status, the last write

@@ -58,8 +58,7 @@ def test_generated_scenario_agrees_with_the_scheduler(scene: Scene, seed: int) -
     scenario = generate(seed, scene.ns, other)
     for node in scenario.nodes:
         images = node.pop("images")
-        scene.plane.add_node(**node)
-        scene.node_names.append(node["name"])
+        scene.add_node(**node)
         if images:
             scene.patch(f"/api/v1/nodes/{node['name']}/status", {"status": {"images": images}})
     for obj in [*scenario.objects, *scenario.load]:

@@ -21,7 +21,8 @@ failure policy says (:func:`policies.rules.engine.decide_unavailable`) and the c
 
 Hostile and heavy input must not stall cheap reviews or the probes (issue 16, measured with
 ``benchmarks/fuzz.py``): bodies over 256 KiB are decoded on a thread of their own, one at a time
-with one waiting, else 429; the probes and metrics run on a :class:`SideLoop`; and while serving, a
+with one waiting, else 429; long CEL expressions are compiled in a worker process
+(:mod:`webhook.celworker`); the probes and metrics run on a :class:`SideLoop`; and while serving, a
 thread waiting for the GIL asks for it after 1 ms instead of 5.
 """
 
@@ -51,6 +52,7 @@ from policies.rules import engine
 from policies.rules.engine import Context, Decision, Request, Rule
 from policies.rules.request import UndecodableObject
 from webhook import bodies, logs, review
+from webhook.celworker import CelWorker
 from webhook.metrics import Metrics
 from webhook.state import State
 
@@ -153,6 +155,7 @@ class Admission:
     decisions: logs.DecisionLog = field(default_factory=logs.DecisionLog)
     executor: ThreadPoolExecutor = field(default_factory=_threads(COSTLY_WORKERS, "draguard-decide"))
     decoder: ThreadPoolExecutor = field(default_factory=_threads(1, "draguard-decode"))
+    cel: CelWorker = field(default_factory=CelWorker)
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     costly_limit: int = COSTLY_WORKERS + COSTLY_WAITING
 
@@ -164,7 +167,9 @@ class Admission:
         """The snapshot a request keeps from start to end, and whether it is fresh enough to trust;
         ``deadline`` (monotonic) is when the request's answer goes out whatever the rules do."""
         fresh = self.state.age() <= self.config.snapshot.max_age_seconds
-        return Context(self.state.snapshot, self.config, self.clock(), fresh, deadline)
+        return Context(
+            self.state.snapshot, self.config, self.clock(), fresh, deadline, compile=self.cel.compile
+        )
 
     async def handle(self, webhook: str, http: web.Request) -> web.Response:
         started = time.perf_counter()
@@ -519,4 +524,5 @@ async def run(
         side.close()
         for executor in (admission.executor, admission.decoder):
             executor.shutdown(wait=False, cancel_futures=True)
+        admission.cel.close()
         sys.setswitchinterval(switch_interval)

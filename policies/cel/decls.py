@@ -50,6 +50,11 @@ class OverloadDecl:
             out |= t.type_params(p)
         return out
 
+    def __reduce__(self) -> tuple[Callable[[str], OverloadDecl], tuple[str]]:
+        # Pickled as a reference to the registry, whose entries are the only overloads there are
+        # (many carry closures): the webhook's CEL worker process sends checked expressions back.
+        return (overload, (self.id,))
+
 
 @dataclass
 class FunctionDecl:
@@ -182,6 +187,16 @@ def functions(declares_includes: bool) -> dict[str, FunctionDecl]:
         )
         table.setdefault(o.function, FunctionDecl(o.function)).overloads.append(decl)
     return table
+
+
+def overload(overload_id: str) -> OverloadDecl:
+    """The registry's overload of that id (ids are unique across every function)."""
+    return _overloads_by_id()[overload_id]
+
+
+@cache
+def _overloads_by_id() -> dict[str, OverloadDecl]:
+    return {o.id: o for decl in functions(declares_includes=True).values() for o in decl.overloads}
 
 
 def attribute_type(env: Environment) -> Type:

@@ -25,6 +25,10 @@ class CompileError(CELError):
         self.column = column
         self.line = line
 
+    def __reduce__(self) -> tuple[type[CompileError], tuple[str, int | None, int | None]]:
+        # Pickled whole (the webhook compiles long selectors in a worker process), not as args[0].
+        return (CompileError, (self.message, self.column, self.line))
+
 
 class EvalError(CELError):
     """Evaluating an expression against one device failed; the allocator treats this as fatal.

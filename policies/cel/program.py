@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
@@ -175,14 +176,36 @@ _CACHE: OrderedDict[tuple[str, Environment], Program] = OrderedDict()
 _CACHE_SIZE = 4096
 # Also bounded by the expressions' total length: a compiled program takes about 60 bytes of memory
 # per character of source (0.6 MB for 10 KiB), so 4,096 long selectors (a few hostile claims'
-# worth) would hold 2.4 GB; 1 MiB of source holds at most about 60 MB (measured for issue 16).
-_CACHE_CHARS = 1 << 20
+# worth) would hold 2.4 GB. It is also about 0.4 objects per character, which every full garbage
+# collection walks with the GIL held: with 1 MiB of source cached, the webhook stopped for 300-430
+# ms at each (issue 16). 256 KiB hold 2,500 selectors of 100 characters, 15 MB, 60 ms a collection.
+_CACHE_CHARS = 1 << 18
 _cached_chars = 0
 _CACHE_LOCK = threading.Lock()  # the webhook may compile from several threads
 
 
-def compile_expression(expression: str, env: Environment = DEFAULT_ENVIRONMENT) -> Program:
-    """Compile (or fetch from the LRU cache) a selector in ``env``; raises CompileError."""
+def front_end(expression: str, env: Environment) -> tuple[Checked, Estimate]:
+    """Parse, check and cost ``expression``: the part of compiling that takes time (about 4 ms per
+    KiB of source), as a pure function of its arguments, so that a caller may run it elsewhere
+    (the webhook runs long ones in a worker process: ``webhook.celworker``). Raises CompileError."""
+    try:
+        root = parse(expression)
+        check_depth(expression, root)
+    except CompileError as exc:  # upstream reports parse issues like check issues
+        raise CompileError(f"compilation failed: {exc.message}", exc.column, exc.line) from None
+    checked = check(root, expression, env)
+    return checked, estimate(checked)
+
+
+FrontEnd = Callable[[str, Environment], tuple[Checked, Estimate]]
+
+
+def compile_expression(
+    expression: str, env: Environment = DEFAULT_ENVIRONMENT, run: FrontEnd = front_end
+) -> Program:
+    """Compile (or fetch from the LRU cache) a selector in ``env``; raises CompileError.
+
+    ``run`` runs :func:`front_end` on a cache miss: in this thread, or wherever the caller chooses."""
     key = (expression, env)
     with _CACHE_LOCK:
         program = _CACHE.get(key)
@@ -195,13 +218,7 @@ def compile_expression(expression: str, env: Environment = DEFAULT_ENVIRONMENT) 
     if size > MAX_EXPRESSION_LENGTH:
         # Worded like the API server's field.TooLong for the expression (resource validation).
         raise CompileError(f"Too long: may not be more than {MAX_EXPRESSION_LENGTH} bytes (got {size})")
-    try:
-        root = parse(expression)
-        check_depth(expression, root)
-    except CompileError as exc:  # upstream reports parse issues like check issues
-        raise CompileError(f"compilation failed: {exc.message}", exc.column, exc.line) from None
-    checked = check(root, expression, env)
-    program = Program(expression, env, checked, estimate(checked))
+    program = Program(expression, env, *run(expression, env))
     global _cached_chars
     with _CACHE_LOCK:
         if key not in _CACHE:  # another thread may have compiled it meanwhile

@@ -16,6 +16,7 @@ from typing import Any, Literal, NamedTuple, Protocol
 from policies.api.admission import UserInfo
 from policies.api.base import TypedObject
 from policies.api.kinds import decode
+from policies.cel import Environment, Program, compile_expression
 from policies.config import Config, RuleConfig
 from policies.jsonpatch import apply_patch
 from policies.snapshot import Snapshot
@@ -75,6 +76,10 @@ class Context:
     ``cancelled``: whether the caller has stopped waiting for the answer (the deadline passed). A
     rule that works long checks it between steps and raises :class:`RuleUnavailable`, so that work
     nobody waits for does not go on holding a thread and the CPU.
+
+    ``compile``: how a rule compiles a CEL expression it may not have seen: the webhook passes one
+    that compiles long expressions in a worker process (``webhook.celworker``), where the time they
+    take does not hold up its event loop.
     """
 
     snapshot: Snapshot
@@ -83,6 +88,7 @@ class Context:
     snapshot_fresh: bool = True
     deadline: float | None = None
     cancelled: Callable[[], bool] = lambda: False
+    compile: Callable[[str, Environment], Program] = compile_expression
 
 
 class RuleUnavailable(Exception):

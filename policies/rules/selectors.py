@@ -37,7 +37,6 @@ from policies.cel import (
     EvalError,
     Program,
     SelectorCache,
-    compile_expression,
 )
 from policies.config import SelectorsConfig
 from policies.rules.common import LISTED, a_few, object_key
@@ -299,7 +298,7 @@ def _go_on(ctx: Context) -> None:
 def _compile_error(where: str, selector: Selector, ctx: Context) -> list[Finding]:
     _go_on(ctx)
     try:
-        compile_expression(selector.expression, NEW_EXPRESSIONS)
+        ctx.compile(selector.expression, NEW_EXPRESSIONS)
     except CompileError as err:
         at = f" at column {err.column}" if err.column is not None else ""
         return [Finding("deny", f"{where}: {selector.path}: invalid CEL expression{at}: {err.message}")]
@@ -313,7 +312,7 @@ def _programs(selectors: Sequence[Selector], ctx: Context) -> dict[Selector, Pro
     for selector in selectors:
         _go_on(ctx)
         try:
-            programs[selector] = compile_expression(selector.expression, STORED_EXPRESSIONS)
+            programs[selector] = ctx.compile(selector.expression, STORED_EXPRESSIONS)
         except CompileError:
             continue
     return programs

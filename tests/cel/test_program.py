@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import subprocess
 import sys
 import time
@@ -16,6 +17,7 @@ from policies.cel import (
     EvalError,
     bind_device,
     compile_expression,
+    decls,
 )
 
 DEVICE = bind_device("gpu.example.com", Device.model_validate({"name": "gpu-0"}), pool="p")
@@ -109,3 +111,12 @@ def test_cel_python_is_imported_only_when_a_config_selects_it() -> None:
     code = "import sys, webhook.commands.serve, policies.cel; print('celpy' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_every_overload_survives_pickling_as_a_reference_to_the_registry() -> None:
+    """The webhook's CEL worker process sends checked expressions back pickled
+    (webhook/celworker.py); many overloads carry closures, so each goes as its id."""
+    for includes in (False, True):
+        for decl in decls.functions(includes).values():
+            for overload in decl.overloads:
+                assert pickle.loads(pickle.dumps(overload)) == overload

@@ -9,7 +9,7 @@ import pytest
 from rule_fixtures import ADMIN, admission, cluster, context
 
 from policies.api.resource import Device
-from policies.cel import CompileError, EvalError, bind_device, compile_expression
+from policies.cel import CompileError, Environment, EvalError, Program, bind_device, compile_expression
 from policies.rules.engine import Context, RuleUnavailable, decide
 from policies.rules.selectors import STORED_EXPRESSIONS, SelectorsRule
 from policies.validation.cel import NEW_EXPRESSIONS
@@ -256,3 +256,17 @@ def test_bad_input_is_skipped_or_named() -> None:
     assert not rule.applies(deleted, context())
     status = admission(claim(BROKEN), operation="UPDATE", old=claim(BROKEN), sub_resource="status")
     assert not rule.applies(status, context())
+
+
+def test_the_rule_compiles_through_the_context() -> None:
+    """The webhook hands the rule its CEL worker process through ``Context.compile``
+    (webhook/celworker.py): every expression the rule compiles, for the API server's environment
+    and for the scheduler's, goes through it."""
+    asked: list[tuple[str, Environment]] = []
+
+    def compile_(expression: str, env: Environment) -> Program:
+        asked.append((expression, env))
+        return compile_expression(expression, env)
+
+    assert messages(claim(H100), replace(context(), compile=compile_)) == []
+    assert (H100, NEW_EXPRESSIONS) in asked and (H100, STORED_EXPRESSIONS) in asked

@@ -25,8 +25,8 @@ class DeviceBinding:
     """One device as CEL sees it: ``attributes[domain][id]``, ``capacity[domain][id]``.
 
     ``error`` is the conversion error every evaluation on this device reports.
-    ``results`` memoises selector results by compiled program (see ``SelectorCache``), and
-    ``results_chars`` is the length of those programs' expressions, which bounds it.
+    ``results`` memoises selector results by expression and environment (see ``SelectorCache``),
+    and ``results_chars`` is the length of those expressions, which bounds it.
     """
 
     driver: str

@@ -20,15 +20,15 @@ if TYPE_CHECKING:
     from policies.api.resource import Device, ResourceSlice
 
 _MISS = object()
-# The results a binding keeps hold their programs alive, whether or not the compile cache still
-# does: without a bound, a client sending ever new long selectors grew the webhook by 0.7 MB per
-# selector (issue 16). Past this much expression source, a binding forgets its results (a program's
-# own memo by projection still answers most of them again cheaply).
+# The results a binding keeps are keyed by expression: without a bound, a client sending ever new
+# long selectors grew the webhook by their source (and, when the keys were the programs, by the
+# 0.7 MB each compiled program takes: issue 16). Past this much expression source, a binding forgets
+# its results (a program's own memo by projection still answers most of them again cheaply).
 RESULTS_CHARS = 64 * 1024
 
 
 class SelectorCache:
-    """Bindings by slice (or device) and generation, and inside each binding results by program.
+    """Bindings by slice (or device) and generation, and inside each binding results by expression.
 
     Errors are cached too: the same device fails the same selector the same way every time.
     """
@@ -83,7 +83,10 @@ class SelectorCache:
 
     def matches(self, program: Program, binding: DeviceBinding) -> bool:
         """program.matches(binding), memoised in the binding; errors are re-raised each time."""
-        found = binding.results.get(program, _MISS)
+        # By what the program is, not the Program: a program the compile cache has let go is freed,
+        # and compiled again it finds its results here.
+        key = (program.expression, program.env)
+        found = binding.results.get(key, _MISS)
         if found is _MISS:
             try:
                 found = program.matches(binding)
@@ -92,7 +95,7 @@ class SelectorCache:
             if binding.results_chars > RESULTS_CHARS:
                 binding.results.clear()
                 binding.results_chars = 0
-            binding.results[program] = found
+            binding.results[key] = found
             binding.results_chars += len(program.expression)
         else:
             RESULTS.hits += 1

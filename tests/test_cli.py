@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from webhook.cli import BATCH_GC_THRESHOLDS, main
+from webhook.cli import BATCH_GC_THRESHOLDS, SERVE_GC_THRESHOLDS, main
 from webhook.commands import SUMMARIES, build_parser
 from webhook.commands.completion import bash_script, zsh_script
 
@@ -212,16 +212,20 @@ def test_completion_command_prints_the_script(capsys: pytest.CaptureFixture[str]
 
 
 @pytest.mark.parametrize(
-    ("argv", "function", "raised"),
-    [(["validate", "-f", CLUSTER], "run", True), (["serve", "--demo"], "serve_command", False)],
+    ("argv", "function", "thresholds"),
+    [
+        (["validate", "-f", CLUSTER], "run", BATCH_GC_THRESHOLDS),
+        (["serve", "--demo"], "serve_command", SERVE_GC_THRESHOLDS),
+    ],
 )
-def test_the_collector_runs_rarely_in_a_batch_command_and_its_thresholds_come_back(
-    monkeypatch: pytest.MonkeyPatch, argv: list[str], function: str, raised: bool
+def test_the_collector_runs_less_often_in_a_command_and_its_thresholds_come_back(
+    monkeypatch: pytest.MonkeyPatch, argv: list[str], function: str, thresholds: tuple[int, int, int]
 ) -> None:
     module = importlib.import_module(f"webhook.commands.{argv[0]}")
     seen: list[tuple[int, ...]] = []
     monkeypatch.setattr(module, function, lambda args: seen.append(gc.get_threshold()) or 0)
     before = gc.get_threshold()
+    assert before[0] < thresholds[0]
     assert main(argv) == 0
-    assert seen == [BATCH_GC_THRESHOLDS if raised else before]
+    assert seen == [thresholds]
     assert gc.get_threshold() == before

@@ -46,7 +46,8 @@ class CelWorker:
 
     One process: the server's event loop has the other core. A worker that dies (killed, out of
     memory) is replaced on the next long expression; the expression that was being compiled is
-    compiled in the asking thread instead, so the request still gets its answer.
+    compiled in the asking thread instead, so the request still gets its answer. So is every long
+    expression when no worker can be started at all.
     """
 
     def __init__(self, offload_chars: int = OFFLOAD_CHARS) -> None:
@@ -62,11 +63,12 @@ class CelWorker:
     def _front_end(self, expression: str, env: Environment) -> tuple[Checked, Estimate]:
         if len(expression) < self.offload_chars:
             return front_end(expression, env)
-        pool = self._started()
+        pool = None
         try:
+            pool = self._started()
             return pool.submit(front_end, expression, env).result()
-        except BrokenProcessPool:
-            log.warning("the CEL worker process died; compiling in the server until it is replaced")
+        except (BrokenProcessPool, OSError) as err:  # died, or could not start (no /dev/shm...)
+            log.warning("the CEL worker process is not available (%s); compiling in the server", err)
             with self._lock:
                 if self._pool is pool:
                     self._pool = None

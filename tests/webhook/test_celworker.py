@@ -86,3 +86,17 @@ def test_when_the_worker_dies_the_expression_is_still_compiled(worker: CelWorker
     worker.compile(long_selector(9_400_000), STORED_EXPRESSIONS)
     (second,) = children()
     assert second.pid != first.pid
+
+
+def test_without_a_worker_process_long_expressions_are_compiled_in_the_server(
+    worker: CelWorker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A container without /dev/shm cannot start one (multiprocessing's locks live there)."""
+
+    def no_semaphores(*args: object, **kwargs: object) -> None:
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr("webhook.celworker.ProcessPoolExecutor", no_semaphores)
+    before = children()
+    program = worker.compile(long_selector(9_500_000), STORED_EXPRESSIONS)
+    assert program.estimated_cost > 0 and children() == before

@@ -713,3 +713,39 @@ async def test_probes_on_the_side_loop_answer_while_the_main_loop_is_blocked() -
         await side.call(runner.cleanup())
     finally:
         side.close()
+
+
+class FixedLag(server.LoopLag):
+    def __init__(self, seconds: float) -> None:
+        super().__init__()
+        self.seconds = seconds
+
+    def recent(self) -> float:
+        return self.seconds
+
+
+async def test_a_lagging_loop_sets_the_deadline_earlier_by_its_lag(aiohttp_client: Client) -> None:
+    """With the loop running its timers 0.6 s late, a 1 s deadline's timer is set for 0.4 s, so
+    that the answer still goes out by 1 s; the ledger's write is to end before that too."""
+    rule = FakeRule("selectors", sleep=1.5)
+    admission = make_admission([rule], deadline=1.0, lag=FixedLag(0.6))
+    client = await client_for(aiohttp_client, admission)
+    asked = time.monotonic()
+    status, body = await post(client, admission_review())
+    answered = time.monotonic() - asked
+    assert status == 200 and "no answer within the 1s deadline" in body["response"]["warnings"][0]
+    assert 0.4 <= answered < 1.0
+    (_, ctx) = rule.seen[0]
+    assert ctx.deadline is not None
+    assert abs(ctx.deadline - asked - (0.4 - server.EFFECTS_MARGIN)) < 0.05  # 0.75 without the lag
+
+
+async def test_the_loop_lag_is_how_late_the_loop_ran_its_timers_lately() -> None:
+    lag = server.LoopLag()
+    watch = asyncio.create_task(lag.watch())
+    await asyncio.sleep(server.LAG_INTERVAL * 2)
+    assert lag.recent() < 0.1
+    time.sleep(0.3)  # the loop blocked, as by a long pass of the garbage collector
+    await asyncio.sleep(server.LAG_INTERVAL * 2)
+    watch.cancel()
+    assert lag.recent() >= 0.2

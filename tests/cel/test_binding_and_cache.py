@@ -101,7 +101,7 @@ def test_cache_memoises_results_and_errors() -> None:
     model = compile_expression('device.attributes["gpu.example.com"].model == "a100"')
     missing = compile_expression('device.attributes["gpu.example.com"].numa == 0')
     assert cache.matches(model, binding) is True
-    assert binding.results[model] is True
+    assert binding.results[(model.expression, model.env)] is True
     for _ in range(2):
         with pytest.raises(EvalError, match="no such key: numa"):
             cache.matches(missing, binding)

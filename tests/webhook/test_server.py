@@ -114,12 +114,14 @@ CREATED: list[Admission] = []
 
 @pytest.fixture(autouse=True)
 def no_thread_outlives_its_test() -> Iterator[None]:
-    """The admissions' thread pools stop with their test, as serve stops them with the server: a
-    worker left running would count as another test's thread (tests/webhook/test_state_watch.py)."""
+    """The admissions' thread pools (and CEL worker processes) stop with their test, as serve stops
+    them with the server: a worker left running would count as another test's thread
+    (tests/webhook/test_state_watch.py)."""
     yield
     for admission in CREATED:
         for executor in (admission.executor, admission.decoder):
             executor.shutdown(wait=True, cancel_futures=True)
+        admission.cel.close()
     CREATED.clear()
 
 

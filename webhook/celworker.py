@@ -32,6 +32,9 @@ log = logging.getLogger(__name__)
 # Expressions at least this long (characters) are compiled in the worker: about 4 ms of CPU, ten
 # times what the hand-off costs (pickling both ways, two pipe writes).
 OFFLOAD_CHARS = 1024
+# After this many failures in a row (the worker cannot start: no /dev/shm, or a main module the
+# spawned process cannot import) long expressions are compiled in the server for good.
+MAX_FAILURES = 3
 # A checked expression is a tree up to cel-go's nesting limit deep; pickling it recurses a few
 # frames per level, past the interpreter's default limit of 1,000 for the deepest ones.
 WORKER_RECURSION_LIMIT = 20_000
@@ -46,14 +49,16 @@ class CelWorker:
 
     One process: the server's event loop has the other core. A worker that dies (killed, out of
     memory) is replaced on the next long expression; the expression that was being compiled is
-    compiled in the asking thread instead, so the request still gets its answer. So is every long
-    expression when no worker can be started at all.
+    compiled in the asking thread instead, so the request still gets its answer. After
+    ``MAX_FAILURES`` failures in a row no worker is started again: it cannot start here, and each
+    attempt would cost a process start and a traceback in the log.
     """
 
     def __init__(self, offload_chars: int = OFFLOAD_CHARS) -> None:
         self.offload_chars = offload_chars
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
+        self._failures = 0
 
     def compile(self, expression: str, env: Environment) -> Program:
         """:func:`policies.cel.compile_expression`, with the front end of a long expression run in
@@ -61,18 +66,22 @@ class CelWorker:
         return compile_expression(expression, env, self._front_end)
 
     def _front_end(self, expression: str, env: Environment) -> tuple[Checked, Estimate]:
-        if len(expression) < self.offload_chars:
+        if len(expression) < self.offload_chars or self._failures >= MAX_FAILURES:
             return front_end(expression, env)
         pool = None
         try:
             pool = self._started()
-            return pool.submit(front_end, expression, env).result()
+            checked = pool.submit(front_end, expression, env).result()
         except (BrokenProcessPool, OSError) as err:  # died, or could not start (no /dev/shm...)
-            log.warning("the CEL worker process is not available (%s); compiling in the server", err)
             with self._lock:
+                self._failures += 1
                 if self._pool is pool:
                     self._pool = None
+            later = "for good" if self._failures >= MAX_FAILURES else "until it is replaced"
+            log.warning("the CEL worker process is unavailable (%s); compiling in the server %s", err, later)
             return front_end(expression, env)
+        self._failures = 0
+        return checked
 
     def _started(self) -> ProcessPoolExecutor:
         with self._lock:

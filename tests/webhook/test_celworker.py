@@ -15,7 +15,7 @@ from policies.cel import CompileError, Environment, Program, bind_device, compil
 from policies.cel.program import front_end
 from policies.rules.selectors import STORED_EXPRESSIONS
 from policies.validation.cel import NEW_EXPRESSIONS
-from webhook.celworker import OFFLOAD_CHARS, CelWorker
+from webhook.celworker import MAX_FAILURES, OFFLOAD_CHARS, CelWorker
 
 ATTR = 'device.attributes["gpu.example.com"]'
 
@@ -100,3 +100,20 @@ def test_without_a_worker_process_long_expressions_are_compiled_in_the_server(
     before = children()
     program = worker.compile(long_selector(9_500_000), STORED_EXPRESSIONS)
     assert program.estimated_cost > 0 and children() == before
+
+
+def test_a_worker_that_cannot_start_is_not_started_again(
+    worker: CelWorker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each attempt would cost a process start and a traceback; after MAX_FAILURES in a row the
+    server compiles long expressions itself for good."""
+    started: list[object] = []
+
+    def no_semaphores(*args: object, **kwargs: object) -> None:
+        started.append(args)
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr("webhook.celworker.ProcessPoolExecutor", no_semaphores)
+    for offset in range(MAX_FAILURES + 2):
+        assert worker.compile(long_selector(9_600_000 + offset * 100), STORED_EXPRESSIONS).estimated_cost > 0
+    assert len(started) == MAX_FAILURES

@@ -8,7 +8,7 @@ series without end. The snapshot gauges are read from the current state at scrap
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -136,6 +136,14 @@ class Metrics:
         Gauge(
             "draguard_admission_in_flight", "Admission requests being processed.", registry=self.registry
         ).set_function(lambda: self.in_flight)
+        # How late the server's event loop runs its timers (server.LoopLag), read at scrape time: set
+        # by the Admission that owns the loop; a rising value is overload, before answers are late.
+        self.loop_lag: Callable[[], float] = lambda: 0.0
+        Gauge(
+            "draguard_event_loop_lag_seconds",
+            "How late the event loop ran its timers, at most, over the last 5 s; deadlines end that early.",
+            registry=self.registry,
+        ).set_function(lambda: self.loop_lag())
         self.findings = Counter(
             "draguard_rule_findings_total",
             "Rule outcomes by rule, mode and action (deny, warn, audit, error).",

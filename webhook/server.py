@@ -193,6 +193,7 @@ class Admission:
     def __post_init__(self) -> None:
         self.costly = Backlog(self.executor, self.costly_limit)
         self.large = Backlog(self.decoder, 1 + LARGE_WAITING)
+        self.metrics.loop_lag = self.lag.recent
 
     def context(self, deadline: float | None = None) -> Context:
         """The snapshot a request keeps from start to end, and whether it is fresh enough to trust;

@@ -751,3 +751,8 @@ async def test_the_loop_lag_is_how_late_the_loop_ran_its_timers_lately() -> None
     await asyncio.sleep(server.LAG_INTERVAL * 2)
     watch.cancel()
     assert lag.recent() >= 0.2
+
+
+def test_the_loop_lag_is_a_metric() -> None:
+    admission = make_admission(lag=FixedLag(0.6))
+    assert "draguard_event_loop_lag_seconds 0.6" in admission.metrics.render().decode()

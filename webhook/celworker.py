@@ -54,8 +54,7 @@ class CelWorker:
     attempt would cost a process start and a traceback in the log.
     """
 
-    def __init__(self, offload_chars: int = OFFLOAD_CHARS) -> None:
-        self.offload_chars = offload_chars
+    def __init__(self) -> None:
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
         self._failures = 0
@@ -66,7 +65,7 @@ class CelWorker:
         return compile_expression(expression, env, self._front_end)
 
     def _front_end(self, expression: str, env: Environment) -> tuple[Checked, Estimate]:
-        if len(expression) < self.offload_chars or self._failures >= MAX_FAILURES:
+        if len(expression) < OFFLOAD_CHARS or self._failures >= MAX_FAILURES:
             return front_end(expression, env)
         pool = None
         try:

@@ -12,23 +12,33 @@ from __future__ import annotations
 
 from collections.abc import Set
 
-from policies.allocator.devices import CounterTotals
+from policies.allocator.devices import CounterSlot, CounterSlots
 from policies.allocator.pools import CounterSets, Pool
+
+# What the search has reserved per counter so far.
+Reserved = dict[CounterSlot, int]
 
 
 class PoolCounters:
     """The counters of one pool left after the cluster's allocated devices, in nano-units.
 
-    ``overdrawn``: the allocated devices already use more of some counter than the pool has. Then
-    upstream's comparison of every counter fails for every device of the pool, whatever it consumes.
-    Shared by every search of the Allocator: never modified after it is built.
+    ``sets`` by counter set and counter; ``limits`` the same by the counter slots devices consume
+    (see ``devices.CounterSlot``), for the search. ``overdrawn``: the allocated devices already use
+    more of some counter than the pool has. Then upstream's comparison of every counter fails for
+    every device of the pool, whatever it consumes. Shared by every search of the Allocator: never
+    modified after it is built.
     """
 
-    __slots__ = ("overdrawn", "sets")
+    __slots__ = ("limits", "overdrawn", "sets")
 
-    def __init__(self, sets: CounterSets) -> None:
+    def __init__(self, pool_name: str, sets: CounterSets) -> None:
         self.sets = sets
-        self.overdrawn = any(value < 0 for counters in sets.values() for value in counters.values())
+        self.limits = {
+            (pool_name, set_name, counter): value
+            for set_name, counters in sets.items()
+            for counter, value in counters.items()
+        }
+        self.overdrawn = any(value < 0 for value in self.limits.values())
 
 
 def left_in(pool: Pool, allocated: Set[tuple[str, str, str]]) -> PoolCounters:
@@ -44,17 +54,17 @@ def left_in(pool: Pool, allocated: Set[tuple[str, str, str]]) -> PoolCounters:
     sets = {name: dict(counters) for name, counters in pool.counter_sets.items()}
     for info in (*pool.slices, *pool.other_slices):
         for device in info.devices:
-            if not device.counter_totals or device.key not in allocated:
+            if not device.counter_slots or device.key not in allocated:
                 continue
-            for set_name, counter, amount in device.counter_totals:
+            for (_, set_name, counter), amount in device.counter_slots:
                 left = sets.get(set_name)
                 if left is not None and counter in left:
                     left[counter] -= amount
-    pool.left = PoolCounters(sets)
+    pool.left = PoolCounters(pool.name, sets)
     return pool.left
 
 
-def has_room(left: PoolCounters, reserved: CounterSets, totals: CounterTotals) -> bool:
+def has_room(left: PoolCounters, reserved: Reserved, slots: CounterSlots) -> bool:
     """Whether the pool can take ``totals`` on top of what the search has ``reserved`` in it.
 
     Upstream adds the device's counters and checks every counter of the pool. The search reserves
@@ -64,25 +74,22 @@ def has_room(left: PoolCounters, reserved: CounterSets, totals: CounterTotals) -
     """
     if left.overdrawn:
         return False
-    for set_name, counter, amount in totals:
-        limits = left.sets.get(set_name)
-        if limits is None or counter not in limits:
-            continue
-        in_set = reserved.get(set_name)
-        if (in_set.get(counter, 0) if in_set else 0) + amount > limits[counter]:
+    limits = left.limits
+    for slot, amount in slots:
+        limit = limits.get(slot)
+        if limit is not None and reserved.get(slot, 0) + amount > limit:
             return False
     return True
 
 
-def reserve(reserved: CounterSets, totals: CounterTotals) -> None:
-    for set_name, counter, amount in totals:
-        in_set = reserved.setdefault(set_name, {})
-        in_set[counter] = in_set.get(counter, 0) + amount
+def reserve(reserved: Reserved, slots: CounterSlots) -> None:
+    for slot, amount in slots:
+        reserved[slot] = reserved.get(slot, 0) + amount
 
 
-def release(reserved: CounterSets, totals: CounterTotals) -> None:
-    for set_name, counter, amount in totals:
-        reserved[set_name][counter] -= amount
+def release(reserved: Reserved, slots: CounterSlots) -> None:
+    for slot, amount in slots:
+        reserved[slot] -= amount
 
 
 def covers(left: CounterSets, consumed: CounterSets) -> bool:

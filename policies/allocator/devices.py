@@ -25,8 +25,11 @@ from policies.api.resource import (
 )
 
 CounterUse = tuple[str, tuple[tuple[str, int], ...]]
-# A device's consumption summed per (counter set, counter), in nano-units.
-CounterTotals = tuple[tuple[str, str, int], ...]
+# A counter as the search reserves it: (pool name, counter set, counter). Upstream keys what the
+# search has reserved by pool *name* only (dra-reference 4.16a), so the driver is not part of it.
+CounterSlot = tuple[str, str, str]
+# A device's consumption summed per counter, in nano-units.
+CounterSlots = tuple[tuple[CounterSlot, int], ...]
 # A class name and the expressions of a request's selectors.
 SelectorKey = tuple[str, tuple[str | None, ...]]
 
@@ -94,7 +97,7 @@ class DeviceInfo:
         "cel",
         "consumes",
         "consumptions",
-        "counter_totals",
+        "counter_slots",
         "device",
         "index",
         "multi",
@@ -107,7 +110,13 @@ class DeviceInfo:
     )
 
     def __init__(
-        self, index: int, uid: int, slice_info: SliceInfo, device: Device, taints: tuple[DeviceTaint, ...]
+        self,
+        index: int,
+        uid: int,
+        slice_info: SliceInfo,
+        device: Device,
+        taints: tuple[DeviceTaint, ...],
+        intern: Callable[[CounterSlots], CounterSlots],
     ) -> None:
         self.index = index
         self.uid = uid
@@ -128,7 +137,8 @@ class DeviceInfo:
             if device.consumes_counters
             else ()
         )
-        self.counter_totals = _totals(self.consumes)
+        # Interned: devices consuming the same share one tuple, so the search compares them with `is`.
+        self.counter_slots = intern(_slots(slice_info.pool_name, self.consumes))
         # Selector results by expression (True/False, or the evaluation error to re-raise) and
         # selector verdicts (a search Reason) by (class, request selectors). Both start as a shared
         # empty dict and get their own on the first write: most devices of a big cluster are never
@@ -240,15 +250,14 @@ class DeviceInfo:
         return value
 
 
-def _totals(consumes: tuple[CounterUse, ...]) -> CounterTotals:
-    """What the device consumes per (counter set, counter), summed over its consumesCounters entries."""
-    if not consumes:
-        return ()
-    totals: dict[tuple[str, str], int] = {}
+def _slots(pool_name: str, consumes: tuple[CounterUse, ...]) -> CounterSlots:
+    """What the device consumes per counter of its pool, summed over its consumesCounters entries."""
+    totals: dict[CounterSlot, int] = {}
     for set_name, counters in consumes:
         for counter, amount in counters:
-            totals[set_name, counter] = totals.get((set_name, counter), 0) + amount
-    return tuple((set_name, counter, amount) for (set_name, counter), amount in totals.items())
+            slot = (pool_name, set_name, counter)
+            totals[slot] = totals.get(slot, 0) + amount
+    return tuple(totals.items())
 
 
 class Catalog:
@@ -257,6 +266,7 @@ class Catalog:
     def __init__(self, taint_rules: Sequence[DeviceTaintRule]) -> None:
         self._rules = list(taint_rules)
         self._uids: dict[tuple[str, str, str], int] = {}
+        self._slots: dict[CounterSlots, CounterSlots] = {}
         self.count = 0
 
     def uid_of(self, key: tuple[str, str, str]) -> int:
@@ -266,12 +276,15 @@ class Catalog:
             uid = self._uids[key] = len(self._uids)
         return uid
 
+    def _intern(self, slots: CounterSlots) -> CounterSlots:
+        return self._slots.setdefault(slots, slots)
+
     def make_devices(self, slice_info: SliceInfo) -> list[DeviceInfo]:
         devices = []
         driver, pool = slice_info.driver, slice_info.pool_name
         for device in slice_info.obj.spec.devices or ():
             taints = device_taints(device, driver, pool, self._rules)
             uid = self.uid_of((driver, pool, device.name))
-            devices.append(DeviceInfo(self.count, uid, slice_info, device, taints))
+            devices.append(DeviceInfo(self.count, uid, slice_info, device, taints, self._intern))
             self.count += 1
         return devices

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from policies.allocator.counters import PoolCounters
 
 CounterSets = dict[str, dict[str, int]]
+# Devices a request's scan visits, in order, and per device whether its own checks are known to pass.
+ScanList = tuple[list[DeviceInfo], list[bool]]
 
 
 class GatherError(ValueError):
@@ -119,13 +121,14 @@ class NodeView:
         self._shared_names = frozenset(name for name, count in pools_named.items() if count > 1)
         # How many selector verdicts searches on this view have computed (see scan_list).
         self.verdicts_computed = 0
-        self._scan_lists: dict[Hashable, tuple[int, list[DeviceInfo]]] = {}
+        self._scan_lists: dict[Hashable, tuple[int, ScanList]] = {}
 
-    def scan_list(self, key: Hashable, needed: Callable[[DeviceInfo], bool]) -> list[DeviceInfo]:
-        """The candidates, in order, for which ``needed`` holds; kept per ``key``.
+    def scan_list(self, key: Hashable, classify: Callable[[DeviceInfo], bool | None]) -> ScanList:
+        """The candidates, in order, that ``classify`` keeps (not ``None``), with its answers; kept
+        per ``key``.
 
-        The search keys these lists by what the predicate reads of a request (see
-        ``Search._scan_list``) and the predicate answers from selector verdicts already known.
+        The search keys these lists by what ``classify`` reads of a request (see
+        ``Search._scan_list``), and ``classify`` answers from selector verdicts already known.
         Verdicts never change for the Allocator's lifetime, they only become known; so a list is
         kept until searches on this view have computed new verdicts (``verdicts_computed``), and
         then rebuilt on its next use.
@@ -133,9 +136,14 @@ class NodeView:
         found = self._scan_lists.get(key)
         if found is not None and found[0] == self.verdicts_computed:
             return found[1]
-        devices = [device for device in self.candidates if needed(device)]
-        self._scan_lists[key] = (self.verdicts_computed, devices)
-        return devices
+        devices, answers = [], []
+        for device in self.candidates:
+            answer = classify(device)
+            if answer is not None:
+                devices.append(device)
+                answers.append(answer)
+        self._scan_lists[key] = (self.verdicts_computed, (devices, answers))
+        return devices, answers
 
     @property
     def any_invalid(self) -> bool:

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from policies.allocator.budget import SearchBudget
 from policies.allocator.capacity import Amount, Consumption, request_key
 from policies.allocator.constraints import DistinctAttribute, MatchAttribute, Tracker
-from policies.allocator.counters import PoolCounters, covers, has_room, left_in, release, reserve
-from policies.allocator.devices import CounterTotals, DeviceInfo, SelectorKey
+from policies.allocator.counters import PoolCounters, Reserved, covers, has_room, left_in, release, reserve
+from policies.allocator.devices import CounterSlots, DeviceInfo, SelectorKey
 from policies.allocator.errors import AllocationError, SearchAbortedError
 from policies.allocator.explain import (
     REASON_TEXT,
@@ -39,7 +39,7 @@ from policies.allocator.explain import (
 )
 from policies.allocator.features import Features
 from policies.allocator.nodes import NodeSelectorError
-from policies.allocator.pools import CounterSets, NodeView, Pool
+from policies.allocator.pools import NodeView, Pool, ScanList
 from policies.allocator.selectors import SelectorEngine
 from policies.allocator.taints import blocks_allocation
 from policies.api.quantity import Quantity
@@ -70,7 +70,6 @@ _CALLER_FRAMES = 500
 _USABLE = int(Reason.USABLE)
 _IN_USE = int(Reason.IN_USE)
 _CAPACITY = int(Reason.CAPACITY)
-_COUNTERS = int(Reason.COUNTERS)
 _COUNTERS = int(Reason.COUNTERS)
 
 
@@ -174,7 +173,7 @@ class RequestData:
         self.selector_key: SelectorKey = (self.class_name, expressions)
         self.reached = False
         # The view's scan list for the request (see Search._scan_list).
-        self.scan_list: list[DeviceInfo] | None = None
+        self.scan_list: ScanList | None = None
         # Per device index: the furthest reason the search recorded (for explanations).
         self.why: dict[int, int] = {}
 
@@ -221,8 +220,8 @@ class Search:
         self.picked: dict[int, set[int]] = {}
         # Device uid -> capacity being consumed by shares picked in this search.
         self.in_flight: dict[int, dict[str, int]] = {}
-        # Pool name -> counter set -> counter -> amount consumed by devices picked in this search.
-        self.consumed_counters: dict[str, CounterSets] = {}
+        # What devices picked in this search consume, per counter (pool name, set, counter).
+        self.reserved: Reserved = {}
         self.placed = 0
         self.most_placed = 0
         self._next_budget_check = 1
@@ -426,62 +425,39 @@ class Search:
                 self._undo(c, pick)
             return FAIL if crossed and outcome == MAX_EXCEEDED else outcome
 
-        candidates = rd.scan_list or self._scan_list(rd)
+        candidates, checked = rd.scan_list or self._scan_list(rd)
         picked = self.picked
-        allocated = self.ctx.allocated_uids
         admin = rd.admin
         why = rd.why
-        selector_key = rd.selector_key
-        # Capacity is only checked with consumable capacity on; its arithmetic is only needed
-        # when the request names amounts, the device has a request policy, or the device is in use
-        # (see _capacity_fits).
-        check_capacity = self.features.consumable_capacity
-        plain_request = rd.capacity_requests is None
-        aggregated = self.ctx.aggregated
-        in_flight = self.in_flight
-        # What the last device refused for its counters in this scan consumes, and its pool name: a
-        # device consuming the same from a pool of that name is refused too. What the search has
-        # reserved only grows over the scan (a pick's reservation is released on undo, but
-        # reservations leaked by rejections below stay: quirk 4.7), and a check refused at one
-        # level of reservations is refused at any higher one (see _counters_refusal).
-        refused_totals: CounterTotals | None = None
-        refused_pool = ""
+        # Shared devices in use take no counters (see _counters_refusal).
+        shared = self.features.consumable_capacity
+        # What the last device refused for its counters in this scan consumes (interned, with its
+        # pool name): a device consuming the same is refused too. What the search has reserved only
+        # grows over the scan (a pick's reservation is released on undo, but reservations leaked by
+        # rejections below stay: quirk 4.7), and a check refused at one level of reservations is
+        # refused at any higher one (see _counters_refusal).
+        refused_slots: CounterSlots | None = None
         for pos in range(start, len(candidates)):
             device = candidates[pos]
-            uid = device.uid
-            # The checks of upstream's allocateOne loop and allocateDevice, in their order.
-            if (c in picked.get(uid, ())) if admin else (uid in allocated or uid in picked):
+            # The checks of upstream's allocateOne loop and allocateDevice, in their order. The
+            # scan list holds no allocated device unless the request asks for admin access.
+            if (c in picked.get(device.uid, ())) if admin else device.uid in picked:
                 if why.get(device.index, 0) < _IN_USE:
                     why[device.index] = _IN_USE
                 continue
-            code = device.verdicts.get(selector_key)
-            if code is None or (code == _USABLE and device.slice.per_device):
-                code = self._selectable(rd, device)
-            if code != _USABLE:
-                continue
-            if (
-                check_capacity
-                and not (
-                    plain_request and uid not in aggregated and uid not in in_flight and device.plain_capacity
-                )
-                and not self._capacity_fits(rd, device)
-            ):
-                _note(why, device.index, _CAPACITY)
+            if not checked[pos] and not self._own_checks_pass(rd, device):
                 continue
             if device.consumes:
-                if (
-                    device.counter_totals == refused_totals
-                    and device.slice.pool_name == refused_pool
-                    and not (check_capacity and device.multi)  # a shared device in use has no check
-                ):
+                if device.counter_slots is refused_slots and not (shared and device.multi):
                     if why.get(device.index, 0) < _COUNTERS:
                         why[device.index] = _COUNTERS
                     continue
                 refusal = self._counters_refusal(device)
                 if refusal:
                     if refusal == _COUNTERS:
-                        refused_totals, refused_pool = device.counter_totals, device.slice.pool_name
-                    _note(why, device.index, refusal)
+                        refused_slots = device.counter_slots
+                    if why.get(device.index, 0) < refusal:
+                        why[device.index] = refusal
                     continue
             pick = self._place(c, rd, device, must=False)
             if pick is None:
@@ -494,45 +470,68 @@ class Search:
                 return FAIL if crossed else MAX_EXCEEDED
         return FAIL
 
-    def _scan_list(self, rd: RequestData) -> list[DeviceInfo]:
+    def _scan_list(self, rd: RequestData) -> ScanList:
         """The devices the request's scan visits, fixed for this search at its first use (scan
-        positions index it).
+        positions index it), each with whether its selector and capacity checks are known to pass.
 
         Left out are the devices the request's own checks refuse whatever the search picks, as far
         as the selector verdicts known so far tell: the scan passes them over without any effect
         the answer shows, so scanning the list visits the others in the same order with the same
-        outcome, and the quick rejection counts the same usable devices (see _refused_alone). The
+        outcome, and the quick rejection counts the same usable devices (see _scan_state). The
         view keeps the list per what those checks read of the request.
         """
         if rd.scan_list is None:
             key = (rd.selector_key, rd.admin, rd.capacity_key)
-            rd.scan_list = self.view.scan_list(key, lambda device: not self._refused_alone(rd, device))
+            rd.scan_list = self.view.scan_list(key, lambda device: self._scan_state(rd, device))
         return rd.scan_list
 
-    def _refused_alone(self, rd: RequestData, device: DeviceInfo) -> bool:
-        """Whether the device is refused for the request on its own, known without evaluating a
-        selector, and without any effect on the answer.
+    def _scan_state(self, rd: RequestData, device: DeviceInfo) -> bool | None:
+        """How the request's scan treats the device, as far as is known without evaluating a
+        selector: ``None``, refused on its own without any effect on the answer (left out);
+        ``True``, its selector and capacity checks pass whatever the search picks (the scan skips
+        them); ``False``, checked when reached.
 
         The scan skips a selector refusal silently. An allocated device (unless the request asks
-        for admin access) or one without the capacity the request needs even when no other share
-        is picked (static, it only gets worse) gets a note that no explanation reads: the
-        explanation reports such a device as allocated or short of capacity. Devices whose
-        selector verdict is not known yet are kept (checked when reached, as upstream checks
-        them: a selector that fails to evaluate fails there), and so are devices selected per
-        device, whose node check may fail.
+        for admin access) is skipped before its selectors are evaluated, as upstream's allocateOne
+        does, and like one without the capacity the request needs even when no other share is
+        picked (static, it only gets worse) gets a note that no explanation reads: the explanation
+        reports such a device as allocated or short of capacity. Devices whose selector verdict is
+        not known yet are checked when reached, as upstream checks them (a selector that fails to
+        evaluate fails there), and so are devices selected per device, whose node check may fail,
+        and shared devices, whose capacity the search's own shares use.
         """
+        uid = device.uid
+        if not rd.admin and uid in self.ctx.allocated_uids:
+            return None
         code = device.verdicts.get(rd.selector_key)
         if code is None:
             return False
         if code != _USABLE:
-            return True
+            return None
         if device.slice.per_device:
             return False
-        if not rd.admin and device.uid in self.ctx.allocated_uids:
+        if not self.features.consumable_capacity:
             return True
-        return self.features.consumable_capacity and not self._capacity_fits(
-            rd, device, count_in_flight=False
+        if not self._capacity_fits(rd, device, count_in_flight=False):
+            return None
+        # What the scan checks on every visit (see _allocate_one): only shares picked in this
+        # search change it, and only shared devices get those.
+        return rd.capacity_requests is None and device.plain_capacity and not device.multi and (
+            uid not in self.ctx.aggregated
         )
+
+    def _own_checks_pass(self, rd: RequestData, device: DeviceInfo) -> bool:
+        """The request's selector and capacity checks on the device, in upstream's order, for a
+        device whose scan state (see _scan_state) does not tell they pass."""
+        code = device.verdicts.get(rd.selector_key)
+        if code is None or (code == _USABLE and device.slice.per_device):
+            code = self._selectable(rd, device)
+        if code != _USABLE:
+            return False
+        if self.features.consumable_capacity and not self._capacity_fits(rd, device):
+            _note(rd.why, device.index, _CAPACITY)
+            return False
+        return True
 
     def _check_budget(self) -> None:
         budget = self.ctx.budget
@@ -654,15 +653,16 @@ class Search:
         multi = features.consumable_capacity and device.multi
         uid = device.uid
         if device.consumes and not (multi and self._capacity_in_use(uid)):
-            reserve(self.consumed_counters.setdefault(device.slice.pool_name, {}), device.counter_totals)
+            reserve(self.reserved, device.counter_slots)
         if device.taints and features.device_taints and blocks_allocation(device.taints, rd.tolerations):
             return _reject(rd, device, Reason.TAINTED)
         if rd.trackers and not self._add_to_trackers(rd, device, must):
             return None
         if not multi:
-            holders = self.picked.get(uid)
+            picked = self.picked
+            holders = picked.get(uid)
             if holders is None:
-                self.picked[uid] = {c}
+                picked[uid] = {c}
             else:
                 holders.add(c)
         pick = Pick(rd, device, multi)
@@ -677,9 +677,9 @@ class Search:
                 pick.share_id = self.ctx.new_share_id()
                 self._add_in_flight(uid, pick.consumed_nanos)
         self.claims[c].picks.append(pick)
-        self.placed += 1
-        if self.placed > self.most_placed:
-            self.most_placed = self.placed
+        placed = self.placed = self.placed + 1
+        if placed > self.most_placed:
+            self.most_placed = placed
         rd.why[device.index] = _USABLE
         return pick
 
@@ -704,16 +704,17 @@ class Search:
         rd, device = pick.request, pick.device
         for tracker in rd.trackers:
             tracker.remove(rd.base_name)
-        holders = self.picked.get(device.uid)
+        picked = self.picked
+        holders = picked.get(device.uid)
         if holders:
             holders.discard(c)
             if not holders:
-                del self.picked[device.uid]
+                del picked[device.uid]
         if pick.multi:
             if pick.consumed is not None and pick.consumed_nanos is not None:
                 self._remove_in_flight(device.uid, pick.consumed_nanos)
         elif self.features.partitionable_devices and device.consumes:
-            release(self.consumed_counters[device.slice.pool_name], device.counter_totals)
+            release(self.reserved, device.counter_slots)
         self.claims[c].picks.pop()
         self.placed -= 1
 
@@ -749,17 +750,15 @@ class Search:
         """
         if not device.consumes:
             return 0
-        if not self.features.partitionable_devices:
+        features = self.features
+        if not features.partitionable_devices:
             return Reason.PARTITIONABLE_OFF
-        if self.features.consumable_capacity and device.multi and self._capacity_in_use(device.uid):
+        if features.consumable_capacity and device.multi and self._capacity_in_use(device.uid):
             return 0
-        pool_name = device.slice.pool_name
-        available = self.ctx.available_counters.get(pool_name)
+        available = self.ctx.available_counters.get(device.slice.pool_name)
         if available is None:
             available = self.ctx.counters_available(self.view.pool_of(device))
-        if has_room(available, self.consumed_counters.get(pool_name) or {}, device.counter_totals):
-            return 0
-        return Reason.COUNTERS
+        return 0 if has_room(available, self.reserved, device.counter_slots) else _COUNTERS
 
     # --- quick rejection (opt-in) ------------------------------------------------------------------
 
@@ -801,7 +800,7 @@ class Search:
         if needed <= 0:
             return False
         usable = 0
-        for device in self._scan_list(rd):
+        for device in self._scan_list(rd)[0]:
             code = self._static_reason(rd, device)
             if code == Reason.SELECTOR_ERROR:
                 return False

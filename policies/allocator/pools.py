@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from policies.allocator.capacity import nanos
 from policies.allocator.devices import DeviceInfo, SliceInfo
@@ -29,8 +29,7 @@ if TYPE_CHECKING:
     from policies.allocator.counters import PoolCounters
 
 CounterSets = dict[str, dict[str, int]]
-# Devices a request's scan visits, in order, and per device whether its own checks are known to pass.
-ScanList = tuple[list[DeviceInfo], list[bool]]
+T = TypeVar("T")
 
 
 class GatherError(ValueError):
@@ -121,29 +120,24 @@ class NodeView:
         self._shared_names = frozenset(name for name, count in pools_named.items() if count > 1)
         # How many selector verdicts searches on this view have computed (see scan_list).
         self.verdicts_computed = 0
-        self._scan_lists: dict[Hashable, tuple[int, ScanList]] = {}
+        self._scan_lists: dict[Hashable, tuple[int, Any]] = {}
 
-    def scan_list(self, key: Hashable, classify: Callable[[DeviceInfo], bool | None]) -> ScanList:
-        """The candidates, in order, that ``classify`` keeps (not ``None``), with its answers; kept
-        per ``key``.
+    def scan_list(self, key: Hashable, build: Callable[[list[DeviceInfo]], T]) -> T:
+        """What ``build`` makes of the candidates (the list a request's scan visits), kept per ``key``.
 
-        The search keys these lists by what ``classify`` reads of a request (see
-        ``Search._scan_list``), and ``classify`` answers from selector verdicts already known.
+        The search keys these lists by what ``build`` reads of a request (see
+        ``Search._scan_list``), and ``build`` answers from selector verdicts already known.
         Verdicts never change for the Allocator's lifetime, they only become known; so a list is
         kept until searches on this view have computed new verdicts (``verdicts_computed``), and
         then rebuilt on its next use.
         """
         found = self._scan_lists.get(key)
         if found is not None and found[0] == self.verdicts_computed:
-            return found[1]
-        devices, answers = [], []
-        for device in self.candidates:
-            answer = classify(device)
-            if answer is not None:
-                devices.append(device)
-                answers.append(answer)
-        self._scan_lists[key] = (self.verdicts_computed, (devices, answers))
-        return devices, answers
+            built: T = found[1]
+            return built
+        built = build(self.candidates)
+        self._scan_lists[key] = (self.verdicts_computed, built)
+        return built
 
     @property
     def any_invalid(self) -> bool:

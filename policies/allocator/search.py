@@ -18,9 +18,11 @@ The recursion of ``allocateOne`` is kept as plain recursion (see ``Search.run`` 
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from policies.allocator.budget import SearchBudget
 from policies.allocator.capacity import Amount, Consumption, request_key
@@ -39,7 +41,7 @@ from policies.allocator.explain import (
 )
 from policies.allocator.features import Features
 from policies.allocator.nodes import NodeSelectorError
-from policies.allocator.pools import NodeView, Pool, ScanList
+from policies.allocator.pools import NodeView, Pool
 from policies.allocator.selectors import SelectorEngine
 from policies.allocator.taints import blocks_allocation
 from policies.api.quantity import Quantity
@@ -112,6 +114,38 @@ class SearchContext:
         return None if name_shared else left_in(pool, self.allocated_keys)
 
 
+class ScanList(NamedTuple):
+    """The devices a request's scan visits, in order (see Search._scan_list), with what is known
+    of each before the search starts."""
+
+    devices: list[DeviceInfo]
+    # Per position: the device's selector and capacity checks pass whatever the search picks.
+    checked: list[bool]
+    # Per position: every device after it is checked, not shared, and consumes the same counters
+    # as it (the same interned tuple): a counters refusal here is repeated by every one of them.
+    alike_after: list[bool]
+
+    @classmethod
+    def of(cls, candidates: list[DeviceInfo], state: Callable[[DeviceInfo], bool | None]) -> ScanList:
+        """The candidates whose ``state`` is not None, with it as ``checked``."""
+        devices, checked = [], []
+        for device in candidates:
+            known = state(device)
+            if known is not None:
+                devices.append(device)
+                checked.append(known)
+        alike_after = [True] * len(devices)
+        for pos in range(len(devices) - 2, -1, -1):
+            after = devices[pos + 1]
+            alike_after[pos] = (
+                alike_after[pos + 1]
+                and checked[pos + 1]
+                and not after.multi
+                and after.counter_slots is devices[pos].counter_slots
+            )
+        return cls(devices, checked, alike_after)
+
+
 class RequestData:
     """A request, or one alternative of a ``firstAvailable`` request, ready for the search."""
 
@@ -127,6 +161,7 @@ class RequestData:
         "class_selectors",
         "device_class",
         "full_name",
+        "last_open",
         "mode",
         "name",
         "num_devices",
@@ -176,6 +211,9 @@ class RequestData:
         self.scan_list: ScanList | None = None
         # Per device index: the furthest reason the search recorded (for explanations).
         self.why: dict[int, int] = {}
+        # The last scan position whose device may still get a note below Reason.COUNTERS (notes
+        # only rise, so it only moves down: see Search._rest_noted).
+        self.last_open = 0
 
 
 class ClaimData:
@@ -425,7 +463,7 @@ class Search:
                 self._undo(c, pick)
             return FAIL if crossed and outcome == MAX_EXCEEDED else outcome
 
-        candidates, checked = rd.scan_list or self._scan_list(rd)
+        candidates, checked, alike_after = rd.scan_list or self._scan_list(rd)
         picked = self.picked
         admin = rd.admin
         why = rd.why
@@ -454,10 +492,14 @@ class Search:
                     continue
                 refusal = self._counters_refusal(device)
                 if refusal:
-                    if refusal == _COUNTERS:
-                        refused_slots = device.counter_slots
                     if why.get(device.index, 0) < refusal:
                         why[device.index] = refusal
+                    if refusal == _COUNTERS:
+                        # The rest of the scan would only refuse the same again, or find devices in
+                        # use: when every one of them already has such a note, nothing is left to do.
+                        if alike_after[pos] and self._rest_noted(rd, candidates, pos):
+                            return FAIL
+                        refused_slots = device.counter_slots
                     continue
             pick = self._place(c, rd, device, must=False)
             if pick is None:
@@ -482,8 +524,20 @@ class Search:
         """
         if rd.scan_list is None:
             key = (rd.selector_key, rd.admin, rd.capacity_key)
-            rd.scan_list = self.view.scan_list(key, lambda device: self._scan_state(rd, device))
+            state = functools.partial(self._scan_state, rd)
+            rd.scan_list = self.view.scan_list(key, lambda candidates: ScanList.of(candidates, state))
+            rd.last_open = len(rd.scan_list.devices) - 1
         return rd.scan_list
+
+    def _rest_noted(self, rd: RequestData, devices: list[DeviceInfo], pos: int) -> bool:
+        """Whether every device after ``pos`` in the request's scan list has a note of
+        Reason.COUNTERS or further (a note of being in use or out of counters changes nothing)."""
+        why = rd.why
+        last = rd.last_open
+        while last > pos and why.get(devices[last].index, 0) >= _COUNTERS:
+            last -= 1
+        rd.last_open = last
+        return last <= pos
 
     def _scan_state(self, rd: RequestData, device: DeviceInfo) -> bool | None:
         """How the request's scan treats the device, as far as is known without evaluating a
@@ -516,8 +570,11 @@ class Search:
             return None
         # What the scan checks on every visit (see _allocate_one): only shares picked in this
         # search change it, and only shared devices get those.
-        return rd.capacity_requests is None and device.plain_capacity and not device.multi and (
-            uid not in self.ctx.aggregated
+        return (
+            rd.capacity_requests is None
+            and device.plain_capacity
+            and not device.multi
+            and (uid not in self.ctx.aggregated)
         )
 
     def _own_checks_pass(self, rd: RequestData, device: DeviceInfo) -> bool:
@@ -800,7 +857,7 @@ class Search:
         if needed <= 0:
             return False
         usable = 0
-        for device in self._scan_list(rd)[0]:
+        for device in self._scan_list(rd).devices:
             code = self._static_reason(rd, device)
             if code == Reason.SELECTOR_ERROR:
                 return False

@@ -25,7 +25,8 @@ from typing import Any
 
 import pytest
 
-from policies.allocator import AllocatedState, Allocator, DeviceID, Features
+from policies.allocator import AllocatedState, AllocationOutcome, Allocator, DeviceID, Features
+from policies.allocator.search import Search
 from policies.api.kinds import decode
 from policies.api.quantity import Quantity
 
@@ -385,7 +386,7 @@ def _request(alt: Alt) -> dict[str, Any]:
     return body
 
 
-def draguard(sc: Scenario) -> tuple[Any, ...]:
+def allocate(sc: Scenario, explain: bool = False) -> AllocationOutcome:
     device_class = _obj("DeviceClass", "a", {"selectors": [{"cel": {"expression": 'device.driver == "d"'}}]})
     slices = []
     for p, (counter, devs) in sc.pools.items():
@@ -436,7 +437,11 @@ def draguard(sc: Scenario) -> tuple[Any, ...]:
         list_type_attributes=False, consumable_capacity=sc.consumable, device_taints=sc.taints
     )
     node = decode({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}})
-    outcome = Allocator(features, state, {"a": device_class}, slices).allocate(node, claims, explain=False)
+    return Allocator(features, state, {"a": device_class}, slices).allocate(node, claims, explain=explain)
+
+
+def draguard(sc: Scenario) -> tuple[Any, ...]:
+    outcome = allocate(sc)
     if outcome.error is not None:
         return ("error",)
     if outcome.results is None:
@@ -533,6 +538,22 @@ def wide_scenario(rng: random.Random) -> Scenario:
     return Scenario({"p1": (0, devs)}, claims, consumable=False, taints=False)
 
 
+def partitions_scenario(rng: random.Random) -> Scenario:
+    """Partitions of one device: runs of partitions of 2 units (even ``v``) and of 1 unit (odd), a
+    request for any of them and one for big ones, often more than the counter holds."""
+    devs = []
+    for _ in range(rng.choice([2, 3])):
+        units = rng.choice([1, 2])
+        devs += [
+            Dev(v=2 * rng.randrange(3) + 2 - units, consumes=units) for _ in range(rng.choice([2, 4, 6]))
+        ]
+    reqs = [
+        Req([Alt("ExactCount", (1, 0), rng.choice([2, 3, 4]))]),
+        Req([Alt("ExactCount", (2, 0), rng.choice([1, 2, 3]))]),
+    ]
+    return Scenario({"p1": (rng.choice([6, 8, 10]), devs)}, [(reqs, [])], consumable=False, taints=False)
+
+
 def compare(make: Any, seed: int, scenarios: int) -> None:
     rng = random.Random(seed)
     compared = 0
@@ -554,3 +575,38 @@ def test_search_matches_a_plain_transliteration_of_upstream(seed: int) -> None:
 @pytest.mark.parametrize("seed", range(2))
 def test_result_limit_handling_matches_upstream(seed: int) -> None:
     compare(wide_scenario, seed, 40)
+
+
+def test_a_scan_ended_early_leaves_the_notes_a_full_scan_leaves(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scan ends at a counters refusal when the devices after it could only repeat notes already
+    made (``Search._rest_noted``). The explanation of a failure is built from those notes, so it
+    must be the same as when every scan runs to its end, and so must the steps and the results."""
+    rng = random.Random(7)
+    scenarios = [scenario(rng) for _ in range(300)] + [partitions_scenario(rng) for _ in range(100)]
+    ended = 0
+    rest_noted = Search._rest_noted
+
+    def counted(search: Search, *args: Any) -> bool:
+        nonlocal ended
+        answer = rest_noted(search, *args)
+        ended += answer
+        return answer
+
+    def outcomes() -> list[tuple[Any, ...]]:
+        found = []
+        for sc in scenarios:
+            outcome = allocate(sc, explain=True)
+            explained = outcome.explanation.to_json() if outcome.explanation is not None else None
+            found.append((draguard(sc), explained))
+        return found
+
+    monkeypatch.setattr(Search, "_rest_noted", counted)
+    early = outcomes()
+    monkeypatch.setattr(Search, "_rest_noted", lambda search, *args: False)
+    assert outcomes() == early
+    assert ended > 100  # the scenarios do end scans early
+    assert sum(explained is not None for _, explained in early) > 100  # and explain failures
+
+
+def test_partitions_match_upstream() -> None:
+    compare(partitions_scenario, 3, 40)

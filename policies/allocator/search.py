@@ -574,7 +574,7 @@ class Search:
             rd.capacity_requests is None
             and device.plain_capacity
             and not device.multi
-            and (uid not in self.ctx.aggregated)
+            and uid not in self.ctx.aggregated
         )
 
     def _own_checks_pass(self, rd: RequestData, device: DeviceInfo) -> bool:
@@ -963,9 +963,7 @@ def _note(why: dict[int, int], index: int, code: int) -> None:
 
 def _reject(rd: RequestData, device: DeviceInfo, code: int) -> Pick | None:
     """Record why the device was refused for the request; always ``None`` (no pick)."""
-    why = rd.why
-    if why.get(device.index, 0) < code:
-        why[device.index] = code
+    _note(rd.why, device.index, code)
     return None
 
 

@@ -65,7 +65,8 @@ def left_in(pool: Pool, allocated: Set[tuple[str, str, str]]) -> PoolCounters:
 
 
 def has_room(left: PoolCounters, reserved: Reserved, slots: CounterSlots) -> bool:
-    """Whether the pool can take ``totals`` on top of what the search has ``reserved`` in it.
+    """Whether the pool can take what a device consumes (``slots``) on top of what the search has
+    ``reserved`` in it.
 
     Upstream adds the device's counters and checks every counter of the pool. The search reserves
     only through this check and releases only what it reserved, so before each check every

@@ -546,10 +546,10 @@ class Search:
         them); ``False``, checked when reached.
 
         The scan skips a selector refusal silently. An allocated device (unless the request asks
-        for admin access) is skipped before its selectors are evaluated, as upstream's allocateOne
-        does, and like one without the capacity the request needs even when no other share is
-        picked (static, it only gets worse) gets a note that no explanation reads: the explanation
-        reports such a device as allocated or short of capacity. Devices whose selector verdict is
+        for admin access) is left out before its selectors are evaluated, as upstream's allocateOne
+        skips it before them; it, and a device without the capacity the request needs even when no
+        other share is picked (static, it only gets worse), would only get a note that no
+        explanation reads: the explanation reports such a device as allocated or short of capacity. Devices whose selector verdict is
         not known yet are checked when reached, as upstream checks them (a selector that fails to
         evaluate fails there), and so are devices selected per device, whose node check may fail,
         and shared devices, whose capacity the search's own shares use.

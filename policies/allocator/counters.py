@@ -1,11 +1,12 @@
-"""Shared counters (DRAPartitionableDevices): what a pool has left, and whether a device still fits.
+"""Shared counters (DRAPartitionableDevices): what a pool has left, and what a search reserves.
 
 Upstream 1.36: ``checkAvailableCounters`` in
 ``structured/internal/incubating/allocator_incubating.go`` (dra-reference 4.7, 4.16a). Upstream
 adds a device's counters to what the search has reserved in the pool so far and then compares
 *every* counter of the pool with what is left after the already-allocated devices. Here only the
-counters the device consumes are compared, which gives the same answer (see ``has_room``), and what
-is left after the allocated devices is computed once per pool and Allocator (see ``left_in``).
+counters the device consumes are compared, which gives the same answer (the check is
+``Search._counters_refusal``), and what is left after the allocated devices is computed once per
+pool and Allocator (see ``left_in``).
 """
 
 from __future__ import annotations
@@ -62,25 +63,6 @@ def left_in(pool: Pool, allocated: Set[tuple[str, str, str]]) -> PoolCounters:
                     left[counter] -= amount
     pool.left = PoolCounters(pool.name, sets)
     return pool.left
-
-
-def has_room(left: PoolCounters, reserved: Reserved, slots: CounterSlots) -> bool:
-    """Whether the pool can take what a device consumes (``slots``) on top of what the search has
-    ``reserved`` in it.
-
-    Upstream adds the device's counters and checks every counter of the pool. The search reserves
-    only through this check and releases only what it reserved, so before each check every
-    counter is within its limit unless the pool started overdrawn: only the counters the device
-    consumes can newly exceed theirs. Counters the pool does not define are not compared.
-    """
-    if left.overdrawn:
-        return False
-    limits = left.limits
-    for slot, amount in slots:
-        limit = limits.get(slot)
-        if limit is not None and reserved.get(slot, 0) + amount > limit:
-            return False
-    return True
 
 
 def reserve(reserved: Reserved, slots: CounterSlots) -> None:

@@ -27,7 +27,7 @@ from typing import NamedTuple
 from policies.allocator.budget import SearchBudget
 from policies.allocator.capacity import Amount, Consumption, request_key
 from policies.allocator.constraints import DistinctAttribute, MatchAttribute, Tracker
-from policies.allocator.counters import PoolCounters, Reserved, covers, has_room, left_in, release, reserve
+from policies.allocator.counters import PoolCounters, Reserved, covers, left_in, release, reserve
 from policies.allocator.devices import CounterSlots, DeviceInfo, SelectorKey
 from policies.allocator.errors import AllocationError, SearchAbortedError
 from policies.allocator.explain import (
@@ -549,10 +549,11 @@ class Search:
         for admin access) is left out before its selectors are evaluated, as upstream's allocateOne
         skips it before them; it, and a device without the capacity the request needs even when no
         other share is picked (static, it only gets worse), would only get a note that no
-        explanation reads: the explanation reports such a device as allocated or short of capacity. Devices whose selector verdict is
-        not known yet are checked when reached, as upstream checks them (a selector that fails to
-        evaluate fails there), and so are devices selected per device, whose node check may fail,
-        and shared devices, whose capacity the search's own shares use.
+        explanation reads: the explanation reports such a device as allocated or short of capacity.
+        Devices whose selector verdict is not known yet are checked when reached, as upstream checks
+        them (a selector that fails to evaluate fails there), and so are devices selected per
+        device, whose node check may fail, and shared devices, whose capacity the search's own
+        shares use.
         """
         uid = device.uid
         if not rd.admin and uid in self.ctx.allocated_uids:
@@ -692,7 +693,7 @@ class Search:
             return _reject(rd, device, Reason.IN_USE)
         if not rd.admin and (uid in self.ctx.allocated_uids or holders):
             return _reject(rd, device, Reason.IN_USE)
-        refusal = self._counters_refusal(device)
+        refusal = self._counters_refusal(device) if device.consumes else 0
         if refusal:
             return _reject(rd, device, refusal)
         return self._place(c, rd, device, must=True)
@@ -799,23 +800,35 @@ class Search:
         return uid in self.ctx.aggregated or uid in self.in_flight
 
     def _counters_refusal(self, device: DeviceInfo) -> int:
-        """Why allocateDevice refuses the device for its counters (a Reason), or 0 if it does not.
+        """Why allocateDevice refuses a device that consumes counters (a Reason), or 0 if it does not.
 
-        Upstream checkAvailableCounters. The answer depends only on what the device consumes and
-        on what the search has reserved in pools of the device's pool name, and a refusal stays a
-        refusal when more is reserved: so the scan reuses it for devices consuming the same.
+        Upstream checkAvailableCounters adds the device's counters to what the search has reserved
+        and compares every counter of the pool with what is left after the allocated devices. The
+        search reserves only after this check and releases only what it reserved, so before each
+        check every counter is within its limit unless the pool started overdrawn: only the
+        counters the device consumes can newly exceed theirs, and only they are compared (counters
+        the pool does not define are not compared at all).
+
+        The answer depends only on what the device consumes and on what the search has reserved in
+        pools of the device's pool name, and a refusal stays a refusal when more is reserved: so the
+        scan reuses it for devices consuming the same.
         """
-        if not device.consumes:
-            return 0
         features = self.features
         if not features.partitionable_devices:
             return Reason.PARTITIONABLE_OFF
-        if features.consumable_capacity and device.multi and self._capacity_in_use(device.uid):
+        if device.multi and features.consumable_capacity and self._capacity_in_use(device.uid):
             return 0
-        available = self.ctx.available_counters.get(device.slice.pool_name)
-        if available is None:
-            available = self.ctx.counters_available(self.view.pool_of(device))
-        return 0 if has_room(available, self.reserved, device.counter_slots) else _COUNTERS
+        left = self.ctx.available_counters.get(device.slice.pool_name)
+        if left is None:
+            left = self.ctx.counters_available(self.view.pool_of(device))
+        if left.overdrawn:
+            return _COUNTERS
+        limits, reserved = left.limits, self.reserved
+        for slot, amount in device.counter_slots:
+            limit = limits.get(slot)
+            if limit is not None and reserved.get(slot, 0) + amount > limit:
+                return _COUNTERS
+        return 0
 
     # --- quick rejection (opt-in) ------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,8 @@ DRIVER = "gpu.example.com"
 NIC_DRIVER = "net.example.com"
 MEMORY_SELECTOR = f'device.capacity["{DRIVER}"].memory.compareTo(quantity("40Gi")) >= 0'
 MODEL_SELECTOR = f'device.attributes["{DRIVER}"].model == "a100"'
+# Turns each shape's warm calls are split into (see measure).
+TURNS = 10
 
 
 def obj(data: dict[str, Any]) -> TypedObject:
@@ -341,7 +343,7 @@ def floor_calls(shape: Shape, snapshot: Snapshot) -> list[Callable[[], int]]:
     wanted = sum(
         r.exactly.count or 0 for c in shape.claims for r in c.spec.devices.requests or [] if r.exactly
     )
-    calls = []
+    calls: list[Callable[[], int]] = []
     for name in shape.nodes:
         verdicts = [
             all(p.matches(bind_device(s.spec.driver, d)) for p in programs)
@@ -363,8 +365,27 @@ def floor_calls(shape: Shape, snapshot: Snapshot) -> list[Callable[[], int]]:
     return calls
 
 
-def run_shape(shape: Shape, calls: int) -> dict[str, Any]:
-    """First call on a cold snapshot allocator, then the median of ``calls`` warm calls and the floor's."""
+@dataclass
+class Timed:
+    """One shape being measured: a pod's calls, the floor's, and the times taken so far."""
+
+    shape: Shape
+    first: float  # the first call, on a cold snapshot allocator, in microseconds
+    steps: float  # search steps per call
+    pod_round: Callable[[], list[Callable[[], object]]]
+    floors: list[Callable[[], int]]
+    times: list[float] = field(default_factory=list)
+    floor_times: list[float] = field(default_factory=list)
+
+    def run(self, calls: int) -> None:
+        rounds = max(1, calls // len(self.shape.nodes))
+        self.times += per_call_us(rounds, self.pod_round)
+        self.floor_times += per_call_us(rounds, lambda: self.floors)
+
+
+def prepare(shape: Shape) -> Timed:
+    """The shape's snapshot allocator, with the first (cold) call made and its answers checked."""
+    gc.collect()
     snapshot = Snapshot.build([*shape.objects, *shape.claims])
     nodes = [snapshot.nodes[n] for n in shape.nodes]
     start = time.perf_counter()
@@ -380,12 +401,20 @@ def run_shape(shape: Shape, calls: int) -> dict[str, Any]:
         pod = base.fork()
         return [functools.partial(pod.allocate, n, shape.claims, quick_reject=True) for n in nodes]
 
-    rounds = max(1, calls // len(nodes))
-    median = statistics.median(per_call_us(rounds, pod_round))
-    floors = floor_calls(shape, snapshot)
-    floor = statistics.median(per_call_us(rounds, lambda: floors))
     steps = statistics.mean(o.invocations for o in outcomes)
-    return {"first": first, "median": median, "floor": floor, "steps": steps}
+    return Timed(shape, first, steps, pod_round, floor_calls(shape, snapshot))
+
+
+def measure(timed: Sequence[Timed], calls: int) -> None:
+    """``calls`` warm calls of every shape, in TURNS turns per shape, the shapes taking turns.
+
+    This machine has spells of a few seconds at about half speed: measured one after another, a
+    spell falls on one or two shapes entirely and doubles their medians; taking turns, it falls on
+    a few turns of every shape, which moves no median much.
+    """
+    for _ in range(TURNS):
+        for t in timed:
+            t.run(max(1, calls // TURNS))
 
 
 def cluster_dry_run(nodes: int, repeat: int) -> tuple[float, float, int]:
@@ -425,22 +454,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.profile == "cluster":
             prof.runcall(cluster_dry_run, nodes, 1)
         else:
-            prof.runcall(run_shape, SHAPES[args.profile](), calls)
+            prof.runcall(measure, [prepare(SHAPES[args.profile]())], calls)
         pstats.Stats(prof).sort_stats("tottime").print_stats(30)
         return 0
 
     header = ("first us", "median us", "Go us", "ratio", "floor us", "steps")
     print(f"{'shape':66} " + " ".join(f"{h:>9}" for h in header))
+    timed = [prepare(build()) for build in SHAPES.values()]
+    measure(timed, calls)
     ratios = []
-    for build in SHAPES.values():
-        shape = build()
-        gc.collect()
-        r = run_shape(shape, calls)
-        ratio = r["median"] / shape.go_us
+    for t in timed:
+        median = statistics.median(t.times)
+        ratio = median / t.shape.go_us
         ratios.append(ratio)
         print(
-            f"{shape.name:66} {r['first']:9.1f} {r['median']:9.1f} {shape.go_us:9.0f} {ratio:9.2f} "
-            f"{r['floor']:9.2f} {r['steps']:9.0f}"
+            f"{t.shape.name:66} {t.first:9.1f} {median:9.1f} {t.shape.go_us:9.0f} {ratio:9.2f} "
+            f"{statistics.median(t.floor_times):9.2f} {t.steps:9.0f}"
         )
     geomean = math.exp(statistics.mean(math.log(r) for r in ratios))
     ok = max(ratios) <= 1.0 and geomean <= 0.5

@@ -844,6 +844,7 @@ OWN = [
     "draguard_admission_requests_total",
     "draguard_admission_duration_seconds_bucket",
     "draguard_admission_in_flight",
+    "draguard_event_loop_lag_seconds",
     "draguard_rule_findings_total",
     "draguard_snapshot_age_seconds",
     "draguard_snapshot_objects",
@@ -874,6 +875,9 @@ def test_service_monitor_and_alerts_when_enabled(find: Find) -> None:
     assert "draguard_admission_duration_seconds_bucket" in alerts["DraguardAdmissionSlow"]["expr"]
     assert "{{ $labels.webhook }}" in alerts["DraguardAdmissionSlow"]["annotations"]["summary"]
     assert "DraguardDown" in alerts
+    lag = alerts["DraguardEventLoopLagging"]
+    assert lag["expr"] == "max by (instance) (draguard_event_loop_lag_seconds) > 0.5"
+    assert "{{ $labels.instance }}" in lag["annotations"]["summary"]
     expiry = alerts["DraguardCertificateExpiresSoon"]["expr"]
     assert "draguard_cert_expiry_timestamp_seconds" in expiry and "time() < 7 * 24 * 3600" in expiry
     objects = render({"metrics": {"prometheusRule": {"enabled": True, "certificateExpiryDays": 2}}})

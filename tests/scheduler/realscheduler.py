@@ -143,6 +143,39 @@ class Scene:
             {"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"{node}-gpus"}, "spec": spec},
         )
 
+    def partitioned_gpu(self, node: str) -> None:
+        """One GPU on ``node`` published as partitions sharing its counters (8 memory units, 4
+        engines): the whole GPU, two halves and four quarters, attribute ``units`` the memory each
+        takes. A pool of two slices, the counters in their own, as a partitionable driver does."""
+        sizes = [(8, "whole-0"), (4, "half-0"), (4, "half-1"), *((2, f"quarter-{i}") for i in range(4))]
+        devices = [
+            {
+                "name": f"gpu-0-{name}",
+                "attributes": {"units": {"int": units}},
+                "consumesCounters": [
+                    {
+                        "counterSet": "gpu-0",
+                        "counters": {"memory": {"value": str(units)}, "engines": {"value": str(units // 2)}},
+                    }
+                ],
+            }
+            for units, name in sizes
+        ]
+        pool = {"name": node, "generation": 1, "resourceSliceCount": 2}
+        counters = [{"name": "gpu-0", "counters": {"memory": {"value": "8"}, "engines": {"value": "4"}}}]
+        for suffix, body in (
+            ("counters", {"sharedCounters": counters}),
+            ("partitions", {"devices": devices}),
+        ):
+            spec = {"driver": self.driver, "nodeName": node, "pool": pool, **body}
+            slice_ = {
+                "apiVersion": V1,
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"{node}-{suffix}"},
+                "spec": spec,
+            }
+            self.post("/apis/resource.k8s.io/v1/resourceslices", slice_)
+
     def claim(self, name: str, *requests: dict[str, Any], allocation: dict[str, Any] | None = None) -> None:
         path = f"/apis/resource.k8s.io/v1/namespaces/{self.ns}/resourceclaims"
         body = {

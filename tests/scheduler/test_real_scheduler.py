@@ -10,6 +10,7 @@ import io
 import json
 import time
 from contextlib import redirect_stdout
+from typing import Any
 
 import yaml
 from controlplane import call, wait_for
@@ -172,6 +173,40 @@ def test_template_claims_with_selectors_resources_and_taints(scene: Scene) -> No
     agree(decision, answer)  # a: cpu; b: taint; c: only h100s
     assert "1 cannot allocate all claims" in answer["message"]
     decision, answer = scene.ask(pod_manifest("train-small", cpu="1", claims=claims))
+    assert decision.node == a
+    agree(decision, answer)
+
+
+def test_partitions_of_one_gpu_share_its_counters(scene: Scene) -> None:
+    a = scene.node("a")
+    b = scene.node("b")
+    for node in (a, b):
+        scene.partitioned_gpu(node)
+    part = scene.device_class("part")
+
+    def units(n: int, count: int = 1) -> dict[str, Any]:
+        expression = f'device.attributes["{scene.driver}"].units == {n}'
+        return request(f"u{n}", part, count, selectors=[{"cel": {"expression": expression}}])
+
+    def pod(name: str, *requests: dict[str, Any], **spec: Any) -> dict[str, Any]:
+        scene.template(name, *requests)
+        return pod_manifest(name, claims=[{"name": "p", "resourceClaimTemplateName": name}], **spec)
+
+    decision, answer = scene.ask(pod("too-much", units(4, 2), units(2)))  # 10 units of 8
+    assert decision.node is None
+    agree(decision, answer)
+    first = pod("first", units(4), units(2), nodeSelector={"kubernetes.io/hostname": a})
+    decision, answer = scene.ask(first, keep=True)
+    assert decision.node == a
+    agree(decision, answer)
+    # a has 2 units left: a half and two quarters fit on b only, and take all of it.
+    decision, answer = scene.ask(pod("second", units(4), units(2, 2)), keep=True)
+    assert decision.node == b
+    agree(decision, answer)
+    decision, answer = scene.ask(pod("whole", units(8)))
+    assert decision.node is None
+    agree(decision, answer)
+    decision, answer = scene.ask(pod("quarter", units(2)))
     assert decision.node == a
     agree(decision, answer)
 

@@ -332,6 +332,9 @@ class ControlPlane:
             "--authorization-mode=Node,RBAC",
             # As kubeadm enables it: nodes may only write their own Node and their own ResourceSlices.
             "--enable-admission-plugins=NodeRestriction",
+            # No kubelet here lifts the not-ready taint this plugin puts on every new Node: add_node
+            # creates Nodes whole instead (see there).
+            "--disable-admission-plugins=TaintNodesByCondition",
             "--service-cluster-ip-range=10.96.0.0/24",
             f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
             f"--service-account-key-file={w / 'sa.pub'}",
@@ -519,21 +522,20 @@ class ControlPlane:
     ) -> dict[str, Any]:
         """A Node the scheduler binds pods to: Ready, with ``allocatable``, only the given taints.
 
-        There is no kubelet: the status is set through the status subresource, and the
-        ``node.kubernetes.io/not-ready`` taint admission adds at creation is replaced by ``taints``.
+        Created whole in one write, status included, as a kubelet registers its Node: the
+        scheduler's informer then gets it complete in its Add event, and nothing about the node is
+        still on its way when a test asks the scheduler (a status written afterwards came as an
+        Update the scheduler sometimes had not handled yet on a busy machine).
         """
         core = client.CoreV1Api(self.client())
         resources = {"cpu": "8", "memory": "32Gi", "pods": "110", "ephemeral-storage": "100Gi"}
         resources.update(allocatable or {})
+        now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         body = {
             "apiVersion": "v1",
             "kind": "Node",
             "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
-            "spec": {"unschedulable": unschedulable},
-        }
-        core.create_node(body)
-        now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        status = {
+            "spec": {"unschedulable": unschedulable, "taints": list(taints or [])},
             "status": {
                 "capacity": resources,
                 "allocatable": resources,
@@ -547,12 +549,9 @@ class ControlPlane:
                         "lastTransitionTime": now,
                     },
                 ],
-            }
+            },
         }
-        core.patch_node_status(name, status)
-        node: dict[str, Any] = core.api_client.sanitize_for_serialization(
-            core.patch_node(name, {"spec": {"taints": list(taints or [])}})
-        )
+        node: dict[str, Any] = core.api_client.sanitize_for_serialization(core.create_node(body))
         return node
 
 

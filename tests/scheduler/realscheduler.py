@@ -32,7 +32,6 @@ from webhook import cli
 
 V1 = "resource.k8s.io/v1"
 SETTLE = 0.7  # seconds for the scheduler's informers to see the DRA objects a scenario just created
-RELIST_GRACE = 3.0  # seconds without a node's Update event before its Add stands for it (see Scene.seen)
 STATE = [
     ("/api/v1/nodes", "v1", "Node"),
     ("/api/v1/namespaces", "v1", "Namespace"),
@@ -68,9 +67,8 @@ class Scene:
         self.driver = f"{namespace}.example.com"
         self.node_names: list[str] = []
         self.made: list[str] = []  # paths of the cluster-scoped objects made, deleted at close
-        # Scheduler log lines of Node and Pod events still to come: each the line that must come,
-        # and one that stands for it once RELIST_GRACE has passed (see seen()).
-        self.unseen: list[tuple[str, str]] = []
+        # Scheduler log lines of Node and Pod events still to come (see seen()).
+        self.unseen: list[str] = []
         for node in self.get("/api/v1/nodes")["items"]:
             call(self.api, "DELETE", f"/api/v1/nodes/{node['metadata']['name']}")
 
@@ -86,8 +84,7 @@ class Scene:
             self.made.append(f"{path}/{answer.body['metadata']['name']}")
         if path.endswith("/pods") and answer.body["spec"].get("nodeName"):
             meta = answer.body["metadata"]
-            added = f'"Add event for scheduled pod" pod="{meta["namespace"]}/{meta["name"]}"'
-            self.unseen.append((added, added))
+            self.unseen.append(f'"Add event for scheduled pod" pod="{meta["namespace"]}/{meta["name"]}"')
         return answer.body
 
     def patch(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -107,11 +104,11 @@ class Scene:
 
     def add_node(self, name: str, **options: Any) -> str:
         """A Node of this scenario by its full name: deleted at close, and awaited in the scheduler's
-        log before the next question."""
+        log before the next question (created whole, it comes in one Add event, from its watch or a
+        re-list alike)."""
         self.plane.add_node(name, **options)
         self.node_names.append(name)
-        # Its status and taints come after its creation; a re-list hands them over in its Add.
-        self.unseen.append((f'"Update event for node" node="{name}"', f'"Add event for node" node="{name}"'))
+        self.unseen.append(f'"Add event for node" node="{name}"')
         return name
 
     def device_class(self, short: str, expression: str = "", **spec: Any) -> str:
@@ -274,28 +271,20 @@ class Scene:
     def seen(self) -> None:
         """Wait until the scheduler's informers have handled the Nodes and bound Pods written since
         the last question (a fixed pause alone was too short on a busy machine: the scheduler once
-        answered for a node without the pod bound to it a moment before).
-
-        A node's later writes (status, taints) arrive as Update events, except when the informer
-        re-lists (its watch expired, as it does over a long session, when etcd has compacted past
-        it): then the node arrives whole in an Add. After ``RELIST_GRACE`` without the Update an Add
-        stands for it (an Add of the created node alone is followed by the Update within ms)."""
+        answered for a node without the pod bound to it a moment before)."""
         missing = self.unseen
-        started = time.monotonic()
 
         def handled() -> bool:
             nonlocal missing
             log = self.plane.scheduler_log()
-            late = time.monotonic() - started > RELIST_GRACE
-            missing = [(w, alone) for w, alone in missing if not (w in log or (late and alone in log))]
+            missing = [line for line in missing if line not in log]
             return not missing
 
         try:
             wait_for("kube-scheduler to see the scenario's nodes and pods", handled, interval=0.1)
         except AssertionError as err:  # name what never came, and the log's end, to tell why
             tail = "\n".join(self.plane.scheduler_log().splitlines()[-40:])
-            lines = [line for line, _ in missing]
-            raise AssertionError(f"{err}: {lines} not in its log, which ends:\n{tail}") from None
+            raise AssertionError(f"{err}: {missing} not in its log, which ends:\n{tail}") from None
         self.unseen = []
 
     def event(self, pod: str, wanted: str, timeout: float = 5.0) -> str | None:

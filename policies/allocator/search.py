@@ -358,13 +358,7 @@ class Search:
                     f"{where}: asks for all devices, but resource pool {pool} is currently invalid"
                 )
             for info in pool.slices:
-                for device in info.devices:
-                    if self._selectable(rd, device) != _USABLE:
-                        continue
-                    if self.features.consumable_capacity and not self._capacity_fits(rd, device):
-                        _note(rd.why, device.index, Reason.CAPACITY)
-                        continue
-                    found.append(device)
+                found += [device for device in info.devices if self._own_checks_pass(rd, device)]
         return found
 
     def _add_trackers(self, data: ClaimData) -> None:
@@ -579,12 +573,10 @@ class Search:
         )
 
     def _own_checks_pass(self, rd: RequestData, device: DeviceInfo) -> bool:
-        """The request's selector and capacity checks on the device, in upstream's order, for a
+        """The request's own selector and capacity checks on the device, in upstream's order (a
+        capacity refusal is noted): for every device of an All-mode request, and in a scan for a
         device whose scan state (see _scan_state) does not tell they pass."""
-        code = device.verdicts.get(rd.selector_key)
-        if code is None or (code == _USABLE and device.slice.per_device):
-            code = self._selectable(rd, device)
-        if code != _USABLE:
+        if self._selectable(rd, device) != _USABLE:
             return False
         if self.features.consumable_capacity and not self._capacity_fits(rd, device):
             _note(rd.why, device.index, _CAPACITY)

@@ -129,16 +129,7 @@ class Scene:
             }
             for i in range(count)
         ]
-        spec = {
-            "driver": self.driver,
-            "nodeName": node,
-            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-            "devices": devices,
-        }
-        self.post(
-            "/apis/resource.k8s.io/v1/resourceslices",
-            {"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"{node}-gpus"}, "spec": spec},
-        )
+        self.pool_slice(node, "gpus", 1, devices=devices)
 
     def partitioned_gpu(self, node: str) -> None:
         """One GPU on ``node`` published as partitions sharing its counters (8 memory units, 4
@@ -158,20 +149,19 @@ class Scene:
             }
             for units, name in sizes
         ]
-        pool = {"name": node, "generation": 1, "resourceSliceCount": 2}
         counters = [{"name": "gpu-0", "counters": {"memory": {"value": "8"}, "engines": {"value": "4"}}}]
-        for suffix, body in (
-            ("counters", {"sharedCounters": counters}),
-            ("partitions", {"devices": devices}),
-        ):
-            spec = {"driver": self.driver, "nodeName": node, "pool": pool, **body}
-            slice_ = {
-                "apiVersion": V1,
-                "kind": "ResourceSlice",
-                "metadata": {"name": f"{node}-{suffix}"},
-                "spec": spec,
-            }
-            self.post("/apis/resource.k8s.io/v1/resourceslices", slice_)
+        self.pool_slice(node, "counters", 2, sharedCounters=counters)
+        self.pool_slice(node, "partitions", 2, devices=devices)
+
+    def pool_slice(self, node: str, suffix: str, slices: int, **spec: Any) -> None:
+        """A ResourceSlice ``<node>-<suffix>`` of the node's pool (``slices`` in all) with ``spec``."""
+        pool = {"name": node, "generation": 1, "resourceSliceCount": slices}
+        body = {"driver": self.driver, "nodeName": node, "pool": pool, **spec}
+        name = f"{node}-{suffix}"
+        self.post(
+            "/apis/resource.k8s.io/v1/resourceslices",
+            {"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": name}, "spec": body},
+        )
 
     def claim(self, name: str, *requests: dict[str, Any], allocation: dict[str, Any] | None = None) -> None:
         path = f"/apis/resource.k8s.io/v1/namespaces/{self.ns}/resourceclaims"

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, NamedTuple
 
 from policies.allocator.capacity import nanos
 from policies.allocator.devices import DeviceInfo, SliceInfo
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from policies.allocator.counters import PoolCounters
 
 CounterSets = dict[str, dict[str, int]]
-T = TypeVar("T")
 
 
 class GatherError(ValueError):
@@ -81,6 +80,38 @@ class Pool:
         return f"{self.driver}/{self.name}"
 
 
+class ScanList(NamedTuple):
+    """The devices a request's scan visits, in order (see ``Search._scan_list``), with what is known
+    of each before the search starts."""
+
+    devices: list[DeviceInfo]
+    # Per position: the device's selector and capacity checks pass whatever the search picks.
+    checked: list[bool]
+    # Per position: every device after it is checked, not shared, and consumes the same counters
+    # as it (the same interned tuple): a counters refusal here is repeated by every one of them.
+    alike_after: list[bool]
+
+    @classmethod
+    def of(cls, candidates: list[DeviceInfo], state: Callable[[DeviceInfo], bool | None]) -> ScanList:
+        """The candidates whose ``state`` is not None, with it as ``checked``."""
+        devices, checked = [], []
+        for device in candidates:
+            known = state(device)
+            if known is not None:
+                devices.append(device)
+                checked.append(known)
+        alike_after = [True] * len(devices)
+        for pos in range(len(devices) - 2, -1, -1):
+            after = devices[pos + 1]
+            alike_after[pos] = (
+                alike_after[pos + 1]
+                and checked[pos + 1]
+                and not after.multi
+                and after.counter_slots is devices[pos].counter_slots
+            )
+        return cls(devices, checked, alike_after)
+
+
 class NodeView:
     """Everything one node sees, computed once per node and Allocator.
 
@@ -120,22 +151,22 @@ class NodeView:
         self._shared_names = frozenset(name for name, count in pools_named.items() if count > 1)
         # How many selector verdicts searches on this view have computed (see scan_list).
         self.verdicts_computed = 0
-        self._scan_lists: dict[Hashable, tuple[int, Any]] = {}
+        self._scan_lists: dict[Hashable, tuple[int, ScanList]] = {}
 
-    def scan_list(self, key: Hashable, build: Callable[[list[DeviceInfo]], T]) -> T:
-        """What ``build`` makes of the candidates (the list a request's scan visits), kept per ``key``.
+    def scan_list(self, key: Hashable, state: Callable[[DeviceInfo], bool | None]) -> ScanList:
+        """The candidates a request's scan visits, by their ``state`` (see ``ScanList.of``), kept per
+        ``key``.
 
-        The search keys these lists by what ``build`` reads of a request (see
-        ``Search._scan_list``), and ``build`` answers from selector verdicts already known.
+        The search keys these lists by what ``state`` reads of a request (see
+        ``Search._scan_list``), and ``state`` answers from selector verdicts already known.
         Verdicts never change for the Allocator's lifetime, they only become known; so a list is
         kept until searches on this view have computed new verdicts (``verdicts_computed``), and
         then rebuilt on its next use.
         """
         found = self._scan_lists.get(key)
         if found is not None and found[0] == self.verdicts_computed:
-            built: T = found[1]
-            return built
-        built = build(self.candidates)
+            return found[1]
+        built = ScanList.of(self.candidates, state)
         self._scan_lists[key] = (self.verdicts_computed, built)
         return built
 

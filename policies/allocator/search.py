@@ -22,7 +22,6 @@ import functools
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from policies.allocator.budget import SearchBudget
 from policies.allocator.capacity import Amount, Consumption, request_key
@@ -41,7 +40,7 @@ from policies.allocator.explain import (
 )
 from policies.allocator.features import Features
 from policies.allocator.nodes import NodeSelectorError
-from policies.allocator.pools import NodeView, Pool
+from policies.allocator.pools import NodeView, Pool, ScanList
 from policies.allocator.selectors import SelectorEngine
 from policies.allocator.taints import blocks_allocation
 from policies.api.quantity import Quantity
@@ -112,38 +111,6 @@ class SearchContext:
         if available is not None:
             return available
         return None if name_shared else left_in(pool, self.allocated_keys)
-
-
-class ScanList(NamedTuple):
-    """The devices a request's scan visits, in order (see Search._scan_list), with what is known
-    of each before the search starts."""
-
-    devices: list[DeviceInfo]
-    # Per position: the device's selector and capacity checks pass whatever the search picks.
-    checked: list[bool]
-    # Per position: every device after it is checked, not shared, and consumes the same counters
-    # as it (the same interned tuple): a counters refusal here is repeated by every one of them.
-    alike_after: list[bool]
-
-    @classmethod
-    def of(cls, candidates: list[DeviceInfo], state: Callable[[DeviceInfo], bool | None]) -> ScanList:
-        """The candidates whose ``state`` is not None, with it as ``checked``."""
-        devices, checked = [], []
-        for device in candidates:
-            known = state(device)
-            if known is not None:
-                devices.append(device)
-                checked.append(known)
-        alike_after = [True] * len(devices)
-        for pos in range(len(devices) - 2, -1, -1):
-            after = devices[pos + 1]
-            alike_after[pos] = (
-                alike_after[pos + 1]
-                and checked[pos + 1]
-                and not after.multi
-                and after.counter_slots is devices[pos].counter_slots
-            )
-        return cls(devices, checked, alike_after)
 
 
 class RequestData:
@@ -518,8 +485,7 @@ class Search:
         """
         if rd.scan_list is None:
             key = (rd.selector_key, rd.admin, rd.capacity_key)
-            state = functools.partial(self._scan_state, rd)
-            rd.scan_list = self.view.scan_list(key, lambda candidates: ScanList.of(candidates, state))
+            rd.scan_list = self.view.scan_list(key, functools.partial(self._scan_state, rd))
             rd.last_open = len(rd.scan_list.devices) - 1
         return rd.scan_list
 

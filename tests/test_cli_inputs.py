@@ -305,3 +305,18 @@ def test_convert_shows_its_progress_on_a_terminal(
     files = write(tmp_path, "two.yaml", f"{TEMPLATE}---\n{CUSTOM}")
     assert run(capsys, "convert", "-f", files)[0] == 0
     assert bars == [(1, 2), (2, 2)]
+
+
+def test_a_directory_whose_manifests_are_all_in_subdirectories_says_to_pass_r(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(tmp_path, "cluster/gpus/classes.yaml", (ROOT / "examples/gpu-cluster/classes.yaml").read_text())
+    code, _, err = run(capsys, "validate", "-f", str(tmp_path / "cluster"))
+    assert code == 2
+    assert err.strip() == (
+        f"error: {tmp_path / 'cluster'}: a directory with no .yaml, .yml or .json files; its "
+        "subdirectories have some: pass -R (--recursive) to read them, as kubectl does"
+    )
+    assert run(capsys, "validate", "-R", "-f", str(tmp_path / "cluster"))[0] == 0
+    (tmp_path / "empty" / "sub").mkdir(parents=True)
+    assert run(capsys, "validate", "-f", str(tmp_path / "empty"))[2].strip().endswith(".json files")

@@ -89,6 +89,13 @@ def _files(path: str, recursive: bool) -> list[str]:
     return found
 
 
+def _deeper(directory: str) -> str:
+    """The hint for a directory whose manifests are all in its subdirectories (read with ``-R``)."""
+    if not _files(directory, recursive=True):
+        return ""
+    return "; its subdirectories have some: pass -R (--recursive) to read them, as kubectl does"
+
+
 def _text(file: str, stdin: TextIO) -> str:
     if file == STDIN:
         return stdin.read()
@@ -243,7 +250,7 @@ def iter_inputs(
     for path in paths:
         files = _files(path, recursive)
         if not files:
-            yield Unreadable(path, f"{path}: a directory with no .yaml, .yml or .json files")
+            yield Unreadable(path, f"{path}: a directory with no .yaml, .yml or .json files{_deeper(path)}")
         for file in files:
             name = STDIN_NAME if file == STDIN else file
             try:

@@ -289,6 +289,59 @@ def test_convert_refuses_what_it_cannot_convert(capsys: pytest.CaptureFixture[st
     assert "document 2: <no kind> <no name>: <root>: Invalid value" in lines[1]
 
 
+TAINT_RULE = """\
+apiVersion: resource.k8s.io/{version}
+kind: DeviceTaintRule
+metadata: {{name: gpu-maintenance}}
+spec:
+  deviceSelector: {{driver: gpu.example.com, pool: node-1}}
+  taint: {{key: example.com/maintenance, effect: NoSchedule}}
+"""
+
+
+def test_convert_prints_a_v1beta2_taint_rule_as_it_is_and_converts_the_rest_of_the_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """1.36 serves DeviceTaintRule only as v1beta2: there is nothing to convert it to, so it is
+    printed unchanged (it was a traceback, and nothing of the file was printed); a v1alpha3 one
+    becomes v1beta2."""
+    older_class = "apiVersion: resource.k8s.io/v1beta1\nkind: DeviceClass\nmetadata: {name: gpu}\nspec: {}\n"
+    alpha = TAINT_RULE.format(version="v1alpha3").replace("gpu-maintenance", "gpu-repair")
+    beta = TAINT_RULE.format(version="v1beta2")
+    files = write(tmp_path, "rules.yaml", "---\n".join([beta, older_class, alpha]))
+    code, out, err = run(capsys, "convert", "-f", files)
+    assert (code, err) == (0, "")
+    assert [(d["apiVersion"], d["kind"]) for d in yaml.safe_load_all(out)] == [
+        ("resource.k8s.io/v1beta2", "DeviceTaintRule"),
+        ("resource.k8s.io/v1", "DeviceClass"),
+        ("resource.k8s.io/v1beta2", "DeviceTaintRule"),
+    ]
+
+
+def test_convert_reads_every_document_as_the_other_commands_do(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A misspelt field (in any kind, not only the converted ones), a kind 1.36 does not serve and
+    the same object twice are refused as validate refuses them, and only the rest is printed."""
+    misspelt_pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {nodeNme: n, containers: []}\n"
+    old_deployment = "apiVersion: extensions/v1beta1\nkind: Deployment\nmetadata: {name: d}\nspec: {}\n"
+    older = "apiVersion: resource.k8s.io/v1beta1\nkind: DeviceClass\nmetadata: {name: gpu}\nspec: {}\n"
+    again = older.replace("v1beta1", "v1")
+    documents = [misspelt_pod, old_deployment, older, again, TEMPLATE]
+    files = write(tmp_path, "mixed.yaml", "---\n".join(documents))
+    code, out, err = run(capsys, "convert", "-f", files)
+    assert code == 1
+    assert [(d["kind"], d["apiVersion"]) for d in yaml.safe_load_all(out)] == [
+        ("DeviceClass", "resource.k8s.io/v1"),
+        ("ResourceClaimTemplate", "resource.k8s.io/v1"),
+    ]
+    lines = err.splitlines()
+    assert len(lines) == 3, err
+    assert lines[0].endswith('Pod p: unknown field "spec.nodeNme": did you mean "nodeName"?')
+    assert "Deployment d: apiVersion: Unsupported value: \"extensions/v1beta1\"" in lines[1]
+    assert "document 4: DeviceClass gpu: metadata.name: Duplicate value" in lines[2]
+
+
 def test_convert_shows_its_progress_on_a_terminal(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

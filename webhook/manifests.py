@@ -319,11 +319,17 @@ def read_entries(
 ) -> list[Entry]:
     """Every document under ``paths`` read as the API server would read it, and every path that
     could not be read; a document naming an object an earlier one names gets the duplicate error."""
+    return entries_of(iter_inputs(paths, recursive, stdin), options)
+
+
+def entries_of(items: Iterable[Document | Unreadable], options: ReadOptions = DEFAULTS) -> list[Entry]:
+    """:func:`read_entries` of documents already split (``convert`` keeps each one's JSON), one
+    entry per item, in order."""
     entries = [
         Entry(path=item.path, problem=item.message)
         if isinstance(item, Unreadable)
         else Entry(item.source, read(item.raw, options))
-        for item in iter_inputs(paths, recursive, stdin)
+        for item in items
     ]
     documents = [e for e in entries if e.reading is not None]
     readings = [e.reading for e in documents if e.reading is not None]

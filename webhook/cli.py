@@ -72,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     thresholds = gc.get_threshold()
     gc.set_threshold(*(SERVE_GC_THRESHOLDS if args.command == "serve" else BATCH_GC_THRESHOLDS))
-    stdout, sys.stdout = sys.stdout, _Stdout(sys.stdout)  # type: ignore[assignment]
+    stdout, sys.stdout = sys.stdout, _Stdout(sys.stdout)
     try:
         code: int = args.func(args)
         sys.stdout.flush()

@@ -13,10 +13,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import ValidationError
-
 from policies.api.base import TypedObject
-from policies.api.kinds import KINDS, DecodeError, decode, validation_problems
+from policies.api.kinds import KINDS, DecodeError, decode
 from policies.audit import (
     RESULTS,
     UNDECODABLE,
@@ -45,7 +43,8 @@ from webhook.commands.common import (
     read_inputs,
     style,
 )
-from webhook.manifests import Entry, ManifestError, read_documents
+from webhook.configfile import ConfigFileError, read_config
+from webhook.manifests import Entry
 from webhook.output import PLAIN, Progress, Style, Table, dump, dump_all, plural, print_table
 
 DESCRIPTION = """\
@@ -95,18 +94,13 @@ def register(sub: Any) -> None:
 # --- input ---------------------------------------------------------------------------------------
 
 
-def load_config(path: str) -> Config:
-    """The draguard config in ``path``; :class:`InputError` naming the field on any problem."""
+def load_config(path: str | None) -> Config:
+    """The draguard config in ``path`` (the file ``serve`` takes); :class:`InputError` naming each
+    field on any problem."""
     try:
-        docs = read_documents([path])
-    except ManifestError as err:
-        raise InputError(f"--config {err}") from None
-    if len(docs) != 1:
-        raise InputError(f"--config {path}: holds {len(docs)} YAML documents; a config is one")
-    try:
-        return Config.model_validate(docs[0].raw or {})
-    except ValidationError as err:
-        raise InputError("\n".join(f"--config {path}: {p}" for p in validation_problems(err))) from None
+        return read_config(path)
+    except ConfigFileError as err:
+        raise InputError(str(err)) from None
 
 
 def _decode(raws: Iterable[tuple[Any, str]]) -> tuple[list[TypedObject], list[Finding], set[str]]:
@@ -223,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
         if args.files and (args.kubeconfig or args.context):
             raise InputError("give -f (manifests) or a cluster (--kubeconfig, --context), not both")
         features = FeatureGates() if args.features is None else FeatureGates.parse(args.features)
-        config = load_config(args.config) if args.config else Config()
+        config = load_config(args.config)
         if args.files:
             objects, unreadable = from_files(args)
         else:

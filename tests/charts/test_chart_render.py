@@ -107,9 +107,10 @@ def test_every_default_manifest_is_valid_against_kubernetes_schemas(
 
 
 @needs_schemas
-def test_optional_manifests_are_valid_too() -> None:
+def test_optional_manifests_are_valid_too(find: Find) -> None:
+    peers = [{"ipBlock": {"cidr": "10.0.0.0/8"}}]
     values = {
-        "networkPolicy": {"enabled": True, "webhookFrom": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]},
+        "networkPolicy": {"enabled": True, "webhookFrom": peers},
         "webhooks": {
             "prescheduled": {"mutating": {"enabled": True}},
             "namespaceSelector": {
@@ -118,8 +119,17 @@ def test_optional_manifests_are_valid_too() -> None:
             },
         },
     }
-    for obj in render(values):
+    objects = render(values)
+    for obj in objects:
         validate(obj, "1.34.0")
+    # Each optional manifest is there and does its job, not merely valid when it is empty.
+    assert find(objects, "MutatingWebhookConfiguration", "draguard")["webhooks"]
+    policy = find(objects, "NetworkPolicy", "draguard")["spec"]
+    pod_labels = find(objects, "Deployment", "draguard")["spec"]["template"]["metadata"]["labels"]
+    assert policy["podSelector"]["matchLabels"].items() <= pod_labels.items()
+    assert policy["policyTypes"] == ["Ingress"]
+    ports = {r["ports"][0]["port"]: r.get("from") for r in policy["ingress"]}
+    assert ports == {8443: peers, 8080: None, 8081: None}
 
 
 # -- deployment shape --------------------------------------------------------------------------

@@ -14,7 +14,16 @@ from typing import Any, get_args
 import celpy
 import pytest
 import yaml
-from helm_render import CHART, NAMESPACE, HelmError, helm_sdkpy, needs_helm, render, uninstall_deletes
+from helm_render import (
+    CHART,
+    NAMESPACE,
+    HelmError,
+    helm_sdkpy,
+    needs_helm,
+    render,
+    require_helm,
+    uninstall_deletes,
+)
 from pydantic import BaseModel
 
 from certs.settings import CertSettings
@@ -71,7 +80,7 @@ def webhooks(
 
 
 def lint(chart: str) -> dict[str, Any]:
-    assert helm_sdkpy is not None
+    require_helm()
     result: dict[str, Any] = asyncio.run(
         helm_sdkpy.Lint(helm_sdkpy.Configuration(namespace=NAMESPACE)).run(chart)
     )

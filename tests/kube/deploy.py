@@ -30,7 +30,7 @@ from typing import Any
 
 import urllib3
 import yaml
-from controlplane import Component, ControlPlane, _die_with_parent, free_port, wait_for
+from controlplane import Component, ControlPlane, _die_with_parent, cannot_run, free_port, wait_for
 from kubernetes import client, dynamic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "charts"))
@@ -221,9 +221,7 @@ class Draguard:
     def install(self) -> None:
         """Apply the chart's objects, start the replicas and wait until the API server can call them."""
         if HELM_MISSING:
-            import pytest
-
-            pytest.skip(HELM_MISSING)
+            cannot_run(HELM_MISSING)
         self.workdir = Path(tempfile.mkdtemp(prefix="draguard-e2e-", dir=self.plane.workdir))
         self.balancer = Balancer(free_port())
         values = _merge({"webhooks": {"url": self.url}}, self.values)

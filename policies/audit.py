@@ -497,9 +497,7 @@ def noexecute_taints(snapshot: Snapshot) -> list[Finding]:
 
 def _pending(snapshot: Snapshot) -> list[Pod]:
     """Pods waiting for the scheduler with claims: no node yet, not finished, not being deleted."""
-    from policies.scheduler.cluster import is_pending
-
-    return [p for p in snapshot.pods.values() if is_pending(p) and p.spec.resource_claims]
+    return [p for p in snapshot.pending.values() if p.spec.resource_claims]
 
 
 def _one_line(text: str) -> str:

@@ -7,10 +7,11 @@ the allocator and the dry run see the same shape, so all entry points agree.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from policies.api.base import TypedObject
 from policies.api.core import Namespace, Node, Pod, ResourceQuota
@@ -25,8 +26,15 @@ from policies.api.resource import (
 )
 from policies.footprint import DeviceKey, device_index
 
+if TYPE_CHECKING:
+    from policies.scheduler.podinfo import NodePods, PodInfo
+
 Key = tuple[str, str]
 """``(namespace, name)`` of a namespaced object."""
+
+
+def claim_key(claim: ResourceClaim) -> Key:
+    return (claim.namespace or DEFAULT_NAMESPACE, claim.name)
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,13 @@ class Snapshot:
     for following references. A namespaced object whose manifest names no namespace is keyed
     under ``default``, where kubectl would apply it; the object itself is left as given (upstream
     messages print such a claim as ``name``, not ``default/name``).
+
+    Pods are kept as :class:`PodInfo` records (what decisions read of a pod), and whole only while
+    they wait for a node (``pending``: the questions the dry run and audit ask). What is derived
+    from many objects is kept beside them, so that a snapshot changed by a few objects
+    (:mod:`policies.store`, a dry run's placement) recomputes only what they touch: ``devices``
+    (every device of the pools' newest generations) and ``node_pods`` (each node's bound pods with
+    their sums).
     """
 
     classes: Mapping[str, DeviceClass] = field(default_factory=dict)
@@ -47,11 +62,14 @@ class Snapshot:
     claims: Mapping[Key, ResourceClaim] = field(default_factory=dict)
     all_claims: tuple[ResourceClaim, ...] = ()
     templates: Mapping[Key, ResourceClaimTemplate] = field(default_factory=dict)
-    pods: Mapping[Key, Pod] = field(default_factory=dict)
+    pods: Mapping[Key, PodInfo] = field(default_factory=dict)
+    pending: Mapping[Key, Pod] = field(default_factory=dict)
     nodes: Mapping[str, Node] = field(default_factory=dict)
     namespaces: Mapping[str, Namespace] = field(default_factory=dict)
     quotas: tuple[ResourceQuota, ...] = ()
     taint_rules: tuple[DeviceTaintRule, ...] = ()
+    devices: Mapping[DeviceKey, Device] = field(default_factory=dict)
+    node_pods: Mapping[str, NodePods] = field(default_factory=dict)
 
     @classmethod
     def build(cls, objects: Iterable[TypedObject]) -> Snapshot:
@@ -60,7 +78,7 @@ class Snapshot:
         slices: list[ResourceSlice] = []
         claims: list[ResourceClaim] = []
         templates: dict[Key, ResourceClaimTemplate] = {}
-        pods: dict[Key, Pod] = {}
+        pods: list[Pod] = []
         nodes: dict[str, Node] = {}
         namespaces: dict[str, Namespace] = {}
         quotas: dict[Key, ResourceQuota] = {}
@@ -76,7 +94,7 @@ class Snapshot:
             elif isinstance(obj, ResourceClaimTemplate):
                 templates[key] = obj
             elif isinstance(obj, Pod):
-                pods[key] = obj
+                pods.append(obj)
             elif isinstance(obj, Node):
                 nodes[obj.name] = obj
             elif isinstance(obj, Namespace):
@@ -85,25 +103,50 @@ class Snapshot:
                 quotas[key] = obj
             elif isinstance(obj, DeviceTaintRule):
                 rules[obj.name] = obj
-        return cls(
+        built = cls(
             classes=MappingProxyType(classes),
             slices=tuple(slices),
-            claims=MappingProxyType({(c.namespace or DEFAULT_NAMESPACE, c.name): c for c in claims}),
+            claims=MappingProxyType({claim_key(c): c for c in claims}),
             all_claims=tuple(claims),
             templates=MappingProxyType(templates),
-            pods=MappingProxyType(pods),
             nodes=MappingProxyType(nodes),
             namespaces=MappingProxyType(namespaces),
             quotas=tuple(quotas.values()),
             taint_rules=tuple(rules.values()),
+            devices=MappingProxyType(device_index(slices)),
         )
+        return built.with_claims_and_pods((), pods) if pods else built
 
-    @cached_property
-    def devices(self) -> Mapping[DeviceKey, Device]:
-        """Every device by ``(driver, pool, device)``, a pool's newest generation winning, built
-        once and shared by every rule of every request on this snapshot (40,000 devices take about
-        30 ms: the webhook's state builds it before the swap, so no request pays for it)."""
-        return MappingProxyType(device_index(self.slices))
+    def with_claims_and_pods(self, claims: Sequence[ResourceClaim], pods: Sequence[Pod]) -> Snapshot:
+        """The snapshot with ``claims`` and ``pods`` written over the objects of the same keys (or
+        added), as a placement or a deallocation leaves the cluster: only the nodes of the pods
+        written have their sums recomputed."""
+        # Imported here: the scheduler's modules are not loaded by the commands that read no pod
+        # (a validate of DRA objects), where importing them was a fifth of the run.
+        from policies.scheduler.podinfo import PodInfo, is_pending, moved, pod_key
+
+        by_key = {claim_key(c): c for c in claims}
+        kept = [by_key.pop(claim_key(c), c) for c in self.all_claims]
+        all_claims = (*kept, *by_key.values())
+        infos = dict(self.pods)
+        pending = dict(self.pending)
+        loads = dict(self.node_pods)
+        for pod in pods:
+            key = pod_key(pod)
+            info = PodInfo.of(pod)
+            moved(loads, infos.get(key), info)
+            infos[key] = info
+            pending.pop(key, None)
+            if is_pending(pod):
+                pending[key] = pod
+        return replace(
+            self,
+            claims=MappingProxyType({claim_key(c): c for c in all_claims}),
+            all_claims=tuple(all_claims),
+            pods=MappingProxyType(infos),
+            pending=MappingProxyType(pending),
+            node_pods=MappingProxyType(loads),
+        )
 
     @cached_property
     def _quotas_by_namespace(self) -> Mapping[str, tuple[ResourceQuota, ...]]:

@@ -28,7 +28,7 @@ from policies.api.defaults import apply_defaults
 from policies.config import Config
 from policies.reading import DEFAULTS, ReadOptions
 from policies.rules.drain import is_driver_pod
-from policies.scheduler.cluster import is_bound
+from policies.scheduler.podinfo import is_bound
 from policies.snapshot import Snapshot
 from webhook.kube import ApiResource, KubeReader
 from webhook.manifests import load
@@ -68,7 +68,7 @@ def relevance(config: Config) -> Keep:
     def relevant(obj: TypedObject) -> bool:
         if not isinstance(obj, Pod) or obj.spec.resource_claims or is_bound(obj):
             return True
-        return selector is not None and is_driver_pod(obj, selector.match_labels)
+        return selector is not None and is_driver_pod(obj.metadata.labels or {}, selector.match_labels)
 
     return relevant
 

@@ -18,10 +18,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from policies.api.core import Pod, PodAffinityTerm
+from policies.api.core import PodAffinityTerm
 from policies.scheduler.cluster import Cluster, NodeInfo
 from policies.scheduler.framework import MAX_NODE_SCORE, Cycle, Prepared, Status, unschedulable
 from policies.scheduler.labels import Selector, label_keys, selector
+from policies.scheduler.podinfo import PodInfo
 
 NAME = "InterPodAffinity"
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"
@@ -44,8 +45,8 @@ class Term:
     topology_key: str
 
     @classmethod
-    def of(cls, pod: Pod, raw: PodAffinityTerm) -> Term:
-        labels = pod.metadata.labels or {}
+    def of(cls, pod: PodInfo, raw: PodAffinityTerm) -> Term:
+        labels = pod.labels
         chosen = selector(raw.label_selector).plus(
             [
                 *label_keys(labels, raw.match_label_keys, "In"),
@@ -55,9 +56,9 @@ class Term:
         names = raw.namespaces or ([pod.namespace] if raw.namespace_selector is None else [])
         return cls(frozenset(names), selector(raw.namespace_selector), chosen, raw.topology_key)
 
-    def matches(self, pod: Pod, namespace_labels: Mapping[str, str]) -> bool:
+    def matches(self, pod: PodInfo, namespace_labels: Mapping[str, str]) -> bool:
         if pod.namespace in self.namespaces or self.namespace_selector.matches(namespace_labels):
-            return self.selector.matches(pod.metadata.labels or {})
+            return self.selector.matches(pod.labels)
         return False
 
     def merged(self, cluster: Cluster) -> Term:
@@ -73,8 +74,8 @@ class Term:
         return Term(self.namespaces | listed, Selector(None), self.selector, self.topology_key)
 
 
-def required_terms(pod: Pod, anti: bool) -> list[Term]:
-    affinity = pod.spec.affinity
+def required_terms(pod: PodInfo, anti: bool) -> list[Term]:
+    affinity = pod.affinity
     section = (
         (affinity.pod_anti_affinity if anti else affinity.pod_affinity) if affinity is not None else None
     )
@@ -90,7 +91,7 @@ def _add(counts: dict[TopologyPair, int], node: NodeInfo, key: str) -> None:
 
 def _existing_anti_affinity(cycle: Cycle) -> dict[TopologyPair, int]:
     """Topology pairs where a bound pod's anti-affinity term matches the incoming pod."""
-    pod = cycle.pod
+    pod = cycle.info
     namespace_labels = cycle.cluster.namespace_labels(pod.namespace)
     counts: dict[TopologyPair, int] = {}
     for node in cycle.cluster.with_required_anti_affinity:
@@ -120,7 +121,7 @@ def _incoming(cycle: Cycle, affinity: list[Term], anti: list[Term]) -> tuple[dic
 
 
 def pre_filter(cycle: Cycle) -> Prepared | None:
-    pod = cycle.pod
+    pod = cycle.info
     affinity = [t.merged(cycle.cluster) for t in required_terms(pod, anti=False)]
     anti = [t.merged(cycle.cluster) for t in required_terms(pod, anti=True)]
     existing = _existing_anti_affinity(cycle)
@@ -160,8 +161,8 @@ def pre_filter(cycle: Cycle) -> Prepared | None:
 HARD_POD_AFFINITY_WEIGHT = 1  # InterPodAffinityArgs.hardPodAffinityWeight, default profile
 
 
-def preferred_terms(pod: Pod, anti: bool) -> list[tuple[int, Term]]:
-    affinity = pod.spec.affinity
+def preferred_terms(pod: PodInfo, anti: bool) -> list[tuple[int, Term]]:
+    affinity = pod.affinity
     section = (
         (affinity.pod_anti_affinity if anti else affinity.pod_affinity) if affinity is not None else None
     )
@@ -175,7 +176,7 @@ def score(cycle: Cycle, fitting: Sequence[NodeInfo]) -> dict[str, int]:
     required affinity terms (weight 1) and preferred terms that the incoming pod matches; a node
     sums the pairs of its labels, and the sums are scaled to 0..100 between their minimum and
     maximum. Every node 0 when nothing matched (the plugin skips)."""
-    pod = cycle.pod
+    pod = cycle.info
     wanted = [(w, t.merged(cycle.cluster)) for w, t in preferred_terms(pod, anti=False)]
     unwanted = [(w, t.merged(cycle.cluster)) for w, t in preferred_terms(pod, anti=True)]
     everything = bool(wanted or unwanted)

@@ -33,7 +33,6 @@ from policies.dryrun import (
 from policies.dryrun.answer import Timing
 from policies.reading import Reading
 from policies.scheduler.claims import is_allocated
-from policies.scheduler.cluster import is_pending
 from policies.snapshot import Snapshot
 from policies.validation.documents import ANY_NAMESPACE, judge
 from webhook.commands import add_command
@@ -211,7 +210,7 @@ def _nodes(snapshot: Snapshot, wanted: list[str]) -> list[str] | None:
 
 def _questions(snapshot: Snapshot, wanted: list[str]) -> list[Question]:
     """The pending pods (those picked), or one question about the unallocated claims."""
-    pending = {p.key: p for p in snapshot.pods.values() if is_pending(p)}
+    pending = {p.key: p for p in snapshot.pending.values()}
     unknown = [w for w in wanted if w not in pending]
     if unknown:
         raise InputError(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -292,8 +293,11 @@ def claim(
 def pod(
     name: str, ns: str, node: str, app: str, uid: str, claim_name: str | None, rng: random.Random
 ) -> dict[str, Any]:
-    """A running pod as the API server stores it, about 4 KB of JSON."""
-    hash_ = f"{rng.getrandbits(40):010x}"[:10]
+    """A running pod as the API server stores it, about 4 KB of JSON: its template (requests,
+    the hash label) is its namespace's and app's, as for the replicas of one Deployment; the
+    ``cache`` app is a StatefulSet, whose pods carry their own name and index as labels."""
+    template = zlib.crc32(f"{ns}/{app}".encode())
+    hash_ = f"{template:010x}"
     env = [
         {"name": f"{app.upper()}_SETTING_{i}", "value": f"value-{rng.getrandbits(32):08x}"} for i in range(8)
     ]
@@ -310,8 +314,8 @@ def pod(
         "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
         "resources": {
             "requests": {
-                "cpu": f"{rng.choice((250, 500, 1000, 2000))}m",
-                "memory": f"{rng.choice((256, 512, 1024, 4096))}Mi",
+                "cpu": f"{(250, 500, 1000, 2000)[template % 4]}m",
+                "memory": f"{(256, 512, 1024, 4096)[template // 4 % 4]}Mi",
             },
             "limits": {"memory": "8Gi"},
         },
@@ -458,6 +462,17 @@ def pod(
     }
     if status_claims:
         status["resourceClaimStatuses"] = status_claims
+    labels = {"app": app, "pod-template-hash": hash_, "team": ns, "tier": "gpu" if claim_name else "cpu"}
+    owner = {"kind": "ReplicaSet", "name": f"{app}-{hash_}"}
+    if app == "cache":
+        labels = {
+            "app": app,
+            "team": ns,
+            "statefulset.kubernetes.io/pod-name": name,
+            "apps.kubernetes.io/pod-index": str(rng.randrange(1000)),
+            "controller-revision-hash": hash_,
+        }
+        owner = {"kind": "StatefulSet", "name": app}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -468,19 +483,13 @@ def pod(
             "uid": uid,
             "resourceVersion": str(rng.randrange(10**6, 10**8)),
             "creationTimestamp": started,
-            "labels": {
-                "app": app,
-                "pod-template-hash": hash_,
-                "team": ns,
-                "tier": "gpu" if claim_name else "cpu",
-            },
+            "labels": labels,
             "annotations": {"kubectl.kubernetes.io/restartedAt": started, "prometheus.io/scrape": "true"},
             "ownerReferences": [
                 {
                     "apiVersion": "apps/v1",
-                    "kind": "ReplicaSet",
-                    "name": f"{app}-{hash_}",
-                    "uid": f"rs-{ns}-{app}",
+                    **owner,
+                    "uid": f"{owner['kind'].lower()}-{ns}-{app}",
                     "controller": True,
                     "blockOwnerDeletion": True,
                 }

@@ -29,8 +29,11 @@ from policies.api.kinds import DecodeError, decode
 from policies.api.schema import DuplicateKeys
 from policies.reading import DEFAULTS, Reading, ReadOptions, read
 from policies.validation.documents import duplicates
+from webhook import jsonstream
 
 SUFFIXES = (".yaml", ".yml", ".json")
+# JSON files larger than this are read piece by piece (:mod:`webhook.jsonstream`), never whole.
+STREAM_BYTES = 16 << 20
 STDIN = "-"
 STDIN_NAME = "<stdin>"
 
@@ -200,10 +203,11 @@ def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return DuplicateKeys(data, tuple(_repeated([k for k, _ in pairs])))
 
 
-def _parse(name: str, text: str) -> list[Any]:
+def _parse(name: str, text: str, keys: bool = True) -> list[Any]:
+    """The documents of a file's text; ``keys``: remember keys written twice (strict decoding)."""
     try:
         if name.endswith(".json"):
-            return [json.loads(text, object_pairs_hook=_json_object)]
+            return [json.loads(text, object_pairs_hook=_json_object if keys else None)]
         return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
     except (yaml.YAMLError, json.JSONDecodeError) as err:
         mark = getattr(err, "problem_mark", None)
@@ -222,6 +226,41 @@ def _released(values: list[Any]) -> Iterator[Any]:
         yield value
 
 
+def _streamed(file: str) -> bool:
+    """A JSON file too large to parse whole (``kubectl get pods -A -o json`` of a large cluster)."""
+    try:
+        return file.endswith(".json") and os.path.getsize(file) > STREAM_BYTES
+    except OSError:
+        return False
+
+
+def _stream(file: str, keys: bool) -> Iterator[Document | Unreadable]:
+    """A large JSON file's documents as it is read: a List's items one at a time (its top-level
+    object is taken for a List when it has an ``items`` array: only Lists do), anything else whole.
+    A syntax error ends the file with one :class:`Unreadable`, after the items before it."""
+    try:
+        with open(file, encoding="utf-8") as fh:
+            items = 0
+            rest: dict[str, Any] = {}
+            for key, value in jsonstream.stream(fh, object_pairs_hook=_json_object if keys else None):
+                if key == "items[]":
+                    yield Document(value, Source(file, 1, items))
+                    items += 1
+                else:
+                    rest[key] = value
+    except (OSError, UnicodeDecodeError) as err:
+        yield Unreadable(file, f"{file}: cannot read: {err}")
+        return
+    except json.JSONDecodeError as err:
+        where = f"line {err.lineno}, column {err.colno}"
+        yield Unreadable(file, f"{file}: not valid YAML or JSON ({where}): {err.msg}")
+        return
+    if "" in rest:
+        yield from _expand(rest[""], Source(file, 1))
+    elif not items:
+        yield from _expand(rest, Source(file, 1))
+
+
 def _expand(raw: Any, source: Source) -> Iterator[Document]:
     # "List" and typed lists ("ResourceSliceList", as kubectl get -o yaml prints) both carry items.
     if (
@@ -236,18 +275,22 @@ def _expand(raw: Any, source: Source) -> Iterator[Document]:
 
 
 def iter_inputs(
-    paths: Sequence[str], recursive: bool = False, stdin: TextIO | None = None
+    paths: Sequence[str], recursive: bool = False, stdin: TextIO | None = None, keys: bool = True
 ) -> Iterator[Document | Unreadable]:
     """Every document under ``paths``, in order, one at a time; a path or file that gives none is
-    one :class:`Unreadable`, and the others are still read."""
+    one :class:`Unreadable`, and the others are still read. ``keys=False``: a JSON key written
+    twice is not looked for (a third faster, for input read as stored, not strictly)."""
     for path in paths:
         files = _files(path, recursive)
         if not files:
             yield Unreadable(path, f"{path}: a directory with no .yaml, .yml or .json files")
         for file in files:
             name = STDIN_NAME if file == STDIN else file
+            if _streamed(file):
+                yield from _stream(file, keys)
+                continue
             try:
-                parsed = _parse(name, _text(file, stdin or sys.stdin))
+                parsed = _parse(name, _text(file, stdin or sys.stdin), keys)
             except ManifestError as err:
                 yield Unreadable(name, str(err))
                 continue

@@ -8,9 +8,10 @@ parsed once) in a ``NodeInfo`` that sums its pods' requests; draguard keeps the 
 * :class:`PodInfo` holds what is the pod's own (name, uid, node, phase, start, claim names) and
   what the filters, preemption and the rules read, computed once: requests as NodeResourcesFit
   counts them, the scoring's non-zero requests, host ports, labels and affinity;
-* ``shape`` is the rest of the pod, its namespace, labels and spec less the node, a Pod model that
-  the pods of one template share (the quota rule prices a claim with it, the sharing rule reads
-  which containers use a claim). :class:`Shapes` hands out one per distinct shape;
+* ``shape`` is the rest of the pod, a Pod model holding the spec less the node, that the pods of
+  one template share (the quota rule prices a claim with it, the sharing rule reads which
+  containers use a claim). :class:`Shapes` hands out one per distinct spec, and one labels dict
+  per distinct set of labels (a StatefulSet's pods differ in their labels only);
 * :class:`NodePods` is a node's bound pods with their sums, updated pod by pod (upstream
   ``NodeInfo.AddPod``/``RemovePod``), so that a pod event costs its node, not the cluster.
 """
@@ -18,12 +19,13 @@ parsed once) in a ``NodeInfo`` that sums its pods' requests; draguard keeps the 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+import sys
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from policies.api.core import Affinity, Pod, PodStatus
-from policies.api.kinds import DEFAULT_NAMESPACE
+from policies.api.kinds import DEFAULT_NAMESPACE, decode_as
 from policies.scheduler import resources
 from policies.scheduler.ports import HostPorts, host_ports
 from policies.scheduler.resources import Resource
@@ -93,35 +95,46 @@ class PodInfo:
     host_ports: HostPorts
     claims: tuple[tuple[str, str], ...]
     shape: Pod
+    version: str = ""
 
     @classmethod
     def of(cls, pod: Pod) -> PodInfo:
         """The record of a pod model; its shape is the pod itself (files, questions, a placement)."""
-        return cls._of(pod, pod, resources.requests(pod), resources.non_zero_requests(pod), host_ports(pod))
+        requests, non_zero = resources.requests(pod), resources.non_zero_requests(pod)
+        return cls._of(pod, pod, pod.metadata.labels or {}, requests, non_zero, host_ports(pod))
 
     @classmethod
     def _of(
-        cls, pod: Pod, shape: Pod, requests: Resource, non_zero: Resource, ports: HostPorts
+        cls,
+        pod: Pod,
+        shape: Pod,
+        labels: Mapping[str, str],
+        requests: Resource,
+        non_zero: Resource,
+        ports: HostPorts,
     ) -> PodInfo:
         status = pod.status
+        # The names a cluster repeats on every pod are interned: one string per namespace, node and
+        # phase instead of one per pod (some 170 bytes a pod).
         return cls(
-            namespace=pod.namespace,
+            namespace=sys.intern(pod.namespace),
             name=pod.name,
             uid=pod.metadata.uid or "",
-            node_name=pod.spec.node_name or "",
-            phase=(status.phase if status is not None else None) or "",
+            node_name=sys.intern(pod.spec.node_name or ""),
+            phase=sys.intern((status.phase if status is not None else None) or ""),
             priority=shape.spec.priority or 0,
             start_time=status.start_time if status is not None else None,
             deleting=bool(pod.metadata.deletion_timestamp),
             preempted=_preempted(status),
             nominated_node=status.nominated_node_name if status is not None else None,
-            labels=shape.metadata.labels or {},
+            labels=labels,
             affinity=shape.spec.affinity,
             requests=requests,
             non_zero_requests=non_zero,
             host_ports=ports,
             claims=claim_names(pod),
             shape=shape,
+            version=pod.metadata.resource_version or "",
         )
 
     @property
@@ -159,10 +172,12 @@ class PodInfo:
 # --- pods from the API server's JSON ---------------------------------------------------------------
 
 # What of a stored pod is its own (the rest is its shape). Conditions and container statuses are
-# here for preemption's DisruptionTarget and the requests of an in-place resize.
+# here for preemption's DisruptionTarget and the requests of an in-place resize, and only those
+# that say something about either are kept (:func:`_own`).
 _STATUS_OF_CONTAINER = ("name", "resources", "allocatedResources")
+_READ_CONDITIONS = frozenset({"DisruptionTarget", "PodResizePending"})
 _OWN: Mapping[str, Any] = {
-    "metadata": ("name", "namespace", "uid", "deletionTimestamp"),
+    "metadata": ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp", "labels"),
     "spec": ("nodeName",),
     "status": {
         "phase": None, "startTime": None, "nominatedNodeName": None, "resourceClaimStatuses": None,
@@ -175,7 +190,6 @@ _OWN: Mapping[str, Any] = {
 # constraints, gates) and everything the kubelet reads are left out, so that more pods share one.
 _CONTAINER = ("name", "ports", "resources", "restartPolicy")
 _SHAPE: Mapping[str, Any] = {
-    "metadata": ("namespace", "labels"),
     "spec": {
         "affinity": None, "hostNetwork": None, "priority": None, "resources": None, "overhead": None,
         "resourceClaims": None, "containers": _CONTAINER, "initContainers": _CONTAINER,
@@ -198,40 +212,68 @@ def _project(raw: Any, fields: Any) -> Any:
     return {k: _project(raw[k], sub) for k, sub in fields.items() if k in raw}
 
 
+def _telling(key: str, item: Any) -> bool:
+    """Whether a status list's item says something the record reads (see :data:`_OWN`)."""
+    if not isinstance(item, dict):
+        return True  # for the model to refuse
+    if key == "conditions":
+        return item.get("type") in _READ_CONDITIONS
+    return "resources" in item or "allocatedResources" in item
+
+
+def _own(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored pod's own part, as the Pod model decodes it."""
+    own: dict[str, Any] = _project(raw, _OWN)
+    status = own.get("status")
+    if isinstance(status, dict):
+        for key in ("conditions", "containerStatuses", "initContainerStatuses"):
+            items = status.get(key)
+            if isinstance(items, list):
+                status[key] = [item for item in items if _telling(key, item)] or None
+                if status[key] is None:
+                    del status[key]
+    return {**own, "apiVersion": "v1", "kind": "Pod"}
+
+
 @dataclass
 class Shapes:
-    """One Pod model per distinct pod shape, with what the scheduler computes from it, so that the
-    replicas of a template share it; the shapes seen are kept as long as this object lives (one
-    per cluster state; a cluster has a few thousand). ``misses`` counts the shapes decoded."""
+    """One Pod model per distinct pod spec, with what the scheduler computes from it, and one dict
+    per distinct set of labels, so that the pods of a template share them; what was seen is kept
+    as long as this object lives (one per cluster state; a cluster has a few thousand templates).
+    ``misses`` counts the specs decoded."""
 
     _found: dict[str, tuple[Pod, Resource, Resource, HostPorts]] = field(default_factory=dict)
+    _labels: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = field(default_factory=dict)
     _resources: dict[tuple[object, ...], Resource] = field(default_factory=dict)
     misses: int = 0
 
     def __len__(self) -> int:
         return len(self._found)
 
-    def record(self, raw: Mapping[str, Any], decode: Any) -> PodInfo:
+    def record(self, raw: Mapping[str, Any], decode: Callable[[Mapping[str, Any]], Pod]) -> PodInfo:
         """The record of a pod given as the API server's JSON. ``decode`` turns a JSON object into a
-        defaulted Pod (it raises on what is not a pod); the pod's own part is decoded each time,
-        its shape only the first time it is seen."""
-        own: Pod = decode({**_project(raw, _OWN), "apiVersion": "v1", "kind": "Pod"})
+        defaulted Pod, for the shape, decoded only the first time it is seen; the pod's own part
+        is decoded as it is (raises :class:`DecodeError` on what is not a pod)."""
+        own = decode_as(Pod, _own(raw))
         shape_raw = _project(raw, _SHAPE)
         text = json.dumps(shape_raw, separators=(",", ":"))
         found = self._found.get(text)
         if found is None:
-            shape: Pod = decode({**shape_raw, "apiVersion": "v1", "kind": "Pod"})
-            found = (shape, self._shared(resources.requests(shape)),
-                     self._shared(resources.non_zero_requests(shape)), host_ports(shape))  # fmt: skip
+            shape = decode({**shape_raw, "apiVersion": "v1", "kind": "Pod"})
+            requests, non_zero = resources.requests(shape), resources.non_zero_requests(shape)
+            found = (shape, self._shared(requests), self._shared(non_zero), host_ports(shape))
             self._found[text] = found
             self.misses += 1
         shape, requests, non_zero, ports = found
         status = own.status
         if status is not None and (status.container_statuses or status.init_container_statuses):
             resized = Pod(spec=shape.spec, status=status)  # the scheduler counts an in-place resize
-            requests = self._shared(resources.requests(resized))
-            non_zero = self._shared(resources.non_zero_requests(resized))
-        return PodInfo._of(own, shape, requests, non_zero, ports)
+            if resources.as_resized(resized) is not resized:
+                requests = self._shared(resources.requests(resized))
+                non_zero = self._shared(resources.non_zero_requests(resized))
+        given: Mapping[str, str] = own.metadata.labels or {}
+        labels = self._labels.setdefault(tuple(given.items()), given)
+        return PodInfo._of(own, shape, labels, requests, non_zero, ports)
 
     def _shared(self, value: Resource) -> Resource:
         key = (value.milli_cpu, value.memory, value.ephemeral_storage, value.allowed_pods,

@@ -11,6 +11,7 @@ import pytest
 from policies.api.core import Pod
 from policies.api.kinds import decode
 from policies.config import Config
+from policies.scheduler.podinfo import PodInfo
 from webhook.manifests import ManifestError
 from webhook.state import FileState, relevance
 
@@ -61,7 +62,7 @@ def test_the_snapshot_keeps_the_pods_rules_read() -> None:
     pods = [pod("user", {}, True), pod("driver", driver, False), pod("web", {"app": "x"}, False)]
     selector = {"driverPodSelector": {"matchLabels": {"app": "gpu-driver"}}}
     drain = Config.model_validate({"rules": {"drain": selector}})
-    assert [p.name for p in pods if relevance(Config())(p)] == ["user"]
-    assert [p.name for p in pods if relevance(drain)(p)] == ["user", "driver"]
+    assert [p.name for p in pods if relevance(Config())(PodInfo.of(p))] == ["user"]
+    assert [p.name for p in pods if relevance(drain)(PodInfo.of(p))] == ["user", "driver"]
     kept = FileState.from_objects(pods, NOW, relevance(drain)).snapshot.pods
     assert sorted(name for _, name in kept) == ["driver", "user"]

@@ -1,0 +1,184 @@
+"""The cluster's objects, kept current one change at a time and published as Snapshots.
+
+The webhook's live state (list and watch) applies every event here as it arrives: the change costs
+what it touches (the object, its pool's devices, its node's pod sums), never a rebuild of the whole
+cluster. :meth:`Store.snapshot` then publishes: the kinds changed since the last publish get a
+fresh copy of their map (a C-level dict copy, about a millisecond for 100,000 pods, once per
+batch of events), the others are shared with the previous Snapshot. Snapshots are immutable, so a
+request keeps the one it started with while the store moves on.
+
+Unlike :meth:`Snapshot.build` (manifests, where names may repeat and every object counts), the
+store holds one object per key, as the API server does. Not thread-safe: the caller serializes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from types import MappingProxyType
+from typing import Any
+
+from policies.api.base import TypedObject
+from policies.api.core import Namespace, Node, Pod, ResourceQuota
+from policies.api.kinds import DEFAULT_NAMESPACE
+from policies.api.resource import (
+    Device,
+    DeviceClass,
+    DeviceTaintRule,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
+from policies.footprint import DeviceKey, device_index
+from policies.scheduler.podinfo import NodePods, PodInfo, moved
+from policies.snapshot import Key, Snapshot
+
+KINDS: Mapping[str, type[TypedObject]] = MappingProxyType(
+    {
+        "DeviceClass": DeviceClass,
+        "ResourceSlice": ResourceSlice,
+        "ResourceClaim": ResourceClaim,
+        "ResourceClaimTemplate": ResourceClaimTemplate,
+        "Pod": Pod,
+        "Node": Node,
+        "Namespace": Namespace,
+        "ResourceQuota": ResourceQuota,
+        "DeviceTaintRule": DeviceTaintRule,
+    }
+)
+PoolKey = tuple[str, str]
+
+
+def key_of(obj: TypedObject | PodInfo) -> Key:
+    """The store's key: ``(namespace or default, name)``, ``("", name)`` for cluster-scoped kinds."""
+    namespace = obj.namespace
+    if isinstance(obj, PodInfo | ResourceClaim | ResourceClaimTemplate | ResourceQuota):
+        namespace = namespace or DEFAULT_NAMESPACE
+    return (namespace, obj.name)
+
+
+def _version(obj: Any) -> str:
+    return obj.version if isinstance(obj, PodInfo) else obj.metadata.resource_version or ""
+
+
+class Store:
+    """Objects by kind and key (pods as :class:`PodInfo`, pending pods also whole), with each
+    pool's devices and each node's pod sums kept current."""
+
+    def __init__(self) -> None:
+        self._objects: dict[str, dict[Key, Any]] = {kind: {} for kind in KINDS}
+        self._pending: dict[Key, Pod] = {}
+        self._loads: dict[str, NodePods] = {}
+        self._pools: dict[PoolKey, dict[Key, ResourceSlice]] = {}
+        self._pool_devices: dict[PoolKey, tuple[DeviceKey, ...]] = {}
+        self._devices: dict[DeviceKey, Device] = {}
+        self._dirty: set[str] = set(KINDS)
+        self._published = Snapshot()
+
+    def __len__(self) -> int:
+        return sum(len(objects) for objects in self._objects.values())
+
+    def count(self, kind: str) -> int:
+        return len(self._objects[kind])
+
+    def version(self, kind: str, key: Key) -> str | None:
+        """The resourceVersion of the stored object, None when there is none: a re-list reuses an
+        object whose version did not change instead of decoding it again."""
+        found = self._objects[kind].get(key)
+        return None if found is None else _version(found)
+
+    def keys(self, kind: str) -> list[Key]:
+        return list(self._objects[kind])
+
+    def put(self, obj: TypedObject) -> None:
+        """Add or replace an object of any kind but Pod (see :meth:`put_pod`)."""
+        kind = type(obj).__name__
+        key = key_of(obj)
+        before = self._objects[kind].get(key)
+        self._objects[kind][key] = obj
+        self._dirty.add(kind)
+        if isinstance(obj, ResourceSlice):
+            self._slice_changed(before, obj)
+
+    def put_pod(self, info: PodInfo, whole: Pod | None = None) -> None:
+        """Add or replace a pod; ``whole``: the pod itself, kept while it waits for a node."""
+        key = key_of(info)
+        moved(self._loads, self._objects["Pod"].get(key), info)
+        self._objects["Pod"][key] = info
+        self._pending.pop(key, None)
+        if whole is not None and info.pending:
+            self._pending[key] = whole
+        self._dirty.add("Pod")
+
+    def delete(self, kind: str, key: Key) -> None:
+        before = self._objects[kind].pop(key, None)
+        if before is None:
+            return
+        self._dirty.add(kind)
+        if kind == "Pod":
+            moved(self._loads, before, None)
+            self._pending.pop(key, None)
+        elif kind == "ResourceSlice":
+            self._slice_changed(before, None)
+
+    def retain(self, kind: str, keys: Iterable[Key]) -> None:
+        """Delete the objects of ``kind`` not in ``keys`` (what a completed re-list did not see)."""
+        kept = set(keys)
+        for key in [k for k in self._objects[kind] if k not in kept]:
+            self.delete(kind, key)
+
+    def _slice_changed(self, before: ResourceSlice | None, after: ResourceSlice | None) -> None:
+        """Recompute the devices of the pools the slice left and joined, from their slices."""
+        pools = {(s.spec.driver, s.spec.pool.name): s for s in (before, after) if s is not None}
+        for pool, slc in pools.items():
+            key = key_of(slc)
+            members = self._pools.setdefault(pool, {})
+            if after is not None and pool == (after.spec.driver, after.spec.pool.name):
+                members[key] = after
+            else:
+                members.pop(key, None)
+            for device in self._pool_devices.pop(pool, ()):
+                self._devices.pop(device, None)
+            index = device_index(members.values())
+            self._devices.update(index)
+            if members:
+                self._pool_devices[pool] = tuple(index)
+            else:
+                del self._pools[pool]
+
+    def snapshot(self) -> Snapshot:
+        """The objects as they are now; the kinds unchanged since the last call share its maps."""
+        if not self._dirty:
+            return self._published
+        dirty, objects = self._dirty, self._objects
+        changes: dict[str, Any] = {}
+        if "DeviceClass" in dirty:
+            changes["classes"] = _names(objects["DeviceClass"])
+        if "ResourceSlice" in dirty:
+            changes["slices"] = tuple(objects["ResourceSlice"].values())
+            changes["devices"] = MappingProxyType(dict(self._devices))
+        if "ResourceClaim" in dirty:
+            changes["claims"] = MappingProxyType(dict(objects["ResourceClaim"]))
+            changes["all_claims"] = tuple(objects["ResourceClaim"].values())
+        if "ResourceClaimTemplate" in dirty:
+            changes["templates"] = MappingProxyType(dict(objects["ResourceClaimTemplate"]))
+        if "Pod" in dirty:
+            changes["pods"] = MappingProxyType(dict(objects["Pod"]))
+            changes["pending"] = MappingProxyType(dict(self._pending))
+            changes["node_pods"] = MappingProxyType(dict(self._loads))
+        if "Node" in dirty:
+            changes["nodes"] = _names(objects["Node"])
+        if "Namespace" in dirty:
+            changes["namespaces"] = _names(objects["Namespace"])
+        if "ResourceQuota" in dirty:
+            changes["quotas"] = tuple(objects["ResourceQuota"].values())
+        if "DeviceTaintRule" in dirty:
+            changes["taint_rules"] = tuple(objects["DeviceTaintRule"].values())
+        self._published = replace(self._published, **changes)
+        self._dirty = set()
+        return self._published
+
+
+def _names(objects: dict[Key, Any]) -> Mapping[str, Any]:
+    """Cluster-scoped objects by name, as the Snapshot keys them."""
+    return MappingProxyType({name: obj for (_, name), obj in objects.items()})

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from policies.api.base import TypedObject
 from policies.api.resource import (
@@ -107,14 +107,56 @@ def _expressions(obj: TypedObject | None) -> frozenset[str]:
 # --- the devices of the cluster ----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Inventory:
-    """The devices of the current pool generations, and the attribute/capacity names published
-    per domain (``{"gpu.example.com": {"model", ...}}``), for the misspelling check."""
+PoolKey = tuple[str, str]
+Signature = tuple[str, tuple[str, ...], tuple[str, ...]]
+"""What a target's evaluation depends on besides the devices: its class's name and selectors, and
+its own selectors (those that compile, in order)."""
+# How many signatures a pool remembers outcomes for: the claims of a cluster come from a few
+# templates; past this many, a pool forgets them all and they are evaluated again.
+POOL_OUTCOMES = 64
 
+
+@dataclass(frozen=True)
+class PoolOutcome:
+    """What a target's selectors did to one pool's devices, in a form that adds up over pools:
+    how many devices the class admits (all of them for a class's own selectors), how many of
+    those each selector matches and fails on (which, why), how many match them all together."""
+
+    candidates: int
+    matched: tuple[int, ...]
+    errors: tuple[tuple[tuple[str, str], ...], ...]
+    together: int
+
+    def plus(self, other: PoolOutcome) -> PoolOutcome:
+        return PoolOutcome(
+            self.candidates + other.candidates,
+            tuple(a + b for a, b in zip(self.matched, other.matched, strict=True)),
+            tuple(a + b for a, b in zip(self.errors, other.errors, strict=True)),
+            self.together + other.together,
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class PoolDevices:
+    """One pool's devices of its newest generation, bound for CEL, and the attribute and capacity
+    names they publish; one object as long as the pool's slices are the same objects, so that
+    what was worked out for it (``outcomes``, by signature) holds."""
+
+    slices: tuple[ResourceSlice, ...]
     devices: tuple[DeviceBinding, ...]
+    names: Mapping[str, Mapping[str, frozenset[str]]]
+    outcomes: dict[Signature, PoolOutcome] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, eq=False)
+class Inventory:
+    """The cluster's pools of devices, and the attribute/capacity names published per domain
+    (``{"attribute": {"gpu.example.com": {"model", ...}}}``), for the misspelling check."""
+
+    pools: tuple[PoolDevices, ...]
     drivers: frozenset[str]
     names: Mapping[str, Mapping[str, frozenset[str]]]
+    total: int
 
 
 def current_slices(slices: Iterable[ResourceSlice]) -> list[ResourceSlice]:
@@ -127,7 +169,14 @@ def current_slices(slices: Iterable[ResourceSlice]) -> list[ResourceSlice]:
     return [s for s in slices if s.spec.pool.generation == newest[(s.spec.driver, s.spec.pool.name)]]
 
 
-def _published(devices: Sequence[DeviceBinding]) -> dict[str, dict[str, frozenset[str]]]:
+def _by_pool(slices: Iterable[ResourceSlice]) -> dict[PoolKey, tuple[ResourceSlice, ...]]:
+    pools: dict[PoolKey, list[ResourceSlice]] = {}
+    for s in current_slices(slices):
+        pools.setdefault((s.spec.driver, s.spec.pool.name), []).append(s)
+    return {key: tuple(members) for key, members in pools.items()}
+
+
+def _published(devices: Iterable[DeviceBinding]) -> dict[str, dict[str, frozenset[str]]]:
     names: dict[str, dict[str, set[str]]] = {"attribute": {}, "capacity": {}}
     for device in devices:
         for kind, maps in (("attribute", device.attributes), ("capacity", device.capacity)):
@@ -136,15 +185,24 @@ def _published(devices: Sequence[DeviceBinding]) -> dict[str, dict[str, frozense
     return {kind: {d: frozenset(ids) for d, ids in by_domain.items()} for kind, by_domain in names.items()}
 
 
+def _merged_names(pools: Iterable[PoolDevices]) -> dict[str, dict[str, frozenset[str]]]:
+    names: dict[str, dict[str, set[str]]] = {"attribute": {}, "capacity": {}}
+    for pool in pools:
+        for kind, by_domain in pool.names.items():
+            for domain, ids in by_domain.items():
+                names[kind].setdefault(domain, set()).update(ids)
+    return {kind: {d: frozenset(ids) for d, ids in by_domain.items()} for kind, by_domain in names.items()}
+
+
 # --- evaluation ----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What one selector did to a set of devices."""
+    """What one selector did to a set of devices: how many it matched, where it failed."""
 
     total: int
-    matched: tuple[DeviceBinding, ...]
+    matched: int
     errors: tuple[tuple[str, str], ...]
 
 
@@ -165,6 +223,7 @@ class SelectorsRule:
     def __init__(self) -> None:
         self._cache = SelectorCache(STORED_EXPRESSIONS)
         self._inventory: tuple[Snapshot, Inventory] | None = None
+        self._pools: dict[PoolKey, PoolDevices] = {}
 
     def applies(self, request: Request, ctx: Context) -> bool:
         return (
@@ -198,17 +257,32 @@ class SelectorsRule:
         ]
 
     def _inventory_of(self, snapshot: Snapshot) -> Inventory:
-        """The snapshot's devices, bound once per snapshot (and once per slice generation overall)."""
+        """The snapshot's devices by pool; a pool whose slices are the same objects as in the
+        previous snapshot is the same :class:`PoolDevices`, with what was worked out for it."""
         if self._inventory is not None and self._inventory[0] is snapshot:
             return self._inventory[1]
-        devices = tuple(
-            self._cache.bind(s.spec.driver, s.spec.pool.name, device, s.metadata.generation)
-            for s in current_slices(snapshot.slices)
-            for device in s.spec.devices or ()
-        )
-        inventory = Inventory(devices, frozenset(d.driver for d in devices), _published(devices))
+        pools = {}
+        for key, slices in _by_pool(snapshot.slices).items():
+            found = self._pools.get(key)
+            if found is None or len(found.slices) != len(slices) or any(
+                a is not b for a, b in zip(found.slices, slices, strict=True)
+            ):
+                found = self._bound(slices)
+            pools[key] = found
+        self._pools = pools
+        drivers = frozenset(driver for driver, _ in pools)
+        total = sum(len(p.devices) for p in pools.values())
+        inventory = Inventory(tuple(pools.values()), drivers, _merged_names(pools.values()), total)
         self._inventory = (snapshot, inventory)
         return inventory
+
+    def _bound(self, slices: tuple[ResourceSlice, ...]) -> PoolDevices:
+        devices = tuple(
+            self._cache.bind(s.spec.driver, s.spec.pool.name, device, s.metadata.generation)
+            for s in slices
+            for device in s.spec.devices or ()
+        )
+        return PoolDevices(slices, devices, _published(devices))
 
     def _check_target(
         self,
@@ -222,59 +296,93 @@ class SelectorsRule:
         new = [s for s in target.selectors if s.expression not in stored]
         programs = _programs(target.selectors, ctx)
         findings: list[Finding] = []
-        if settings.warn_unknown_attributes and inventory.devices:
+        if settings.warn_unknown_attributes and inventory.total:
             for selector in (s for s in new if s in programs):
                 findings += _unknown_names(where, selector, programs[selector], inventory)
         scope = self._scope(where, target, inventory, ctx, settings)
         if isinstance(scope, list):
             return findings + scope
-        candidates, scope_name = scope
-        outcomes = {s: self._outcome(p, candidates, ctx) for s, p in programs.items()}
+        class_programs, scope_name = scope
+        totals = self._evaluate(inventory, target.class_name, class_programs, programs, ctx)
+        if not totals.candidates and target.class_name:
+            if settings.warn_no_match:
+                none = f"selects none of the {inventory.total} devices in the cluster"
+                findings.append(_warn(where, f"{_class_field(target)} {none}"))
+            return findings
+        selectors = list(programs)
         for selector in new:
-            if selector in outcomes:
-                findings += _outcome_findings(where, selector, outcomes[selector], scope_name, settings)
-        if (
-            settings.warn_no_match
-            and len(programs) > 1
-            and all(o.matched for o in outcomes.values())
-            and not any(self._all_match(programs, d) for d in candidates)
-        ):
-            findings.append(_warn(where, f"{target.path}.selectors match none of the {len(candidates)} "
+            if selector in programs:
+                i = selectors.index(selector)
+                outcome = Outcome(totals.candidates, totals.matched[i], totals.errors[i])
+                findings += _outcome_findings(where, selector, outcome, scope_name, settings)
+        if settings.warn_no_match and len(programs) > 1 and all(totals.matched) and not totals.together:
+            findings.append(_warn(where, f"{target.path}.selectors match none of the {totals.candidates} "
                                   f"{scope_name} together, although each of them matches some"))
         return findings
 
     def _scope(
         self, where: str, target: Target, inventory: Inventory, ctx: Context, settings: SelectorsConfig
-    ) -> tuple[tuple[DeviceBinding, ...], str] | list[Finding]:
-        """The devices a target's selectors choose from, and how to name them; or, when there are
-        none to choose from (unknown class, or a class that selects nothing), the warnings to give."""
+    ) -> tuple[dict[Selector, Program], str] | list[Finding]:
+        """The programs of the class a target's selectors choose within (none for a class's own
+        selectors) and how to name its devices; or, for an unknown class, the warning to give."""
         if not target.class_name:
-            return inventory.devices, "devices in the cluster"
+            return {}, "devices in the cluster"
         device_class = ctx.snapshot.classes.get(target.class_name)
-        field = f'{target.path}.deviceClassName: DeviceClass "{target.class_name}"'
         if device_class is None:
-            missing = f"{field} does not exist (yet); the request cannot be allocated until it does"
-            return [_warn(where, missing)]
+            missing = "does not exist (yet); the request cannot be allocated until it does"
+            return [_warn(where, f"{_class_field(target)} {missing}")]
         programs = _programs(_selectors("spec", device_class.spec.selectors), ctx)
-        candidates = tuple(d for d in inventory.devices if self._all_match(programs, d))
-        if not candidates:
-            if not settings.warn_no_match:
-                return []
-            total = len(inventory.devices)
-            return [_warn(where, f"{field} selects none of the {total} devices in the cluster")]
-        return candidates, f'devices of DeviceClass "{target.class_name}"'
+        return programs, f'devices of DeviceClass "{target.class_name}"'
 
-    def _outcome(self, program: Program, devices: Sequence[DeviceBinding], ctx: Context) -> Outcome:
-        _go_on(ctx)
-        matched: list[DeviceBinding] = []
-        errors: list[tuple[str, str]] = []
-        for device in devices:
-            try:
-                if self._cache.matches(program, device):
-                    matched.append(device)
-            except EvalError as err:
-                errors.append((device.device_id, err.message))
-        return Outcome(len(devices), tuple(matched), tuple(errors))
+    def _evaluate(
+        self,
+        inventory: Inventory,
+        class_name: str,
+        class_programs: Mapping[Selector, Program],
+        programs: Mapping[Selector, Program],
+        ctx: Context,
+    ) -> PoolOutcome:
+        """The target's outcome over every pool, each pool's worked out once per signature (a
+        claim made from the same template as an earlier one costs a lookup per pool)."""
+        signature: Signature = (
+            class_name,
+            tuple(s.expression for s in class_programs),
+            tuple(s.expression for s in programs),
+        )
+        total = PoolOutcome(0, (0,) * len(programs), ((),) * len(programs), 0)
+        for pool in inventory.pools:
+            found = pool.outcomes.get(signature)
+            if found is None:
+                _go_on(ctx)
+                found = self._pool_outcome(pool, class_programs, programs)
+                if len(pool.outcomes) >= POOL_OUTCOMES:
+                    pool.outcomes.clear()
+                pool.outcomes[signature] = found
+            total = total.plus(found) if found.candidates else total
+        return total
+
+    def _pool_outcome(
+        self,
+        pool: PoolDevices,
+        class_programs: Mapping[Selector, Program],
+        programs: Mapping[Selector, Program],
+    ) -> PoolOutcome:
+        candidates = [d for d in pool.devices if self._all_match(class_programs, d)]
+        matched = [0] * len(programs)
+        errors: list[list[tuple[str, str]]] = [[] for _ in programs]
+        together = 0
+        for device in candidates:
+            every = True
+            for i, program in enumerate(programs.values()):
+                try:
+                    hit = self._cache.matches(program, device)
+                except EvalError as err:
+                    errors[i].append((device.device_id, err.message))
+                    hit = False
+                matched[i] += hit
+                every = every and hit
+            together += every
+        return PoolOutcome(len(candidates), tuple(matched), tuple(map(tuple, errors)), together)
 
     def _all_match(self, programs: Mapping[Selector, Program], device: DeviceBinding) -> bool:
         """The allocator's verdict for a device: every selector true; an error counts as no."""
@@ -282,6 +390,10 @@ class SelectorsRule:
             return all(self._cache.matches(p, device) for p in programs.values())
         except EvalError:
             return False
+
+
+def _class_field(target: Target) -> str:
+    return f'{target.path}.deviceClassName: DeviceClass "{target.class_name}"'
 
 
 def _warn(where: str, message: str) -> Finding:

@@ -232,6 +232,38 @@ def namespace(n: int) -> list[dict[str, Any]]:
     ]
 
 
+CLAIM_SPEC: dict[str, Any] = {
+    "devices": {
+        "requests": [
+            {
+                "name": "gpu",
+                "exactly": {
+                    "deviceClassName": CLASS,
+                    "allocationMode": "ExactCount",
+                    "count": 1,
+                    "selectors": [{"cel": {"expression": GPU_SELECTOR}}],
+                },
+            }
+        ]
+    }
+}
+
+
+def template(ns: str, app: str) -> dict[str, Any]:
+    """The ResourceClaimTemplate ``<app>-gpu`` the app's pods name: one GPU."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {
+            "name": f"{app}-gpu",
+            "namespace": ns,
+            "uid": f"rct-{ns}-{app}",
+            "creationTimestamp": CREATED,
+        },
+        "spec": {"spec": CLAIM_SPEC},
+    }
+
+
 def claim(
     name: str, ns: str, node: str, device: int, pod_name: str, pod_uid: str, rng: random.Random
 ) -> dict[str, Any]:
@@ -259,21 +291,7 @@ def claim(
             ],
             "finalizers": ["resource.kubernetes.io/delete-protection"],
         },
-        "spec": {
-            "devices": {
-                "requests": [
-                    {
-                        "name": "gpu",
-                        "exactly": {
-                            "deviceClassName": CLASS,
-                            "allocationMode": "ExactCount",
-                            "count": 1,
-                            "selectors": [{"cel": {"expression": GPU_SELECTOR}}],
-                        },
-                    }
-                ]
-            }
-        },
+        "spec": CLAIM_SPEC,
         "status": {
             "allocation": {
                 "devices": {
@@ -298,7 +316,7 @@ def pod(
     ``cache`` app is a StatefulSet, whose pods carry their own name and index as labels."""
     template = zlib.crc32(f"{ns}/{app}".encode())
     hash_ = f"{template:010x}"
-    env = [
+    env: list[dict[str, Any]] = [
         {"name": f"{app.upper()}_SETTING_{i}", "value": f"value-{rng.getrandbits(32):08x}"} for i in range(8)
     ]
     env.append(
@@ -549,9 +567,16 @@ def write(directory: str, sizes: Sizes = Sizes(), seed: int = 23) -> Cluster:
     rng = random.Random(seed)
     files = {
         kind: os.path.join(directory, f"{kind}.json")
-        for kind in ("deviceclasses", "namespaces", "nodes", "resourceslices", "resourceclaims", "pods")
-    }
+        for kind in (
+            "deviceclasses", "namespaces", "nodes", "resourceslices", "resourceclaimtemplates",
+            "resourceclaims", "pods",
+        )
+    }  # fmt: skip
     _write_list(files["deviceclasses"], iter([device_class()]))
+    _write_list(
+        files["resourceclaimtemplates"],
+        (template(namespace_name(n), app) for n in range(sizes.namespaces) for app in APPS),
+    )
     _write_list(files["namespaces"], (obj for n in range(sizes.namespaces) for obj in namespace(n)))
     _write_list(files["nodes"], (node(n, rng) for n in range(sizes.nodes)))
     _write_list(files["resourceslices"], (resource_slice(n, sizes.gpus, rng) for n in range(sizes.nodes)))

@@ -290,8 +290,11 @@ def snapshot_ledger(snapshot: Snapshot, namespace: str | None = None) -> Ledger:
     """The DRA charges as the snapshot shows them, of one namespace or of all: the ledger offline,
     the prediction base on pod create, what the shared ledger is reconciled to, and the seed of
     the in-memory one (``serve --state``)."""
-    claims = (c for c in snapshot.allocated_claims() if namespace is None or c.namespace == namespace)
-    return Ledger.compute(claims, snapshot.devices, snapshot.pods)
+    if namespace is None:
+        return Ledger.compute(snapshot.allocated_claims(), snapshot.devices, snapshot.pods)
+    claims = snapshot.claims.namespace(namespace).values()
+    allocated = (c for c in claims if c.status is not None and c.status.allocation is not None)
+    return Ledger.compute(allocated, snapshot.devices, snapshot.pods)
 
 
 class LedgerUnavailable(Exception):

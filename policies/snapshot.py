@@ -7,11 +7,12 @@ the allocator and the dry run see the same shape, so all entry points agree.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import weakref
+from collections.abc import Iterable, Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from policies.api.base import TypedObject
 from policies.api.core import Namespace, Node, Pod, ResourceQuota
@@ -24,7 +25,7 @@ from policies.api.resource import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
-from policies.footprint import DeviceKey, device_index
+from policies.footprint import DeviceKey, device_index, yields_node_resources
 
 if TYPE_CHECKING:
     from policies.scheduler.podinfo import NodePods, PodInfo
@@ -33,8 +34,153 @@ Key = tuple[str, str]
 """``(namespace, name)`` of a namespaced object."""
 
 
+K = TypeVar("K")
+V = TypeVar("V")
+
+
 def claim_key(claim: ResourceClaim) -> Key:
     return (claim.namespace or DEFAULT_NAMESPACE, claim.name)
+
+
+class Grouped(Mapping[K, V]):
+    """Objects held in groups (:class:`Namespaced` by namespace, :class:`Devices` by pool).
+
+    Groups make two things cheap: one group's objects (a pod create reads its namespace's claims
+    for the quota, not the cluster's 20,000), and a changed copy (:meth:`with_`, the store's
+    publish): the copy shares every group's map but those that changed.
+    """
+
+    __slots__ = ("_groups", "_len")
+
+    def __init__(self, groups: Mapping[Any, Mapping[K, V]] | None = None) -> None:
+        self._groups: Mapping[Any, Mapping[K, V]] = groups or {}
+        self._len = sum(len(m) for m in self._groups.values())
+
+    @staticmethod
+    def group_of(key: K) -> Any:
+        raise NotImplementedError
+
+    @classmethod
+    def of(cls, items: Iterable[tuple[K, V]]) -> Self:
+        groups: dict[Any, dict[K, V]] = {}
+        for key, value in items:
+            groups.setdefault(cls.group_of(key), {})[key] = value
+        return cls(groups)
+
+    def __getitem__(self, key: K) -> V:
+        return self._groups[self.group_of(key)][key]
+
+    def __contains__(self, key: object) -> bool:
+        try:
+            inner = self._groups.get(self.group_of(key))  # type: ignore[arg-type]
+        except (TypeError, IndexError):
+            return False
+        return inner is not None and key in inner
+
+    def get(self, key: K, default: Any = None) -> Any:
+        inner = self._groups.get(self.group_of(key))
+        return default if inner is None else inner.get(key, default)
+
+    def __iter__(self) -> Iterator[K]:
+        for inner in self._groups.values():
+            yield from inner
+
+    def __len__(self) -> int:
+        return self._len
+
+    def values(self) -> ValuesView[V]:
+        return _Values(self)
+
+    def group(self, group: Any) -> Mapping[K, V]:
+        return self._groups.get(group, _NONE)
+
+    def groups(self) -> Iterable[Mapping[K, V]]:
+        return self._groups.values()
+
+    def group_items(self) -> Iterable[tuple[Any, Mapping[K, V]]]:
+        return self._groups.items()
+
+    def with_(self, changes: Mapping[K, V | None]) -> Self:
+        """A copy with ``changes`` written over (None: deleted); only their groups are copied."""
+        groups = dict(self._groups)
+        copied: set[Any] = set()
+        for key, value in changes.items():
+            group = self.group_of(key)
+            if group not in copied:
+                groups[group] = dict(groups.get(group) or {})
+                copied.add(group)
+            inner = groups[group]
+            assert isinstance(inner, dict)
+            if value is None:
+                inner.pop(key, None)
+            else:
+                inner[key] = value
+        return type(self)({g: inner for g, inner in groups.items() if inner})
+
+
+class Namespaced(Grouped[Key, V]):
+    """Objects by ``(namespace, name)``, held namespace by namespace."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def group_of(key: Key) -> str:
+        return key[0]
+
+    def namespace(self, namespace: str) -> Mapping[Key, V]:
+        """The objects of one namespace (``""`` meaning ``default``, as for keys)."""
+        return self.group(namespace or DEFAULT_NAMESPACE)
+
+
+class Devices(Grouped[DeviceKey, Device]):
+    """Every device of the pools' newest generations by ``(driver, pool, device)``, held pool by
+    pool. The store makes one from the last (``base``, held weakly) when slices change, saying
+    which pools did (``changed``) and which pools have devices that yield node-allocatable
+    resources (``yielding``), so that what is worked out over all devices can be brought up to
+    date from the changed pools alone (a pod's review must not walk 40,000 devices)."""
+
+    __slots__ = ("__dict__", "__weakref__", "_base", "_yielding", "changed")
+
+    def __init__(
+        self,
+        groups: Mapping[Any, Mapping[DeviceKey, Device]] | None = None,
+        base: Devices | None = None,
+        changed: frozenset[tuple[str, str]] = frozenset(),
+        yielding: frozenset[tuple[str, str]] | None = None,
+    ) -> None:
+        super().__init__(groups)
+        self._base = weakref.ref(base) if base is not None else None
+        self.changed = changed
+        self._yielding = yielding
+
+    @staticmethod
+    def group_of(key: DeviceKey) -> tuple[str, str]:
+        return key[:2]
+
+    @property
+    def base(self) -> Devices | None:
+        """The index this one was made from, if still in use (then only ``changed`` differ)."""
+        return self._base() if self._base is not None else None
+
+    @cached_property
+    def yield_node_resources(self) -> bool:
+        """Whether any device declares node-allocatable resources (KEP-5517)."""
+        if self._yielding is not None:
+            return bool(self._yielding)
+        return any(yields_node_resources(d) for d in self.values())
+
+
+class _Values(ValuesView[V]):
+    def __init__(self, mapping: Grouped[Any, V]) -> None:
+        super().__init__(mapping)
+        self._grouped = mapping
+
+    def __iter__(self) -> Iterator[V]:
+        for inner in self._grouped.groups():
+            yield from inner.values()
+
+
+_NONE: Mapping[Any, Any] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -59,16 +205,16 @@ class Snapshot:
 
     classes: Mapping[str, DeviceClass] = field(default_factory=dict)
     slices: tuple[ResourceSlice, ...] = ()
-    claims: Mapping[Key, ResourceClaim] = field(default_factory=dict)
+    claims: Namespaced[ResourceClaim] = field(default_factory=Namespaced)
     all_claims: tuple[ResourceClaim, ...] = ()
     templates: Mapping[Key, ResourceClaimTemplate] = field(default_factory=dict)
-    pods: Mapping[Key, PodInfo] = field(default_factory=dict)
+    pods: Namespaced[PodInfo] = field(default_factory=Namespaced)
     pending: Mapping[Key, Pod] = field(default_factory=dict)
     nodes: Mapping[str, Node] = field(default_factory=dict)
     namespaces: Mapping[str, Namespace] = field(default_factory=dict)
     quotas: tuple[ResourceQuota, ...] = ()
     taint_rules: tuple[DeviceTaintRule, ...] = ()
-    devices: Mapping[DeviceKey, Device] = field(default_factory=dict)
+    devices: Devices = field(default_factory=Devices)
     node_pods: Mapping[str, NodePods] = field(default_factory=dict)
 
     @classmethod
@@ -106,14 +252,14 @@ class Snapshot:
         built = cls(
             classes=MappingProxyType(classes),
             slices=tuple(slices),
-            claims=MappingProxyType({claim_key(c): c for c in claims}),
+            claims=Namespaced.of((claim_key(c), c) for c in claims),
             all_claims=tuple(claims),
             templates=MappingProxyType(templates),
             nodes=MappingProxyType(nodes),
             namespaces=MappingProxyType(namespaces),
             quotas=tuple(quotas.values()),
             taint_rules=tuple(rules.values()),
-            devices=MappingProxyType(device_index(slices)),
+            devices=Devices.of(device_index(slices).items()),
         )
         return built.with_claims_and_pods((), pods) if pods else built
 
@@ -125,25 +271,25 @@ class Snapshot:
         # (a validate of DRA objects), where importing them was a fifth of the run.
         from policies.scheduler.podinfo import PodInfo, is_pending, moved, pod_key
 
-        by_key = {claim_key(c): c for c in claims}
-        kept = [by_key.pop(claim_key(c), c) for c in self.all_claims]
-        all_claims = (*kept, *by_key.values())
-        infos = dict(self.pods)
+        written = {claim_key(c): c for c in claims}
+        by_key = dict(written)
+        kept = [by_key.pop(claim_key(c), c) for c in self.all_claims] if written else list(self.all_claims)
+        infos: dict[Key, PodInfo | None] = {}
         pending = dict(self.pending)
         loads = dict(self.node_pods)
         for pod in pods:
             key = pod_key(pod)
             info = PodInfo.of(pod)
-            moved(loads, infos.get(key), info)
+            moved(loads, infos.get(key) or self.pods.get(key), info)
             infos[key] = info
             pending.pop(key, None)
             if is_pending(pod):
                 pending[key] = pod
         return replace(
             self,
-            claims=MappingProxyType({claim_key(c): c for c in all_claims}),
-            all_claims=tuple(all_claims),
-            pods=MappingProxyType(infos),
+            claims=self.claims.with_(written),
+            all_claims=(*kept, *by_key.values()),
+            pods=self.pods.with_(infos),
             pending=MappingProxyType(pending),
             node_pods=MappingProxyType(loads),
         )

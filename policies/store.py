@@ -13,7 +13,7 @@ store holds one object per key, as the API server does. Not thread-safe: the cal
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
@@ -29,9 +29,9 @@ from policies.api.resource import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
-from policies.footprint import DeviceKey, device_index
+from policies.footprint import DeviceKey, device_index, yields_node_resources
 from policies.scheduler.podinfo import NodePods, PodInfo, moved
-from policies.snapshot import Key, Snapshot
+from policies.snapshot import Devices, Key, Namespaced, Snapshot
 
 KINDS: Mapping[str, type[TypedObject]] = MappingProxyType(
     {
@@ -61,17 +61,70 @@ def _version(obj: Any) -> str:
     return obj.version if isinstance(obj, PodInfo) else obj.metadata.resource_version or ""
 
 
+class _ByNamespace:
+    """One kind's objects by namespace, and the namespaces changed since the last publish, whose
+    maps alone the next publish copies."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, dict[Key, Any]] = {}
+        self._published: dict[str, Mapping[Key, Any]] = {}
+        self._changed: set[str] = set()
+
+    def __len__(self) -> int:
+        return sum(len(inner) for inner in self.objects.values())
+
+    def __iter__(self) -> Iterator[Key]:
+        for inner in self.objects.values():
+            yield from inner
+
+    def get(self, key: Key) -> Any:
+        inner = self.objects.get(key[0])
+        return None if inner is None else inner.get(key)
+
+    def values(self) -> Iterator[Any]:
+        for inner in self.objects.values():
+            yield from inner.values()
+
+    def __setitem__(self, key: Key, value: Any) -> None:
+        self.objects.setdefault(key[0], {})[key] = value
+        self._changed.add(key[0])
+
+    def pop(self, key: Key) -> Any:
+        inner = self.objects.get(key[0])
+        found = None if inner is None else inner.pop(key, None)
+        if found is not None:
+            self._changed.add(key[0])
+            if not inner:
+                del self.objects[key[0]]
+        return found
+
+    def publish(self) -> Namespaced[Any]:
+        for namespace in self._changed:
+            inner = self.objects.get(namespace)
+            if inner:
+                self._published[namespace] = MappingProxyType(dict(inner))
+            else:
+                self._published.pop(namespace, None)
+        self._changed = set()
+        return Namespaced(dict(self._published))
+
+
 class Store:
     """Objects by kind and key (pods as :class:`PodInfo`, pending pods also whole), with each
     pool's devices and each node's pod sums kept current."""
 
     def __init__(self) -> None:
-        self._objects: dict[str, dict[Key, Any]] = {kind: {} for kind in KINDS}
+        self._objects: dict[str, dict[Key, Any] | _ByNamespace] = {
+            kind: _ByNamespace() if kind in _NAMESPACED else {} for kind in KINDS
+        }
         self._pending: dict[Key, Pod] = {}
         self._loads: dict[str, NodePods] = {}
         self._pools: dict[PoolKey, dict[Key, ResourceSlice]] = {}
-        self._pool_devices: dict[PoolKey, tuple[DeviceKey, ...]] = {}
-        self._devices: dict[DeviceKey, Device] = {}
+        # Each pool's devices: a new dict when the pool changes, never changed after, so that
+        # published snapshots share it.
+        self._pool_devices: dict[PoolKey, Mapping[DeviceKey, Device]] = {}
+        self._changed_pools: set[PoolKey] = set()
+        self._yielding: set[PoolKey] = set()  # pools with a device that yields node resources
         self._dirty: set[str] = set(KINDS)
         self._published = Snapshot()
 
@@ -86,9 +139,6 @@ class Store:
         object whose version did not change instead of decoding it again."""
         found = self._objects[kind].get(key)
         return None if found is None else _version(found)
-
-    def keys(self, kind: str) -> list[Key]:
-        return list(self._objects[kind])
 
     def put(self, obj: TypedObject) -> None:
         """Add or replace an object of any kind but Pod (see :meth:`put_pod`)."""
@@ -111,7 +161,8 @@ class Store:
         self._dirty.add("Pod")
 
     def delete(self, kind: str, key: Key) -> None:
-        before = self._objects[kind].pop(key, None)
+        objects = self._objects[kind]
+        before = objects.pop(key) if isinstance(objects, _ByNamespace) else objects.pop(key, None)
         if before is None:
             return
         self._dirty.add(kind)
@@ -137,14 +188,15 @@ class Store:
                 members[key] = after
             else:
                 members.pop(key, None)
-            for device in self._pool_devices.pop(pool, ()):
-                self._devices.pop(device, None)
-            index = device_index(members.values())
-            self._devices.update(index)
+            self._changed_pools.add(pool)
+            self._yielding.discard(pool)
             if members:
-                self._pool_devices[pool] = tuple(index)
+                index = self._pool_devices[pool] = device_index(members.values())
+                if any(yields_node_resources(d) for d in index.values()):
+                    self._yielding.add(pool)
             else:
                 del self._pools[pool]
+                self._pool_devices.pop(pool, None)
 
     def snapshot(self) -> Snapshot:
         """The objects as they are now; the kinds unchanged since the last call share its maps."""
@@ -156,14 +208,20 @@ class Store:
             changes["classes"] = _names(objects["DeviceClass"])
         if "ResourceSlice" in dirty:
             changes["slices"] = tuple(objects["ResourceSlice"].values())
-            changes["devices"] = MappingProxyType(dict(self._devices))
+            changes["devices"] = Devices(
+                dict(self._pool_devices),
+                self._published.devices,
+                frozenset(self._changed_pools),
+                frozenset(self._yielding),
+            )
+            self._changed_pools = set()
         if "ResourceClaim" in dirty:
-            changes["claims"] = MappingProxyType(dict(objects["ResourceClaim"]))
-            changes["all_claims"] = tuple(objects["ResourceClaim"].values())
+            changes["claims"] = claims = _published(objects["ResourceClaim"])
+            changes["all_claims"] = tuple(claims.values())
         if "ResourceClaimTemplate" in dirty:
-            changes["templates"] = MappingProxyType(dict(objects["ResourceClaimTemplate"]))
+            changes["templates"] = _published(objects["ResourceClaimTemplate"])
         if "Pod" in dirty:
-            changes["pods"] = MappingProxyType(dict(objects["Pod"]))
+            changes["pods"] = _published(objects["Pod"])
             changes["pending"] = MappingProxyType(dict(self._pending))
             changes["node_pods"] = MappingProxyType(dict(self._loads))
         if "Node" in dirty:
@@ -179,6 +237,15 @@ class Store:
         return self._published
 
 
-def _names(objects: dict[Key, Any]) -> Mapping[str, Any]:
+_NAMESPACED = frozenset({"ResourceClaim", "ResourceClaimTemplate", "Pod", "ResourceQuota"})
+
+
+def _published(objects: dict[Key, Any] | _ByNamespace) -> Namespaced[Any]:
+    assert isinstance(objects, _ByNamespace)
+    return objects.publish()
+
+
+def _names(objects: dict[Key, Any] | _ByNamespace) -> Mapping[str, Any]:
     """Cluster-scoped objects by name, as the Snapshot keys them."""
+    assert isinstance(objects, dict)
     return MappingProxyType({name: obj for (_, name), obj in objects.items()})

@@ -112,27 +112,8 @@ class FileState:
         keep: KeepPod = DEFAULT_RELEVANCE,
         options: ReadOptions = DEFAULTS,
     ) -> FileState:
-        """The objects of manifest files or directories (``options``: the reading flags), read one
-        document at a time; raises ManifestError listing every problem.
-
-        The objects of the kinds and versions the live state lists (:data:`RESOURCES`) are a
-        cluster's stored objects: they are read as list/watch reads them (:class:`Reader`: decoded,
-        trimmed, compact), defaulted, and not judged as new (an existing object is what the
-        scheduler reads, valid or not). Other documents (older versions, other kinds) are read as
-        the offline commands read them. A later document naming the same object replaces the
-        earlier one, as ``kubectl apply`` would; the log names both places."""
-        store = Store()
-        reader = Reader(keep, now)
-        problems: list[str] = []
-        seen: dict[tuple[str, Key], str] = {}
-        for item in iter_inputs(paths, recursive=True, keys=False):
-            if isinstance(item, Unreadable):
-                problems.append(item.message)
-            else:
-                _load_document(store, reader, item, options, problems, seen)
-        if problems:
-            raise ManifestError("\n".join(problems))
-        return cls(store.snapshot())
+        """The objects of manifest files or directories (:func:`read_state`)."""
+        return cls(read_state(paths, now, keep, options)[0].snapshot())
 
     @property
     def snapshot(self) -> Snapshot:
@@ -144,6 +125,36 @@ class FileState:
 
     def age(self) -> float:
         return 0.0
+
+
+def read_state(
+    paths: Sequence[str],
+    now: datetime,
+    keep: KeepPod = DEFAULT_RELEVANCE,
+    options: ReadOptions = DEFAULTS,
+) -> tuple[Store, Reader]:
+    """A store of the objects of manifest files or directories (``options``: the reading flags),
+    read one document at a time, and the reader that read them (it knows the pod shapes seen);
+    raises ManifestError listing every problem.
+
+    The objects of the kinds and versions the live state lists (:data:`RESOURCES`) are a cluster's
+    stored objects: they are read as list/watch reads them (:class:`Reader`: decoded, trimmed,
+    compact), defaulted, and not judged as new (an existing object is what the scheduler reads,
+    valid or not). Other documents (older versions, other kinds) are read as the offline commands
+    read them. A later document naming the same object replaces the earlier one, as ``kubectl
+    apply`` would; the log names both places."""
+    store = Store()
+    reader = Reader(keep, now)
+    problems: list[str] = []
+    seen: dict[tuple[str, Key], str] = {}
+    for item in iter_inputs(paths, recursive=True, keys=False):
+        if isinstance(item, Unreadable):
+            problems.append(item.message)
+        else:
+            _load_document(store, reader, item, options, problems, seen)
+    if problems:
+        raise ManifestError("\n".join(problems))
+    return store, reader
 
 
 def _put(store: Store, obj: TypedObject, keep: KeepPod) -> None:

@@ -230,9 +230,7 @@ def _with_objects(snapshot: Snapshot, question: HttpQuestion) -> Snapshot:
     if not question.claims and not question.templates:
         return snapshot
     return replace(
-        snapshot,
-        claims=MappingProxyType({**snapshot.claims, **{(c.namespace, c.name): c for c in question.claims}}),
-        all_claims=(*snapshot.all_claims, *question.claims),
+        snapshot.with_claims_and_pods(question.claims, []),
         templates=MappingProxyType(
             {**snapshot.templates, **{(t.namespace, t.name): t for t in question.templates}}
         ),

@@ -18,11 +18,13 @@ environment stay updatable and unrelated updates do not repeat old warnings.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property, partial
 
 from policies.api.base import TypedObject
 from policies.api.resource import (
+    Device,
     DeviceClaim,
     DeviceClass,
     DeviceSelector,
@@ -39,9 +41,10 @@ from policies.cel import (
     SelectorCache,
 )
 from policies.config import SelectorsConfig
+from policies.footprint import DeviceKey
 from policies.rules.common import LISTED, a_few, object_key
 from policies.rules.engine import Context, Finding, Request, RuleUnavailable
-from policies.snapshot import Snapshot
+from policies.snapshot import Devices, Snapshot
 from policies.validation.cel import NEW_EXPRESSIONS
 
 STORED_EXPRESSIONS = Environment(kind="stored")
@@ -127,22 +130,14 @@ class PoolOutcome:
     errors: tuple[tuple[tuple[str, str], ...], ...]
     together: int
 
-    def plus(self, other: PoolOutcome) -> PoolOutcome:
-        return PoolOutcome(
-            self.candidates + other.candidates,
-            tuple(a + b for a, b in zip(self.matched, other.matched, strict=True)),
-            tuple(a + b for a, b in zip(self.errors, other.errors, strict=True)),
-            self.together + other.together,
-        )
-
 
 @dataclass(frozen=True, eq=False)
 class PoolDevices:
     """One pool's devices of its newest generation, bound for CEL, and the attribute and capacity
-    names they publish; one object as long as the pool's slices are the same objects, so that
-    what was worked out for it (``outcomes``, by signature) holds."""
+    names they publish; one object as long as the snapshot's map of the pool's devices (``source``)
+    is the same object, so that what was worked out for it (``outcomes``, by signature) holds."""
 
-    slices: tuple[ResourceSlice, ...]
+    source: Mapping[DeviceKey, Device]
     devices: tuple[DeviceBinding, ...]
     names: Mapping[str, Mapping[str, frozenset[str]]]
     outcomes: dict[Signature, PoolOutcome] = field(default_factory=dict)
@@ -151,12 +146,26 @@ class PoolDevices:
 @dataclass(frozen=True, eq=False)
 class Inventory:
     """The cluster's pools of devices, and the attribute/capacity names published per domain
-    (``{"attribute": {"gpu.example.com": {"model", ...}}}``), for the misspelling check."""
+    (``{"attribute": {"gpu.example.com": {"model", ...}}}``), for the misspelling check.
 
-    pools: tuple[PoolDevices, ...]
+    ``replaced`` holds, for the pools that differ from the inventory before this one (``base``),
+    what that one had (None: a new pool): a target's outcome over the previous inventory is
+    brought up to date from them alone."""
+
+    pools: Mapping[PoolKey, PoolDevices]
     drivers: frozenset[str]
-    names: Mapping[str, Mapping[str, frozenset[str]]]
     total: int
+    base: int = 0  # id() of the inventory before, which a cached outcome holds on to
+    replaced: Mapping[PoolKey, PoolDevices | None] = field(default_factory=dict)
+
+    @cached_property
+    def names(self) -> Mapping[str, Mapping[str, frozenset[str]]]:
+        return _merged_names(self.pools.values())
+
+    def publishes(self, kind: str, domain: str, ident: str) -> bool:
+        """Whether some device publishes the name: the first pool that does answers, where
+        :attr:`names` would merge every pool's first (a misspelling alone needs them all)."""
+        return any(ident in pool.names[kind].get(domain, ()) for pool in self.pools.values())
 
 
 def current_slices(slices: Iterable[ResourceSlice]) -> list[ResourceSlice]:
@@ -167,13 +176,6 @@ def current_slices(slices: Iterable[ResourceSlice]) -> list[ResourceSlice]:
         key = (s.spec.driver, s.spec.pool.name)
         newest[key] = max(newest.get(key, s.spec.pool.generation), s.spec.pool.generation)
     return [s for s in slices if s.spec.pool.generation == newest[(s.spec.driver, s.spec.pool.name)]]
-
-
-def _by_pool(slices: Iterable[ResourceSlice]) -> dict[PoolKey, tuple[ResourceSlice, ...]]:
-    pools: dict[PoolKey, list[ResourceSlice]] = {}
-    for s in current_slices(slices):
-        pools.setdefault((s.spec.driver, s.spec.pool.name), []).append(s)
-    return {key: tuple(members) for key, members in pools.items()}
 
 
 def _published(devices: Iterable[DeviceBinding]) -> dict[str, dict[str, frozenset[str]]]:
@@ -222,8 +224,8 @@ class SelectorsRule:
 
     def __init__(self) -> None:
         self._cache = SelectorCache(STORED_EXPRESSIONS)
-        self._inventory: tuple[Snapshot, Inventory] | None = None
-        self._pools: dict[PoolKey, PoolDevices] = {}
+        self._inventory: tuple[Devices, Inventory] | None = None
+        self._totals: dict[Signature, tuple[Inventory, PoolOutcome]] = {}
 
     def applies(self, request: Request, ctx: Context) -> bool:
         return (
@@ -257,32 +259,64 @@ class SelectorsRule:
         ]
 
     def _inventory_of(self, snapshot: Snapshot) -> Inventory:
-        """The snapshot's devices by pool; a pool whose slices are the same objects as in the
-        previous snapshot is the same :class:`PoolDevices`, with what was worked out for it."""
-        if self._inventory is not None and self._inventory[0] is snapshot:
+        """The snapshot's devices by pool, once per device index (the live state's snapshots share
+        theirs until a slice changes); a pool whose map of devices is the same object as before
+        (the index shares the unchanged pools' maps) is the same :class:`PoolDevices`, with what
+        was worked out for it."""
+        devices = snapshot.devices
+        if self._inventory is not None and self._inventory[0] is devices:
             return self._inventory[1]
-        pools = {}
-        for key, slices in _by_pool(snapshot.slices).items():
-            found = self._pools.get(key)
-            if found is None or len(found.slices) != len(slices) or any(
-                a is not b for a, b in zip(found.slices, slices, strict=True)
-            ):
-                found = self._bound(slices)
-            pools[key] = found
-        self._pools = pools
-        drivers = frozenset(driver for driver, _ in pools)
-        total = sum(len(p.devices) for p in pools.values())
-        inventory = Inventory(tuple(pools.values()), drivers, _merged_names(pools.values()), total)
-        self._inventory = (snapshot, inventory)
+        before = self._inventory[1] if self._inventory is not None else None
+        if before is not None and self._inventory is not None and devices.base is self._inventory[0]:
+            inventory = self._changed(before, devices)
+        else:
+            inventory = self._rebuilt(before, devices)
+        self._inventory = (devices, inventory)
         return inventory
 
-    def _bound(self, slices: tuple[ResourceSlice, ...]) -> PoolDevices:
-        devices = tuple(
-            self._cache.bind(s.spec.driver, s.spec.pool.name, device, s.metadata.generation)
-            for s in slices
-            for device in s.spec.devices or ()
-        )
-        return PoolDevices(slices, devices, _published(devices))
+    def _changed(self, before: Inventory, devices: Devices) -> Inventory:
+        """``before`` with the pools ``devices`` says changed bound again (or gone)."""
+        pools = dict(before.pools)
+        replaced: dict[PoolKey, PoolDevices | None] = {}
+        total = before.total
+        for key in devices.changed:
+            group = devices.group(key)
+            old = pools.get(key)
+            if group and old is not None and old.source is group:
+                continue
+            if group:
+                pools[key] = found = self._bound(key, group)  # in its place, or last when new
+                total += len(found.devices)
+            else:
+                pools.pop(key, None)
+            total -= len(old.devices) if old is not None else 0
+            replaced[key] = old
+        added_or_gone = any(old is None or key not in pools for key, old in replaced.items())
+        drivers = frozenset(driver for driver, _ in pools) if added_or_gone else before.drivers
+        return Inventory(pools, drivers, total, id(before), replaced)
+
+    def _rebuilt(self, before: Inventory | None, devices: Devices) -> Inventory:
+        """Every pool of ``devices``, those whose map is the same object as in ``before`` kept."""
+        old = before.pools if before is not None else {}
+        pools: dict[PoolKey, PoolDevices] = {}
+        replaced: dict[PoolKey, PoolDevices | None] = {}
+        for key, group in devices.group_items():
+            found = old.get(key)
+            if found is None or found.source is not group:
+                replaced[key] = found
+                found = self._bound(key, group)
+            pools[key] = found
+        replaced.update((key, gone) for key, gone in old.items() if key not in pools)
+        drivers = frozenset(driver for driver, _ in pools)
+        total = sum(len(p.devices) for p in pools.values())
+        return Inventory(pools, drivers, total, id(before) if before else 0, replaced)
+
+    def _bound(self, pool: PoolKey, group: Mapping[DeviceKey, Device]) -> PoolDevices:
+        driver, name = pool
+        # The binding is kept while the Device is the same object (models are immutable: a
+        # changed slice brings new ones).
+        devices = tuple(self._cache.bind(driver, name, device) for device in group.values())
+        return PoolDevices(group, devices, _published(devices))
 
     def _check_target(
         self,
@@ -349,17 +383,39 @@ class SelectorsRule:
             tuple(s.expression for s in class_programs),
             tuple(s.expression for s in programs),
         )
-        total = PoolOutcome(0, (0,) * len(programs), ((),) * len(programs), 0)
-        for pool in inventory.pools:
-            found = pool.outcomes.get(signature)
-            if found is None:
-                _go_on(ctx)
-                found = self._pool_outcome(pool, class_programs, programs)
-                if len(pool.outcomes) >= POOL_OUTCOMES:
-                    pool.outcomes.clear()
-                pool.outcomes[signature] = found
-            total = total.plus(found) if found.candidates else total
+        found = self._totals.get(signature)
+        if found is not None and found[0] is inventory:
+            return found[1]
+        evaluate = partial(
+            self._outcome_of, signature=signature, classes=class_programs, programs=programs, ctx=ctx
+        )
+        total = None
+        if found is not None and id(found[0]) == inventory.base:
+            total = _updated(found[1], inventory, signature, evaluate)
+        if total is None:
+            total = _summed(inventory, len(programs), evaluate)
+        if len(self._totals) >= POOL_OUTCOMES:
+            self._totals.clear()
+        self._totals[signature] = (inventory, total)
         return total
+
+    def _outcome_of(
+        self,
+        pool: PoolDevices,
+        signature: Signature,
+        classes: Mapping[Selector, Program],
+        programs: Mapping[Selector, Program],
+        ctx: Context,
+    ) -> PoolOutcome:
+        """The pool's outcome for the signature, worked out the first time it is asked for."""
+        outcome = pool.outcomes.get(signature)
+        if outcome is None:
+            _go_on(ctx)
+            outcome = self._pool_outcome(pool, classes, programs)
+            if len(pool.outcomes) >= POOL_OUTCOMES:
+                pool.outcomes.clear()
+            pool.outcomes[signature] = outcome
+        return outcome
 
     def _pool_outcome(
         self,
@@ -390,6 +446,51 @@ class SelectorsRule:
             return all(self._cache.matches(p, device) for p in programs.values())
         except EvalError:
             return False
+
+
+def _summed(inventory: Inventory, count: int, evaluate: Callable[[PoolDevices], PoolOutcome]) -> PoolOutcome:
+    """A target's outcome over every pool of the inventory, in pool order."""
+    candidates = together = 0
+    matched = [0] * count
+    errors: list[list[tuple[str, str]]] = [[] for _ in range(count)]
+    for pool in inventory.pools.values():
+        outcome = evaluate(pool)
+        if not outcome.candidates:
+            continue
+        candidates += outcome.candidates
+        together += outcome.together
+        for i, found in enumerate(outcome.matched):
+            matched[i] += found
+        for i, failed in enumerate(outcome.errors):
+            errors[i] += failed
+    return PoolOutcome(candidates, tuple(matched), tuple(map(tuple, errors)), together)
+
+
+def _updated(
+    total: PoolOutcome,
+    inventory: Inventory,
+    signature: Signature,
+    evaluate: Callable[[PoolDevices], PoolOutcome],
+) -> PoolOutcome | None:
+    """``total``, a target's outcome over the inventory before this one, brought up to date from the
+    pools that changed; None when that cannot be done by counting (a changed pool's outcome is no
+    longer known, or it has errors, whose place in the list is its pool's)."""
+    for key, old in inventory.replaced.items():
+        pool = inventory.pools.get(key)
+        before = old.outcomes.get(signature) if old is not None else None
+        after = evaluate(pool) if pool is not None else None
+        unknown = old is not None and before is None
+        if unknown or any(o is not None and any(o.errors) for o in (before, after)):
+            return None
+        for part, sign in ((before, -1), (after, 1)):
+            if part is not None and part.candidates:
+                total = PoolOutcome(
+                    total.candidates + sign * part.candidates,
+                    tuple(m + sign * n for m, n in zip(total.matched, part.matched, strict=True)),
+                    total.errors,
+                    total.together + sign * part.together,
+                )
+    return total
 
 
 def _class_field(target: Target) -> str:
@@ -457,9 +558,9 @@ def _failures(errors: Sequence[tuple[str, str]]) -> str:
 def _unknown_names(where: str, selector: Selector, program: Program, inventory: Inventory) -> list[Finding]:
     findings = []
     for kind, domain, ident in program.names_read():
-        published = inventory.names[kind]
-        if ident in published.get(domain, ()):
+        if inventory.publishes(kind, domain, ident):
             continue
+        published = inventory.names[kind]
         if domain in published:
             guess = _closest(ident, published[domain])
             suggestion = f"{domain}/{guess}" if guess else None

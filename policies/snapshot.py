@@ -23,6 +23,7 @@ from policies.api.resource import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
+from policies.api.scheduling import PriorityClass
 from policies.footprint import DeviceKey, device_index
 
 Key = tuple[str, str]
@@ -52,6 +53,7 @@ class Snapshot:
     namespaces: Mapping[str, Namespace] = field(default_factory=dict)
     quotas: tuple[ResourceQuota, ...] = ()
     taint_rules: tuple[DeviceTaintRule, ...] = ()
+    priority_classes: Mapping[str, PriorityClass] = field(default_factory=dict)
 
     @classmethod
     def build(cls, objects: Iterable[TypedObject]) -> Snapshot:
@@ -65,6 +67,7 @@ class Snapshot:
         namespaces: dict[str, Namespace] = {}
         quotas: dict[Key, ResourceQuota] = {}
         rules: dict[str, DeviceTaintRule] = {}
+        priority_classes: dict[str, PriorityClass] = {}
         for obj in objects:
             key = (obj.namespace or DEFAULT_NAMESPACE, obj.name)
             if isinstance(obj, DeviceClass):
@@ -85,6 +88,8 @@ class Snapshot:
                 quotas[key] = obj
             elif isinstance(obj, DeviceTaintRule):
                 rules[obj.name] = obj
+            elif isinstance(obj, PriorityClass):
+                priority_classes[obj.name] = obj
         return cls(
             classes=MappingProxyType(classes),
             slices=tuple(slices),
@@ -96,6 +101,7 @@ class Snapshot:
             namespaces=MappingProxyType(namespaces),
             quotas=tuple(quotas.values()),
             taint_rules=tuple(rules.values()),
+            priority_classes=MappingProxyType(priority_classes),
         )
 
     @cached_property

@@ -249,8 +249,8 @@ def test_an_input_without_the_cluster_says_how_to_get_it(capsys: pytest.CaptureF
     assert (code, out) == (2, "")
     assert err.splitlines()[-1] == (
         "error: the input has no Node objects: add the cluster's, e.g. 'kubectl get nodes,deviceclasses,"
-        "resourceslices,resourceclaims,resourceclaimtemplates,pods -A -o yaml > cluster.yaml' "
-        "and -f cluster.yaml"
+        "resourceslices,resourceclaims,resourceclaimtemplates,priorityclasses,pods -A -o yaml > "
+        "cluster.yaml' and -f cluster.yaml"
     )
 
 

@@ -206,6 +206,7 @@ PATHS = {
     "ResourceQuota": "/api/v1/resourcequotas",
     "Namespace": "/api/v1/namespaces",
     "Node": "/api/v1/nodes",
+    "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
 }
 
 

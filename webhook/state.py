@@ -26,12 +26,13 @@ from policies.api.base import TypedObject
 from policies.api.core import Pod
 from policies.api.defaults import apply_defaults
 from policies.config import Config
+from policies.priority import admitted
 from policies.reading import DEFAULTS, ReadOptions
 from policies.rules.drain import is_driver_pod
 from policies.scheduler.cluster import is_bound
 from policies.snapshot import Snapshot
 from webhook.kube import ApiResource, KubeReader
-from webhook.manifests import load
+from webhook.manifests import ManifestError, load
 from webhook.watch import READ_TIMEOUT, WATCH_TIMEOUT, Backoff, Reflector
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,7 @@ RESOURCES = (
     ApiResource("v1", "resourcequotas", "ResourceQuota"),
     ApiResource("v1", "namespaces", "Namespace"),
     ApiResource("v1", "nodes", "Node"),
+    ApiResource("scheduling.k8s.io/v1", "priorityclasses", "PriorityClass"),
     # v1beta2 in 1.36 and behind a feature gate: a cluster without it answers 404.
     ApiResource("resource.k8s.io/v1beta2", "devicetaintrules", "DeviceTaintRule", optional=True),
 )
@@ -103,9 +105,12 @@ class FileState:
     def from_objects(
         cls, objects: Iterable[TypedObject], now: datetime, keep: Keep = DEFAULT_RELEVANCE
     ) -> FileState:
-        """Objects defaulted as the API server would have stored them."""
-        defaulted = (apply_defaults(obj, now) for obj in objects)
-        return cls(indexed(Snapshot.build(obj for obj in defaulted if keep(obj))))
+        """Objects as the API server would have stored them: defaulted, each pod's priority
+        resolved from its PriorityClass; ManifestError for pods it would refuse."""
+        stored, refused = admitted([apply_defaults(obj, now) for obj in objects])
+        if refused:
+            raise ManifestError("\n".join(refused))
+        return cls(indexed(Snapshot.build(obj for obj in stored if keep(obj))))
 
     @classmethod
     def load(

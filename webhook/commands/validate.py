@@ -33,6 +33,7 @@ from typing import Any, TextIO
 from policies.api.base import TypedObject
 from policies.api.core import Namespace
 from policies.api.resource import ADMIN_ACCESS_LABEL, ResourceSlice
+from policies.priority import Priorities
 from policies.validation.documents import Identity, identity, judge
 from policies.validation.validate import NAMESPACE_UNKNOWN
 from webhook.commands import add_command
@@ -191,6 +192,7 @@ def check(
     namespaces.update(given_labels)
     checked = [e for e in entries if e.reading is None or e.reading.skipped is None]
     objects = [e.reading.obj for e in checked if e.reading is not None and e.reading.obj is not None]
+    priorities = Priorities.among([*olds.values(), *objects])
     warned = iter(_selector_warnings(objects))
     results = []
     for entry in checked:
@@ -206,7 +208,7 @@ def check(
             namespace = key[2] if key is not None else reading.namespace
             old = olds.get(key) if key else None
             labels = namespaces.get(namespace)
-            judged = judge(reading, old, labels, allow_privileged=allow_privileged)
+            judged = judge(reading, old, labels, allow_privileged=allow_privileged, priorities=priorities)
             result.errors += [_with_flag(line, namespace) for line in judged]
             prefix = f"{reading.kind} {result.name}: "
             result.warnings += [w.removeprefix(prefix) for w in next(warned)]

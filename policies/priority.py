@@ -17,8 +17,9 @@ judged, the way upstream ``plugin/pkg/admission/priority/admission.go`` (``admit
 
 ``system-node-critical`` and ``system-cluster-critical`` exist in every cluster (the API server
 creates them), so they resolve even when no document holds them. A pod the API server already
-stored (``spec.priority`` set: a ``kubectl get -o yaml`` dump, a pod read from the cluster) keeps
-what it was given: :meth:`Priorities.stored`.
+stored (:func:`already_admitted`: a ``kubectl get -o yaml`` dump, a pod read from the cluster) was
+admitted against the classes of its day, which may since have changed (a default class added, a
+class deleted): it keeps what it was given, and is not refused again.
 """
 
 from __future__ import annotations
@@ -48,6 +49,11 @@ class PriorityRefused(ValueError):
         self.reason = reason
 
 
+def already_admitted(pod: Pod) -> bool:
+    """Whether the API server stored ``pod`` (it has a creation time) with the priority it gave it."""
+    return pod.spec.priority is not None and bool(pod.metadata.creation_timestamp)
+
+
 def _not_computed(what: str, given: object, computed: object) -> str:
     return (
         f"the {what} ({given}) must not be provided in pod spec; priority admission controller computed "
@@ -61,7 +67,13 @@ class Resolved:
 
     class_name: str
     priority: int
-    preemption_policy: str | None
+    preemption_policy: str
+
+    @classmethod
+    def of(cls, pc: PriorityClass) -> Resolved:
+        # A class is stored with its policy defaulted (pkg/apis/scheduling/v1/defaults.go); a
+        # document may leave it out.
+        return cls(pc.name, pc.value, pc.preemption_policy or PREEMPT_LOWER_PRIORITY)
 
 
 @dataclass(frozen=True)
@@ -104,11 +116,11 @@ class Priorities:
             pc = self.default
             if pc is None:
                 return Resolved("", NO_DEFAULT_PRIORITY, PREEMPT_LOWER_PRIORITY)
-            return Resolved(pc.name, pc.value, pc.preemption_policy)
+            return Resolved.of(pc)
         pc = self.classes.get(name)
         if pc is None:
             raise PriorityRefused(pod, f"no PriorityClass with name {name} was found ({self._known()})")
-        return Resolved(name, pc.value, pc.preemption_policy)
+        return Resolved.of(pc)
 
     def _known(self) -> str:
         """What a refusal of an unknown class adds to the server's words: the classes there are."""
@@ -123,28 +135,25 @@ class Priorities:
                 pod, _not_computed("integer value of priority", spec.priority, resolved.priority)
             )
         policy = resolved.preemption_policy
-        if policy is not None and spec.preemption_policy is not None and spec.preemption_policy != policy:
+        if spec.preemption_policy is not None and spec.preemption_policy != policy:
             given = spec.preemption_policy
             raise PriorityRefused(pod, _not_computed("string value of PreemptionPolicy", given, policy))
-        update: dict[str, object] = {"priority": resolved.priority}
-        if policy is not None:
-            update["preemption_policy"] = policy
+        update: dict[str, object] = {"priority": resolved.priority, "preemption_policy": policy}
         if resolved.class_name and not spec.priority_class_name:
             update["priority_class_name"] = resolved.class_name
         return pod.model_copy(update={"spec": spec.model_copy(update=update)})
 
     def refusal(self, pod: Pod) -> str | None:
-        """Why the plugin refuses to create ``pod``, or None."""
+        """Why the plugin refuses to create ``pod`` (None, too, for a pod it admitted already)."""
         try:
-            self.admit(pod)
+            self.stored(pod)
         except PriorityRefused as err:
             return str(err)
         return None
 
     def stored(self, pod: Pod) -> Pod:
-        """``pod`` as the cluster holds it: admitted now unless it was already (``spec.priority``
-        set, as every pod the API server stored has it)."""
-        return pod if pod.spec.priority is not None else self.admit(pod)
+        """``pod`` as the cluster holds it: admitted now unless it was already."""
+        return pod if already_admitted(pod) else self.admit(pod)
 
     def store(self, objects: Iterable[TypedObject]) -> tuple[list[TypedObject], list[str]]:
         """``objects`` with each pod as the cluster stores it (:meth:`stored`), and the refusals

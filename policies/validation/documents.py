@@ -7,9 +7,10 @@ whose registry strategy resets it (ResourceClaim, DeviceTaintRule, Pod, Namespac
 a Node keeps its status), so a ``kubectl get -o yaml`` dump is judged by its spec, as the server
 judges it. A workload is judged by its own rules and its template's
 (:mod:`policies.validation.workloads`). Given the input's PriorityClasses, a pod is first admitted
-as the Priority admission plugin admits it (:mod:`policies.priority`): its refusal is then the
-server's whole answer, since admission runs before the pod's validation; a second default class
-is refused after the class's own validation, as the plugin's validating half does.
+as the Priority admission plugin admits it (:mod:`policies.priority`; not a pod read back from a
+cluster, admitted in its day): its refusal is then the server's whole answer, since admission runs
+before the pod's validation; a second default class is refused after the class's own validation,
+as the plugin's validating half does.
 """
 
 from __future__ import annotations

@@ -52,7 +52,8 @@ from webhook.output import PLAIN, RED, YELLOW, Progress, Style, dump, plural
 DESCRIPTION = """\
 Validate manifests offline as a Kubernetes 1.36 API server would on 'kubectl apply': strict
 decoding (unknown and duplicate fields), older resource.k8s.io versions refused or converted
-(--api-versions), then the API server's validation of DRA objects and of pods and workloads' pod
+(--api-versions), then the API server's validation of DRA objects, PriorityClasses, pods (first
+admitted by its Priority plugin against the input's PriorityClasses) and workloads' pod
 templates; other kinds are skipped with one note per kind. One line per problem, with the file,
 the document, the object and the field:
 

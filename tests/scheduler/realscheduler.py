@@ -11,8 +11,11 @@ Where the scheduler bound the pod, draguard must say it fits there, among its be
 with the same devices; where the scheduler left it pending, draguard must say it fits nowhere
 with the PodScheduled condition's reason and message, word for word (generated claim names
 aside), and nominate a node for preemption where the scheduler does, with the same victims when
-it is the same node (which node, where candidates tie, is the scheduler's random pick: the
-hand-written tests that build a single best candidate compare it, :func:`agree_on_preemption`).
+it is the same node. Which node, where candidates tie, is the scheduler's random pick; which of
+equally important pods (same priority, no start time to tell them apart: these pods never run)
+it reprieves follows the order of its cache, which no listing shows: the victims are then not
+compared. The hand-written tests build a single best candidate without such pods and compare
+node and victims (:func:`agree_on_preemption`).
 
 Cluster-scoped names carry the test's namespace, so scenarios never see each other's devices;
 nodes left by other tests are deleted first, since every Node is a candidate for every pod, and
@@ -40,6 +43,7 @@ SCHEDULING = "scheduling.k8s.io/v1"
 # What kube-scheduler 1.36 logs of each victim (pkg/scheduler/framework/preemption/executor.go).
 VICTIM_LINES = ('"Preemptor Pod preempted victim Pod"', '"Victim Pod is already being deleted')
 VICTIM = re.compile(r'victim="([^"]+)"')
+FINISHED = ("Succeeded", "Failed")
 SETTLE = 0.7  # seconds for the scheduler's informers to see the DRA objects a scenario just created
 STATE = [
     ("/api/v1/nodes", "v1", "Node"),
@@ -63,7 +67,9 @@ class Decision:
     message: str | None = None
     devices: tuple[frozenset[str], ...] = ()
     nominated: str | None = None
-    victims: tuple[str, ...] = ()  # namespace/name of the pods the preemption evicted, sorted
+    # namespace/name of the pods the preemption evicted, sorted; None where the scheduler's cache
+    # order picks among equally important pods
+    victims: tuple[str, ...] | None = ()
     scores: dict[str, dict[str, int]] | None = None  # node -> plugin -> weighted score, as logged
 
 
@@ -301,7 +307,10 @@ class Scene:
             same = decision.nominated == answer.get("nominated")
             expected = answer.get("victims", []) if same else []
             preemptor = f"{self.ns}/{pod['metadata']['name']}"
-            decision = replace(decision, victims=self.evicted(preemptor, expected))
+            victims = self.evicted(preemptor, expected)
+            priority = created["spec"].get("priority", 0)
+            tied = equally_important(before, decision.nominated, priority)
+            decision = replace(decision, victims=None if tied else victims)
         if decision.node is None and not keep:
             call(self.api, "DELETE", f"/api/v1/namespaces/{self.ns}/pods/{pod['metadata']['name']}")
         return decision, answer
@@ -476,6 +485,23 @@ def request(name: str, device_class: str, count: int = 1, **exactly: Any) -> dic
     return {"name": name, "exactly": {"deviceClassName": device_class, "count": count, **exactly}}
 
 
+def equally_important(objects: list[dict[str, Any]], node: str, priority: int) -> bool:
+    """Whether two of the pods on ``node`` that a pod of ``priority`` may preempt are equally
+    important to DefaultPreemption (util.MoreImportantPod: same priority, same start time or none)."""
+    seen = set()
+    for obj in objects:
+        status = obj.get("status", {})
+        if obj["kind"] != "Pod" or obj["spec"].get("nodeName") != node or status.get("phase") in FINISHED:
+            continue
+        if obj["spec"].get("priority", 0) >= priority:
+            continue
+        importance = (obj["spec"].get("priority", 0), status.get("startTime"))
+        if importance in seen:
+            return True
+        seen.add(importance)
+    return False
+
+
 def is_system(priority_class: dict[str, Any]) -> bool:
     return str(priority_class["metadata"]["name"]).startswith("system-")
 
@@ -500,7 +526,7 @@ def disagreement(decision: Decision, answer: dict[str, Any]) -> str | None:
         if bool(decision.nominated) != bool(nominated):
             return f"preemption: the scheduler nominated {decision.nominated}; draguard {nominated}"
         victims = tuple(sorted(answer.get("victims", [])))
-        if decision.nominated == nominated and decision.victims != victims:
+        if decision.nominated == nominated and decision.victims not in (None, victims):
             return f"preemption on {nominated}: the scheduler evicted {decision.victims}; draguard {victims}"
         return None
     if not answer["fits"] or decision.node not in fitting:
@@ -543,4 +569,5 @@ def agree_on_preemption(decision: Decision, answer: dict[str, Any]) -> None:
     evicted included (for scenarios built so that one candidate is the best)."""
     agree(decision, answer)
     ours = (answer.get("nominated"), tuple(sorted(answer.get("victims", []))))
+    assert decision.victims is not None, "the scenario has equally important victims to choose from"
     assert (decision.nominated, decision.victims) == ours, f"scheduler: {decision}; draguard: {ours}"

@@ -357,3 +357,19 @@ def test_kubeconfig_env_lists_several_files_and_context_picks_one(
     code, out, err = run(capsys, "--context", "test")
     assert code == 0, err
     assert out.splitlines()[-1].startswith("audited 12 objects")
+
+
+def test_priority_classes_are_audited_and_a_pod_of_a_missing_class_is_an_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    classes = tmp_path / "priorities.yaml"
+    classes.write_text(
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: batch}\nvalue: 100\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: etl, namespace: team-a}\n"
+        "spec: {priorityClassName: nightly, containers: [{name: main, image: etl:1}]}\n"
+    )
+    code, out, _ = run(capsys, "-f", str(CLUSTER), "-f", str(classes), "-o", "json")
+    assert code == 1
+    (error,) = [f for f in json.loads(out)["findings"] if f["result"] == "error"]
+    assert error["resources"] == [{"apiVersion": "v1", "kind": "Pod", "name": "etl", "namespace": "team-a"}]
+    assert 'pods "etl" is forbidden: no PriorityClass with name nightly was found' in error["message"]

@@ -21,7 +21,7 @@ from policies.api import core, resource
 from policies.api.base import TypedObject
 from policies.api.kinds import DEFAULT_NAMESPACE
 from policies.api.scheduling import PriorityClass
-from policies.priority import Priorities
+from policies.priority import Priorities, PriorityRefused
 from policies.reading import Reading
 from policies.validation.core import refuse_privileged
 from policies.validation.fielderrors import go_quote, render
@@ -122,6 +122,18 @@ def judge(
         refused = priorities.class_refusal(obj)
         found = [refused] if refused is not None else []
     return found
+
+
+def template_refusal(reading: Reading, priorities: Priorities) -> list[str]:
+    """Why the Priority admission plugin would refuse the pods of a workload's template (the API
+    server takes the workload itself: the pods its controller makes are what it refuses)."""
+    if reading.template is None or not isinstance(reading.obj, core.Pod):
+        return []
+    try:
+        priorities.admit(reading.obj)
+    except PriorityRefused as err:
+        return [f"{'.'.join(reading.template)}: its pods would be refused: {err.reason}"]
+    return []
 
 
 def _admission(reading: Reading, old: TypedObject | None, priorities: Priorities | None) -> str | None:

@@ -31,12 +31,12 @@ from policies.dryrun import (
     with_uid,
 )
 from policies.dryrun.answer import Timing
-from policies.priority import Priorities, PriorityRefused, admitted
+from policies.priority import Priorities, admitted
 from policies.reading import Reading
 from policies.scheduler.claims import is_allocated
 from policies.scheduler.cluster import is_pending
 from policies.snapshot import Snapshot
-from policies.validation.documents import ANY_NAMESPACE, judge
+from policies.validation.documents import ANY_NAMESPACE, judge, template_refusal
 from webhook.commands import add_command
 from webhook.commands.common import (
     TABLE_FORMATS,
@@ -158,7 +158,7 @@ def _read(args: argparse.Namespace) -> list[Entry]:
                 namespace_labels=ANY_NAMESPACE,
                 allow_privileged=args.allow_privileged,
                 priorities=priorities,
-            ) or _template_refusal(entry.reading, priorities)
+            ) or template_refusal(entry.reading, priorities)
         problems += [f"{entry.label}: {line}" for line in found]
     if problems:
         raise InputError("invalid input (draguard validate says why):\n" + "\n".join(problems))
@@ -173,18 +173,6 @@ def _read(args: argparse.Namespace) -> list[Entry]:
                 file=sys.stderr,
             )
     return entries
-
-
-def _template_refusal(reading: Reading, priorities: Priorities) -> list[str]:
-    """Why the pods of a workload's template would be refused by the Priority admission plugin
-    (the API server takes the workload itself: its controller's pods are what it refuses)."""
-    if reading.template is None or not isinstance(reading.obj, Pod):
-        return []
-    try:
-        priorities.admit(reading.obj)
-    except PriorityRefused as err:
-        return [f"{'.'.join(reading.template)}: its pods would be refused: {err.reason}"]
-    return []
 
 
 def _as_created(reading: Reading) -> TypedObject | None:

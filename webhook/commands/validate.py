@@ -34,7 +34,7 @@ from policies.api.base import TypedObject
 from policies.api.core import Namespace
 from policies.api.resource import ADMIN_ACCESS_LABEL, ResourceSlice
 from policies.priority import Priorities
-from policies.validation.documents import Identity, identity, judge
+from policies.validation.documents import Identity, identity, judge, template_refusal
 from policies.validation.validate import NAMESPACE_UNKNOWN
 from webhook.commands import add_command
 from webhook.commands.common import (
@@ -213,6 +213,7 @@ def check(
             result.errors += [_with_flag(line, namespace) for line in judged]
             prefix = f"{reading.kind} {result.name}: "
             result.warnings += [w.removeprefix(prefix) for w in next(warned)]
+            result.warnings += template_refusal(reading, priorities)
         results.append(result)
         if progress is not None:
             progress(len(results), len(checked))

@@ -39,6 +39,7 @@ from policies.api.resource import (
 )
 from policies.cel import CompileError, DeviceBinding, EvalError, Program, SelectorCache, compile_expression
 from policies.config import Config
+from policies.priority import admitted
 from policies.reading import Reading
 from policies.rules.common import LISTED, a_few
 from policies.rules.engine import Context, Outcome, Rule, admit, rule_config
@@ -582,9 +583,10 @@ def audit(
     progress: Progress | None = None,
     unread: Collection[ResourceRef] = (),
 ) -> Report:
-    """Every finding about ``objects`` (as read from files or the API server; defaulted here);
-    ``unread``: the documents of the input that could not be read."""
-    defaulted = [apply_defaults(o, now) for o in objects]
+    """Every finding about ``objects`` (as read from files or the API server; defaulted here, and
+    each pod's priority resolved as the API server resolves it: a pod it would refuse is among the
+    caller's errors already); ``unread``: the documents of the input that could not be read."""
+    defaulted, _ = admitted([apply_defaults(o, now) for o in objects])
     ctx = Context(Snapshot.build(defaulted), _audit_config(config), now)
     steps = list(_steps(defaulted, rules, ctx, gates, unread))
     findings: list[Finding] = []

@@ -3,9 +3,9 @@
 Every document is accounted for, the way ``kubectl apply`` against a default 1.36 server would
 account for it:
 
-* a kind draguard checks (the DRA kinds, Pod, Node, Namespace, ResourceQuota) is decoded
-  strictly (:mod:`policies.validation.strict`: unknown and duplicate fields, wrong JSON types) and
-  becomes a model;
+* a kind draguard checks (the DRA kinds, Pod, Node, Namespace, ResourceQuota, PriorityClass) is
+  decoded strictly (:mod:`policies.validation.strict`: unknown and duplicate fields, wrong JSON
+  types) and becomes a model;
 * a workload (Deployment, Job, ...; :mod:`policies.api.workloads`) is decoded strictly as a whole,
   and its pod template becomes the Pod it stands for;
 * an older DRA version is refused as a default server refuses it (not served), naming the fix;

@@ -25,6 +25,7 @@ from policies.api.resource import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
+from policies.api.scheduling import PriorityClass
 from policies.footprint import DeviceKey, device_index, yields_node_resources
 
 if TYPE_CHECKING:
@@ -214,6 +215,7 @@ class Snapshot:
     namespaces: Mapping[str, Namespace] = field(default_factory=dict)
     quotas: tuple[ResourceQuota, ...] = ()
     taint_rules: tuple[DeviceTaintRule, ...] = ()
+    priority_classes: Mapping[str, PriorityClass] = field(default_factory=dict)
     devices: Devices = field(default_factory=Devices)
     node_pods: Mapping[str, NodePods] = field(default_factory=dict)
 
@@ -229,6 +231,7 @@ class Snapshot:
         namespaces: dict[str, Namespace] = {}
         quotas: dict[Key, ResourceQuota] = {}
         rules: dict[str, DeviceTaintRule] = {}
+        priority_classes: dict[str, PriorityClass] = {}
         for obj in objects:
             key = (obj.namespace or DEFAULT_NAMESPACE, obj.name)
             if isinstance(obj, DeviceClass):
@@ -249,6 +252,8 @@ class Snapshot:
                 quotas[key] = obj
             elif isinstance(obj, DeviceTaintRule):
                 rules[obj.name] = obj
+            elif isinstance(obj, PriorityClass):
+                priority_classes[obj.name] = obj
         built = cls(
             classes=MappingProxyType(classes),
             slices=tuple(slices),
@@ -259,6 +264,7 @@ class Snapshot:
             namespaces=MappingProxyType(namespaces),
             quotas=tuple(quotas.values()),
             taint_rules=tuple(rules.values()),
+            priority_classes=MappingProxyType(priority_classes),
             devices=Devices.of(device_index(slices).items()),
         )
         return built.with_claims_and_pods((), pods) if pods else built

@@ -29,6 +29,7 @@ from policies.api.resource import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
+from policies.api.scheduling import PriorityClass
 from policies.footprint import DeviceKey, device_index, yields_node_resources
 from policies.scheduler.podinfo import NodePods, PodInfo, moved
 from policies.snapshot import Devices, Key, Namespaced, Snapshot
@@ -44,6 +45,7 @@ KINDS: Mapping[str, type[TypedObject]] = MappingProxyType(
         "Namespace": Namespace,
         "ResourceQuota": ResourceQuota,
         "DeviceTaintRule": DeviceTaintRule,
+        "PriorityClass": PriorityClass,
     }
 )
 PoolKey = tuple[str, str]
@@ -232,6 +234,8 @@ class Store:
             changes["quotas"] = tuple(objects["ResourceQuota"].values())
         if "DeviceTaintRule" in dirty:
             changes["taint_rules"] = tuple(objects["DeviceTaintRule"].values())
+        if "PriorityClass" in dirty:
+            changes["priority_classes"] = _names(objects["PriorityClass"])
         self._published = replace(self._published, **changes)
         self._dirty = set()
         return self._published

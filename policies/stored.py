@@ -72,6 +72,10 @@ class Reader:
         """Any object but a pod, already decoded from :func:`trim`'s output, as kept."""
         return compact(apply_defaults(obj, self._now) if self._now is not None else obj)
 
+    def written_pod(self, raw: Mapping[str, Any]) -> Pod:
+        """A pod whole (one as written, which admission will change before it is recorded)."""
+        return self._pod(trim(raw))
+
     def pod(self, raw: Mapping[str, Any]) -> tuple[PodInfo, Pod | None] | None:
         """A pod's record and, while it waits for a node, the pod itself; None for a pod the
         snapshot does not keep."""

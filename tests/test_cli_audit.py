@@ -152,25 +152,41 @@ def test_a_pod_whose_template_could_not_be_read_is_not_said_to_miss_it(
     )
 
 
+REFUSED = {
+    "a claim's misspelled mode": (
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c, namespace: team-a}\n"
+        "spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com, "
+        "allocationMode: Exactcount}}]}}\n",
+        "ResourceClaim team-a/c",
+        1,
+    ),
+    # The Priority admission plugin's refusal (the class listed before it is audited too).
+    "a pod of a class the input lacks": (
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: batch}\nvalue: 100\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: etl, namespace: team-a}\n"
+        "spec: {priorityClassName: nightly, containers: [{name: main, image: etl:1}]}\n",
+        "Pod team-a/etl",
+        2,
+    ),
+}
+
+
+@pytest.mark.parametrize(("text", "label", "document"), list(REFUSED.values()), ids=list(REFUSED))
 def test_an_object_the_api_server_refuses_is_an_error_as_validate_says_it(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, label: str, document: int
 ) -> None:
     """No cluster holds it, so it is not audited: audit and validate agree on the same file (audit
     said "no findings")."""
-    claim = tmp_path / "claim.yaml"
-    claim.write_text(
-        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c, namespace: team-a}\n"
-        "spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com, "
-        "allocationMode: Exactcount}}]}}\n"
-    )
-    code, out, _ = run(capsys, "-f", str(CLUSTER), "-f", str(claim), "-o", "json")
+    refused = tmp_path / "refused.yaml"
+    refused.write_text(text)
+    code, out, _ = run(capsys, "-f", str(CLUSTER), "-f", str(refused), "-o", "json")
     assert code == 1
     (finding,) = [f for f in json.loads(out)["findings"] if f["result"] != "pass"]
-    validated = main(["validate", "-f", str(claim)])
-    problem = capsys.readouterr().out.splitlines()[0].split(": ResourceClaim team-a/c: ")[1]
+    validated = main(["validate", "-f", str(refused)])
+    problem = capsys.readouterr().out.splitlines()[0].split(f": {label}: ")[1]
     assert validated == 1
     assert (finding["rule"], finding["result"]) == ("undecodable-objects", "error")
-    assert finding["message"] == f"ResourceClaim team-a/c is not valid: {claim}: document 1: {problem}"
+    assert finding["message"] == f"{label} is not valid: {refused}: document {document}: {problem}"
 
 
 def test_unusable_input_is_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -206,6 +222,7 @@ PATHS = {
     "ResourceQuota": "/api/v1/resourcequotas",
     "Namespace": "/api/v1/namespaces",
     "Node": "/api/v1/nodes",
+    "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
 }
 
 
@@ -356,3 +373,4 @@ def test_kubeconfig_env_lists_several_files_and_context_picks_one(
     code, out, err = run(capsys, "--context", "test")
     assert code == 0, err
     assert out.splitlines()[-1].startswith("audited 12 objects")
+

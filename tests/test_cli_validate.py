@@ -356,3 +356,31 @@ def test_a_validation_bug_is_reported_not_raised(
         f"{f}: document 1: ResourceSlice node-1: <root>: Internal error: draguard could not validate this "
         "object: ZeroDivisionError('boom')"
     )
+
+
+def test_a_workload_whose_pods_name_a_missing_class_is_taken_with_a_warning(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The API server takes the Deployment (it admits pods, not templates); the pods its controller
+    makes would be refused, which is worth a warning, and an error with --strict."""
+    deployment = write(tmp_path, "serve.yaml", """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: serve, namespace: ml}
+spec:
+  selector: {matchLabels: {app: serve}}
+  template:
+    metadata: {labels: {app: serve}}
+    spec:
+      priorityClassName: onlien
+      containers: [{name: main, image: registry.example.com/serve:1}]
+""")
+    code, out, _ = run(capsys, "-f", deployment)
+    assert code == 0
+    assert out[0] == (
+        f"{deployment}: document 1: Deployment ml/serve: warning: spec.template: its pods would be refused: "
+        "no PriorityClass with name onlien was found (the PriorityClasses are system-cluster-critical, "
+        "system-node-critical)"
+    )
+    code, _, _ = run(capsys, "-f", deployment, "--strict")
+    assert code == 1

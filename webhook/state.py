@@ -21,6 +21,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -29,6 +30,7 @@ from policies.api.core import Pod
 from policies.api.defaults import apply_defaults
 from policies.api.kinds import DecodeError
 from policies.config import Config
+from policies.priority import Priorities, PriorityRefused, admitted
 from policies.reading import DEFAULTS, ReadOptions, read
 from policies.rules.drain import is_driver_pod
 from policies.scheduler.podinfo import PodInfo
@@ -51,6 +53,7 @@ RESOURCES = (
     ApiResource("v1", "resourcequotas", "ResourceQuota"),
     ApiResource("v1", "namespaces", "Namespace"),
     ApiResource("v1", "nodes", "Node"),
+    ApiResource("scheduling.k8s.io/v1", "priorityclasses", "PriorityClass"),
     # v1beta2 in 1.36 and behind a feature gate: a cluster without it answers 404.
     ApiResource("resource.k8s.io/v1beta2", "devicetaintrules", "DeviceTaintRule", optional=True),
 )
@@ -98,10 +101,14 @@ class FileState:
     def from_objects(
         cls, objects: Iterable[TypedObject], now: datetime, keep: KeepPod = DEFAULT_RELEVANCE
     ) -> FileState:
-        """Decoded objects, defaulted as the API server would have stored them."""
+        """Objects as the API server would have stored them: defaulted, each pod's priority
+        resolved from its PriorityClass; ManifestError for pods it would refuse."""
+        stored, refused = admitted([apply_defaults(obj, now) for obj in objects])
+        if refused:
+            raise ManifestError("\n".join(refused))
         store = Store()
-        for obj in objects:
-            _put(store, apply_defaults(obj, now), keep)
+        for obj in stored:
+            _put(store, obj, keep)
         return cls(store.snapshot())
 
     @classmethod
@@ -143,18 +150,16 @@ def read_state(
     valid or not). Other documents (older versions, other kinds) are read as the offline commands
     read them. A later document naming the same object replaces the earlier one, as ``kubectl
     apply`` would; the log names both places."""
-    store = Store()
-    reader = Reader(keep, now)
-    problems: list[str] = []
-    seen: dict[tuple[str, Key], str] = {}
+    loading = _Loading(Store(), Reader(keep, now), options, keep)
     for item in iter_inputs(paths, recursive=True, keys=False):
         if isinstance(item, Unreadable):
-            problems.append(item.message)
+            loading.problems.append(item.message)
         else:
-            _load_document(store, reader, item, options, problems, seen)
-    if problems:
-        raise ManifestError("\n".join(problems))
-    return store, reader
+            loading.document(item)
+    loading.admit_written_pods()
+    if loading.problems:
+        raise ManifestError("\n".join(loading.problems))
+    return loading.store, loading.reader
 
 
 def _put(store: Store, obj: TypedObject, keep: KeepPod) -> None:
@@ -174,44 +179,83 @@ def _is_stored(raw: Any) -> bool:
     return isinstance(raw, dict) and (raw.get("apiVersion"), raw.get("kind")) in _STORED
 
 
-def _load_document(
-    store: Store,
-    reader: Reader,
-    document: Document,
-    options: ReadOptions,
-    problems: list[str],
-    seen: dict[tuple[str, Key], str],
-) -> None:
-    """One document of a state file into ``store``; what is wrong with it into ``problems``."""
-    raw, where = document.raw, str(document.source)
-    if _is_stored(raw):
-        try:
-            found = reader.pod(raw) if raw["kind"] == "Pod" else reader.object(raw)
-        except DecodeError as err:
-            problems += [f"{where}: {raw['kind']}: {problem}" for problem in err.problems]
-            return
-        if isinstance(found, tuple):
-            _note_duplicate(seen, "Pod", key_of(found[0]), where)
-            store.put_pod(*found)
-        elif found is not None:
-            _note_duplicate(seen, raw["kind"], key_of(found), where)
-            store.put(found)
-        return
-    reading = read(trim(raw) if isinstance(raw, dict) else raw, options)
-    if reading.errors:
-        problems += [f"{where}: {reading.label}: {e}" for e in reading.errors]
-    elif reading.obj is not None and reading.template is None:
-        obj = reader.stored(reading.obj)
-        _note_duplicate(seen, reading.kind, key_of(obj), where)
-        store.put(obj)
+def _stored_pod(raw: dict[str, Any]) -> bool:
+    """A pod as the API server stores it (a cluster dump): created, its priority set by admission;
+    a pod as written (a hand-made state) is admitted once every PriorityClass is read."""
+    metadata, spec = raw.get("metadata"), raw.get("spec")
+    return (
+        isinstance(metadata, dict)
+        and isinstance(spec, dict)
+        and bool(metadata.get("creationTimestamp"))
+        and spec.get("priority") is not None
+    )
 
 
-def _note_duplicate(seen: dict[tuple[str, Key], str], kind: str, key: Key, where: str) -> None:
-    earlier = seen.setdefault((kind, key), where)
-    if earlier != where:
-        name = f"{key[0]}/{key[1]}" if key[0] else key[1]
-        log.warning("%s %s is in %s and again in %s; the later one is used", kind, name, earlier, where)
-        seen[(kind, key)] = where
+@dataclass
+class _Loading:
+    """A state being read document by document (:func:`read_state`)."""
+
+    store: Store
+    reader: Reader
+    options: ReadOptions
+    keep: KeepPod
+    problems: list[str] = field(default_factory=list)
+    seen: dict[tuple[str, Key], str] = field(default_factory=dict)
+    written: list[tuple[dict[str, Any], str]] = field(default_factory=list)
+
+    def document(self, document: Document) -> None:
+        """One document into the store; what is wrong with it into ``problems``."""
+        raw, where = document.raw, str(document.source)
+        if not _is_stored(raw):
+            self._read(raw, where)
+        elif raw["kind"] == "Pod" and not _stored_pod(raw):
+            self.written.append((raw, where))
+        else:
+            try:
+                found = self.reader.pod(raw) if raw["kind"] == "Pod" else self.reader.object(raw)
+            except DecodeError as err:
+                self.problems += [f"{where}: {raw['kind']}: {problem}" for problem in err.problems]
+                return
+            if isinstance(found, tuple):
+                self._note(where, "Pod", key_of(found[0]))
+                self.store.put_pod(*found)
+            elif found is not None:
+                self._note(where, raw["kind"], key_of(found))
+                self.store.put(found)
+
+    def _read(self, raw: Any, where: str) -> None:
+        reading = read(trim(raw) if isinstance(raw, dict) else raw, self.options)
+        if reading.errors:
+            self.problems += [f"{where}: {reading.label}: {e}" for e in reading.errors]
+        elif reading.obj is not None and reading.template is None:
+            obj = self.reader.stored(reading.obj)
+            self._note(where, reading.kind, key_of(obj))
+            self.store.put(obj)
+
+    def admit_written_pods(self) -> None:
+        """The pods as written, admitted as the API server's Priority plugin would (the classes
+        the state holds, read in order), then stored."""
+        classes = self.store.snapshot().priority_classes.values()
+        priorities = Priorities.among(classes)
+        for raw, where in self.written:
+            try:
+                pod = priorities.stored(self.reader.written_pod(raw))
+            except DecodeError as err:
+                self.problems += [f"{where}: Pod: {problem}" for problem in err.problems]
+                continue
+            except PriorityRefused as err:
+                self.problems.append(f"{where}: {err}")
+                continue
+            self._note(where, "Pod", key_of(PodInfo.of(pod)))
+            _put(self.store, pod, self.keep)
+
+    def _note(self, where: str, kind: str, key: Key) -> None:
+        """Remember where an object was read; a second document naming it replaces the first."""
+        earlier = self.seen.setdefault((kind, key), where)
+        if earlier != where:
+            name = f"{key[0]}/{key[1]}" if key[0] else key[1]
+            log.warning("%s %s is in %s and again in %s; the later one is used", kind, name, earlier, where)
+            self.seen[(kind, key)] = where
 
 
 class ClusterState:

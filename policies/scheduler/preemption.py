@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from policies.api.core import Pod
+from policies.api.core import PREEMPT_NEVER, Pod
 from policies.scheduler.cluster import NodeInfo
 from policies.scheduler.framework import Code, Cycle, Status
 from policies.scheduler.podinfo import PodInfo
@@ -42,7 +42,8 @@ TERMINATING = "not eligible due to a terminating pod on the nominated node."
 
 
 def priority(pod: Pod) -> int:
-    """upstream corev1helpers.PodPriority."""
+    """upstream corev1helpers.PodPriority: the pod's priority as admission resolved it
+    (:mod:`policies.priority`; every entry point resolves pods before scheduling them)."""
     return pod.spec.priority or 0
 
 
@@ -71,7 +72,7 @@ class Candidate:
 def _ineligible(cycle: Cycle, statuses: dict[str, Status]) -> str | None:
     """upstream PodEligibleToPreemptOthers: why the pod may not preempt, or None."""
     pod = cycle.pod
-    if pod.spec.preemption_policy == "Never":
+    if pod.spec.preemption_policy == PREEMPT_NEVER:
         return NEVER
     nominated = pod.status.nominated_node_name if pod.status is not None else None
     if not nominated:

@@ -6,7 +6,11 @@ An object is judged on what the server would store: a create drops the ``status`
 whose registry strategy resets it (ResourceClaim, DeviceTaintRule, Pod, Namespace, ResourceQuota;
 a Node keeps its status), so a ``kubectl get -o yaml`` dump is judged by its spec, as the server
 judges it. A workload is judged by its own rules and its template's
-(:mod:`policies.validation.workloads`).
+(:mod:`policies.validation.workloads`). Given the input's PriorityClasses, a pod is first admitted
+as the Priority admission plugin admits it (:mod:`policies.priority`; not a pod read back from a
+cluster, admitted in its day): its refusal is then the server's whole answer, since admission runs
+before the pod's validation; a second default class is refused after the class's own validation,
+as the plugin's validating half does.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from policies.api import core, resource
 from policies.api.base import TypedObject
 from policies.api.kinds import DEFAULT_NAMESPACE
+from policies.api.scheduling import PriorityClass
+from policies.priority import Priorities, PriorityRefused
 from policies.reading import Reading
 from policies.validation.core import refuse_privileged
 from policies.validation.fielderrors import go_quote, render
@@ -82,12 +88,17 @@ def judge(
     namespace_labels: Labels = None,
     *,
     allow_privileged: bool = False,
+    priorities: Priorities | None = None,
 ) -> list[str]:
     """The API server's validation errors for a read document (none when it was not read), as a
-    server with its default flags says them (``allow_privileged``: its ``--allow-privileged``)."""
+    server with its default flags says them (``allow_privileged``: its ``--allow-privileged``);
+    ``priorities``: the cluster's PriorityClasses, for the Priority admission plugin's refusals."""
     obj = reading.obj
     if obj is None or reading.errors:
         return []
+    refused = _admission(reading, old, priorities)
+    if refused is not None:
+        return [refused]
     privileged = refuse_privileged(obj) if isinstance(obj, core.Pod) and not allow_privileged else []
     if reading.template is not None and reading.workload is not None:
         # Imported where a workload is judged: with the pod validation it brings, it is much of
@@ -106,4 +117,28 @@ def judge(
         )
     except Exception as err:  # a bug in draguard: say so on this object, keep checking the others
         return [f"<root>: Internal error: draguard could not validate this object: {err!r}"]
-    return render(errors + privileged)
+    found = render(errors + privileged)
+    if not found and priorities is not None and isinstance(obj, PriorityClass):
+        refused = priorities.class_refusal(obj)
+        found = [refused] if refused is not None else []
+    return found
+
+
+def template_refusal(reading: Reading, priorities: Priorities) -> list[str]:
+    """Why the Priority admission plugin would refuse the pods of a workload's template (the API
+    server takes the workload itself: the pods its controller makes are what it refuses)."""
+    if reading.template is None or not isinstance(reading.obj, core.Pod):
+        return []
+    try:
+        priorities.admit(reading.obj)
+    except PriorityRefused as err:
+        return [f"{'.'.join(reading.template)}: its pods would be refused: {err.reason}"]
+    return []
+
+
+def _admission(reading: Reading, old: TypedObject | None, priorities: Priorities | None) -> str | None:
+    """The Priority plugin's refusal of a pod's create (a workload's template is no pod yet)."""
+    obj = reading.obj
+    if priorities is None or old is not None or reading.template is not None or not isinstance(obj, core.Pod):
+        return None
+    return priorities.refusal(obj)

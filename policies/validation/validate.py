@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 
-from policies.api import core, resource
+from policies.api import core, resource, scheduling
 from policies.api.base import TypedObject
 from policies.api.defaults import apply_defaults
 from policies.api.kinds import DEFAULT_NAMESPACE
@@ -40,6 +40,7 @@ from policies.validation.resource import (
     validate_taint_rule_spec,
     validate_taint_rule_status,
 )
+from policies.validation.scheduling import validate_priority_class, validate_priority_class_update
 from policies.validation.slices import validate_slice_spec
 from policies.validation.unknown import unknown_fields
 
@@ -224,6 +225,13 @@ def _pod(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> ErrorLis
     return errs + validate_pod_spec(spec, SPEC, pod_name=obj.name, is_pod=True) + validate_pod_claims(obj)
 
 
+def _priority_class(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> ErrorList:
+    assert isinstance(obj, scheduling.PriorityClass)
+    assert old is None or isinstance(old, scheduling.PriorityClass)
+    errs = _meta(obj, old, False, recheck_on_update=False)
+    return errs + (validate_priority_class(obj) if old is None else validate_priority_class_update(obj, old))
+
+
 def _namespace(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> ErrorList:
     return _meta(obj, old, False, is_dns1123_label, recheck_on_update=False)
 
@@ -246,4 +254,5 @@ _VALIDATORS: dict[type[TypedObject], Validator] = {
     core.Node: _cluster_object,
     core.Namespace: _namespace,
     core.ResourceQuota: _namespaced_object,
+    scheduling.PriorityClass: _priority_class,
 }

@@ -203,10 +203,12 @@ class ControlPlane:
         """kube-scheduler with the default profile, running until the control plane stops. It logs
         each plugin's score of each node (``schedule_one.go`` at -v=10 only: a line per plugin and
         node, nothing else) and each Node and Pod event its informers handled (``eventhandlers.go``
-        at -v=4), flushed at once, so tests can compare scores and know what the scheduler has
-        seen (:meth:`scheduler_log`)."""
+        at -v=4) and each victim of a preemption (``executor.go`` at -v=2), flushed at once, so
+        tests can compare scores and victims and know what the scheduler has seen
+        (:meth:`scheduler_log`)."""
         if "kube-scheduler" not in self._components:
-            flags = ["--vmodule=schedule_one=10,eventhandlers=4", "--log-flush-frequency=100ms"]
+            logged = "schedule_one=10,eventhandlers=4,executor=2"
+            flags = [f"--vmodule={logged}", "--log-flush-frequency=100ms"]
             # /readyz, not /healthz: healthy comes before its event handlers have synced (0.2 s here),
             # and a node written meanwhile reaches them whole in the first list, as an Add without the
             # Update the scenes wait for (a scene timed out so in CI).

@@ -653,6 +653,33 @@ async def test_a_name_the_cluster_already_has_is_422(serve: Any) -> None:
     assert status == 422 and "already exists in the cluster" in answer["error"]
 
 
+async def test_a_pods_priority_comes_from_the_clusters_classes(serve: Any) -> None:
+    """The pod as written, with priorityClassName: resolved from the state's PriorityClasses as the
+    API server resolves it, so preemption is answered as the scheduler would answer it; a class the
+    cluster does not have is refused in the API server's words."""
+    kind = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass"}
+    classes = [{**kind, "metadata": {"name": n}, "value": v} for n, v in (("batch", 100), ("urgent", 1000))]
+    batch = {**BUSY_CPU, "spec": {**BUSY_CPU["spec"], "nodeName": "node-a", "priorityClassName": "batch"}}
+    served = await serve(snapshot=snapshot_of([node_object("node-a"), batch, *classes]))
+    container = {"name": "main", "image": "trainer:1", "resources": {"requests": {"cpu": "4"}}}
+    urgent = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "urgent", "namespace": NS},
+        "spec": {"priorityClassName": "urgent", "containers": [container]},
+    }
+    status, answer, _ = await served.post({"pod": urgent})
+    assert status == 200
+    assert (answer["nominated"], answer["victims"]) == ("node-a", ["other/busy-cpu"])
+    urgent["spec"]["priorityClassName"] = "urgnet"
+    status, answer, _ = await served.post({"pod": urgent})
+    assert status == 422
+    assert answer["problems"] == [
+        'pod: pods "urgent" is forbidden: no PriorityClass with name urgnet was found (the PriorityClasses '
+        "are batch, system-cluster-critical, system-node-critical, urgent)"
+    ]
+
+
 # --- time bounds --------------------------------------------------------------------------------------
 
 

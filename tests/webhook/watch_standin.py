@@ -251,6 +251,7 @@ COLLECTIONS = [
     Collection("v1", "resourcequotas", "ResourceQuota"),
     Collection("v1", "namespaces", "Namespace"),
     Collection("v1", "nodes", "Node"),
+    Collection("scheduling.k8s.io/v1", "priorityclasses", "PriorityClass"),
     # devicetaintrules (resource.k8s.io/v1beta2) is deliberately not served: a 1.36 cluster without
     # the DRADeviceTaints gate answers 404 for it.
 ]

@@ -31,10 +31,11 @@ from policies.dryrun import (
     with_uid,
 )
 from policies.dryrun.answer import Timing
+from policies.priority import Priorities, admitted
 from policies.reading import Reading
 from policies.scheduler.claims import is_allocated
 from policies.snapshot import Snapshot
-from policies.validation.documents import ANY_NAMESPACE, judge
+from policies.validation.documents import ANY_NAMESPACE, judge, template_refusal
 from webhook.commands import add_command
 from webhook.commands.common import (
     TABLE_FORMATS,
@@ -54,12 +55,15 @@ Would the pending pods fit, on which nodes, with which devices, and if not, why:
 kube-scheduler 1.36's default profile would, in its words.
 
 The files hold the cluster (Nodes, DeviceClasses, ResourceSlices, ResourceClaims, templates,
-DeviceTaintRules, Namespaces, ResourceQuotas, running Pods) and the questions: every Pod without
-spec.nodeName, and one pod of each workload's template (a Deployment's, a Job's...), is asked
-about (--pod NAMESPACE/NAME picks some). Pods with spec.nodeName are load on their node; claims
-with status.allocation are the allocated state. With no pending pod, the claims not yet allocated
-are asked about, as one pod using them all. --sequence places the pods one after another, each
-seeing what the previous ones took.
+DeviceTaintRules, Namespaces, ResourceQuotas, PriorityClasses, running Pods) and the questions:
+every Pod without spec.nodeName, and one pod of each workload's template (a Deployment's, a
+Job's...), is asked about (--pod NAMESPACE/NAME picks some). Pods with spec.nodeName are load on
+their node; claims with status.allocation are the allocated state. With no pending pod, the
+claims not yet allocated are asked about, as one pod using them all. --sequence places the pods
+one after another, each seeing what the previous ones took. A pod's priority comes from its
+priorityClassName as the API server resolves it (system-node-critical and system-cluster-critical
+need no document); where it fits nowhere, the answer says which node preemption would nominate
+and which pods it would evict there.
 
 The input is read and validated as 'draguard validate' reads and validates it first: anything it
 refuses is printed as it prints it, and the exit code is 2.
@@ -140,6 +144,7 @@ def _read(args: argparse.Namespace) -> list[Entry]:
     describe namespaces); :class:`InputError` with validate's lines on any problem."""
     entries = read_inputs(args)
     print_notes(entries, sys.stderr)
+    priorities = Priorities.among(e.reading.obj for e in entries if e.reading is not None and e.reading.obj)
     problems = []
     for entry in entries:
         if entry.reading is None:
@@ -147,8 +152,12 @@ def _read(args: argparse.Namespace) -> list[Entry]:
             continue
         found = entry.reading.errors
         if not found and entry.reading.kind not in _INVENTORY:
-            privileged = args.allow_privileged
-            found = judge(entry.reading, namespace_labels=ANY_NAMESPACE, allow_privileged=privileged)
+            found = judge(
+                entry.reading,
+                namespace_labels=ANY_NAMESPACE,
+                allow_privileged=args.allow_privileged,
+                priorities=priorities,
+            ) or template_refusal(entry.reading, priorities)
         problems += [f"{entry.label}: {line}" for line in found]
     if problems:
         raise InputError("invalid input (draguard validate says why):\n" + "\n".join(problems))
@@ -188,18 +197,21 @@ def _as_created(reading: Reading) -> TypedObject | None:
 
 
 def _snapshot(args: argparse.Namespace) -> Snapshot:
+    """The objects as the API server stores them: defaulted, each pod's priority resolved (the
+    input was judged first, so no pod is refused here)."""
     now = datetime.now(UTC)
     entries = _read(args)
     objects = (_as_created(e.reading) for e in entries if e.reading is not None and e.reading.obj is not None)
-    return Snapshot.build(apply_defaults(obj, now) for obj in objects if obj is not None)
+    stored, _ = admitted([apply_defaults(obj, now) for obj in objects if obj is not None])
+    return Snapshot.build(stored)
 
 
 def _nodes(snapshot: Snapshot, wanted: list[str]) -> list[str] | None:
     if not snapshot.nodes:
         raise InputError(
             "the input has no Node objects: add the cluster's, e.g. 'kubectl get nodes,deviceclasses,"
-            "resourceslices,resourceclaims,resourceclaimtemplates,pods -A -o yaml > cluster.yaml' "
-            "and -f cluster.yaml"
+            "resourceslices,resourceclaims,resourceclaimtemplates,priorityclasses,pods -A -o yaml > "
+            "cluster.yaml' and -f cluster.yaml"
         )
     unknown = [n for n in wanted if n not in snapshot.nodes]
     if unknown:
@@ -332,7 +344,11 @@ def _pod_head(pod: PodAnswer) -> list[str]:
     head = f"POD {pod.pod}: {pod.message}"
     if pod.placed_on:
         head += f"; --sequence places it on {pod.placed_on}"
-    return [*(f"  earlier attempt: {m}" for m in pod.earlier_attempts), head]
+    lines = [*(f"  earlier attempt: {m}" for m in pod.earlier_attempts), head]
+    if pod.nominated:
+        victims = ", ".join(pod.victims) or "no pod"
+        lines.append(f"  preemption: nominates {pod.nominated}, evicting {victims}")
+    return lines
 
 
 def pod_table(pod: PodAnswer) -> Table:

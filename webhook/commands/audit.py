@@ -31,6 +31,7 @@ from policies.audit import (
 )
 from policies.config import Config
 from policies.dryrun import FeatureGates
+from policies.priority import Priorities
 from policies.rules.registry import RULES
 from policies.validation.documents import ANY_NAMESPACE, judge
 from webhook.commands import add_command
@@ -141,13 +142,19 @@ def from_files(args: argparse.Namespace) -> tuple[list[TypedObject], list[Findin
     print_notes(entries, sys.stderr)
     objects: list[TypedObject] = []
     findings = [_unreadable(e) for e in entries if e.reading is None or e.reading.errors]
+    priorities = Priorities.among(e.reading.obj for e in entries if e.reading is not None and e.reading.obj)
     for entry in entries:
         reading = entry.reading
         if reading is None or reading.obj is None or reading.skipped is not None or reading.errors:
             continue
         # What the API server refuses is in no cluster: an error, worded as validate words it, and
         # not audited (whether a namespace may use admin access is for the cluster to say).
-        refused = judge(reading, namespace_labels=ANY_NAMESPACE, allow_privileged=args.allow_privileged)
+        refused = judge(
+            reading,
+            namespace_labels=ANY_NAMESPACE,
+            allow_privileged=args.allow_privileged,
+            priorities=priorities,
+        )
         if refused:
             findings.append(invalid_document(reading, [f"{entry.where}: {p}" for p in refused]))
         else:

@@ -33,7 +33,8 @@ from typing import Any, TextIO
 from policies.api.base import TypedObject
 from policies.api.core import Namespace
 from policies.api.resource import ADMIN_ACCESS_LABEL, ResourceSlice
-from policies.validation.documents import Identity, identity, judge
+from policies.priority import Priorities
+from policies.validation.documents import Identity, identity, judge, template_refusal
 from policies.validation.validate import NAMESPACE_UNKNOWN
 from webhook.commands import add_command
 from webhook.commands.common import (
@@ -51,7 +52,8 @@ from webhook.output import PLAIN, RED, YELLOW, Progress, Style, dump, plural
 DESCRIPTION = """\
 Validate manifests offline as a Kubernetes 1.36 API server would on 'kubectl apply': strict
 decoding (unknown and duplicate fields), older resource.k8s.io versions refused or converted
-(--api-versions), then the API server's validation of DRA objects and of pods and workloads' pod
+(--api-versions), then the API server's validation of DRA objects, PriorityClasses, pods (first
+admitted by its Priority plugin against the input's PriorityClasses) and workloads' pod
 templates; other kinds are skipped with one note per kind. One line per problem, with the file,
 the document, the object and the field:
 
@@ -191,6 +193,7 @@ def check(
     namespaces.update(given_labels)
     checked = [e for e in entries if e.reading is None or e.reading.skipped is None]
     objects = [e.reading.obj for e in checked if e.reading is not None and e.reading.obj is not None]
+    priorities = Priorities.among([*olds.values(), *objects])
     warned = iter(_selector_warnings(objects))
     results = []
     for entry in checked:
@@ -206,10 +209,11 @@ def check(
             namespace = key[2] if key is not None else reading.namespace
             old = olds.get(key) if key else None
             labels = namespaces.get(namespace)
-            judged = judge(reading, old, labels, allow_privileged=allow_privileged)
+            judged = judge(reading, old, labels, allow_privileged=allow_privileged, priorities=priorities)
             result.errors += [_with_flag(line, namespace) for line in judged]
             prefix = f"{reading.kind} {result.name}: "
             result.warnings += [w.removeprefix(prefix) for w in next(warned)]
+            result.warnings += template_refusal(reading, priorities)
         results.append(result)
         if progress is not None:
             progress(len(results), len(checked))

@@ -91,7 +91,7 @@ def test_pods_get_their_priority_from_the_state_classes_and_one_of_a_missing_cla
     state = [batch, pod("etl", "batch"), pod("agent", "system-node-critical")]
     (tmp_path / "objs.yaml").write_text(yaml.safe_dump_all(state))
     snapshot = FileState.load([str(tmp_path)], NOW).snapshot
-    etl, agent = snapshot.pods[("a", "etl")].spec, snapshot.pods[("a", "agent")].spec
+    etl, agent = snapshot.pods[("a", "etl")].shape.spec, snapshot.pods[("a", "agent")].shape.spec
     assert (etl.priority, etl.preemption_policy) == (100, "Never")
     assert (agent.priority, agent.preemption_policy) == (2_000_001_000, "PreemptLowerPriority")
     assert list(snapshot.priority_classes) == ["batch"]

@@ -1,6 +1,7 @@
 """Objects kept for long made smaller: what every decoded model repeats, shared or dropped.
 
-Equal values of the kinds in :data:`SHARED_TYPES` are one instance across objects: the claims made
+Short strings and the keys of maps are interned. Equal values of the kinds in
+:data:`SHARED_TYPES` are one instance across objects: the claims made
 from one template have one spec, the claims allocated on one node one node selector (a claim
 then costs about 3 KB instead of 6 KB). Equality is the value's own JSON, as for
 :func:`policies.api.base.share_values`.
@@ -18,6 +19,7 @@ Only for objects a snapshot keeps: a model being built or validated is left as p
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 from typing import Any, TypeVar
@@ -33,6 +35,7 @@ _FIELD_SETS: dict[frozenset[str], set[str]] = {}
 _SHARED: set[int] = set()  # ids of the sets in _FIELD_SETS, which live as long as the process
 _LOCK = threading.Lock()
 _WALKED = (BaseModel, list, tuple, dict)
+SHORT = 32  # longer texts (uids, CEL expressions, messages) are seldom repeated
 SHARED_TYPES: tuple[type[BaseModel], ...] = (ResourceClaimSpec, NodeSelector)
 _EQUAL: weakref.WeakValueDictionary[tuple[type, bytes], BaseModel] = weakref.WeakValueDictionary()
 
@@ -49,6 +52,7 @@ def compact(obj: M) -> M:
                 continue
             _compact_model(value)
             _share_fields(value)
+            _intern_fields(value)
             stack.extend(v for v in value.__dict__.values() if isinstance(v, _WALKED))
         elif isinstance(value, dict):
             stack.extend(v for v in value.values() if isinstance(v, _WALKED))
@@ -65,6 +69,26 @@ def _share_fields(model: BaseModel) -> None:
         key = (type(value), value.__pydantic_serializer__.to_json(value, by_alias=True, exclude_unset=True))
         with _LOCK:
             fields[name] = _EQUAL.setdefault(key, value)
+
+
+def _interned(value: Any) -> Any:
+    if type(value) is str:
+        return sys.intern(value) if len(value) <= SHORT else value
+    if type(value) is dict:
+        return {sys.intern(k) if type(k) is str else k: _interned(v) for k, v in value.items()}
+    if type(value) is list and value and type(value[0]) is str:
+        return [_interned(v) for v in value]
+    return value
+
+
+def _intern_fields(model: BaseModel) -> None:
+    """Short strings (names of drivers, pools, nodes and namespaces, enum values, timestamps) and
+    the keys of maps (attribute and label names) as one object per distinct text: pydantic makes
+    a new one for each occurrence, a third of a stored claim's memory."""
+    fields = model.__dict__
+    for name, value in fields.items():
+        if type(value) in (str, dict, list):
+            fields[name] = _interned(value)
 
 
 def _compact_model(model: BaseModel) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 from policies.api.core import Affinity, Pod, PodStatus
 from policies.api.kinds import DEFAULT_NAMESPACE, decode_as
 from policies.scheduler import resources
+from policies.scheduler.affinityterms import PodTerms
 from policies.scheduler.ports import HostPorts, host_ports
 from policies.scheduler.resources import Resource
 
@@ -61,6 +62,10 @@ def _preempted(status: PodStatus | None) -> bool:
     return False
 
 
+def _interned(text: str | None) -> str | None:
+    return sys.intern(text) if text is not None else None
+
+
 def claim_names(pod: Pod) -> tuple[tuple[str, str], ...]:
     """``(pod claim name, ResourceClaim name)`` for each of the pod's claims whose object is known:
     named directly, or generated from a template and recorded in ``status.resourceClaimStatuses``."""
@@ -70,7 +75,7 @@ def claim_names(pod: Pod) -> tuple[tuple[str, str], ...]:
     for ref in pod.spec.resource_claims or ():
         name = ref.resource_claim_name or generated.get(ref.name)
         if name:
-            found.append((ref.name, name))
+            found.append((sys.intern(ref.name), name))
     return tuple(found)
 
 
@@ -90,6 +95,7 @@ class PodInfo:
     nominated_node: str | None
     labels: Mapping[str, str]
     affinity: Affinity | None
+    terms: PodTerms | None
     requests: Resource
     non_zero_requests: Resource
     host_ports: HostPorts
@@ -101,7 +107,9 @@ class PodInfo:
     def of(cls, pod: Pod) -> PodInfo:
         """The record of a pod model; its shape is the pod itself (files, questions, a placement)."""
         requests, non_zero = resources.requests(pod), resources.non_zero_requests(pod)
-        return cls._of(pod, pod, pod.metadata.labels or {}, requests, non_zero, host_ports(pod))
+        labels = pod.metadata.labels or {}
+        terms = PodTerms.of(pod.namespace, labels, pod.spec.affinity)
+        return cls._of(pod, pod, labels, terms, requests, non_zero, host_ports(pod))
 
     @classmethod
     def _of(
@@ -109,6 +117,7 @@ class PodInfo:
         pod: Pod,
         shape: Pod,
         labels: Mapping[str, str],
+        terms: PodTerms | None,
         requests: Resource,
         non_zero: Resource,
         ports: HostPorts,
@@ -123,12 +132,13 @@ class PodInfo:
             node_name=sys.intern(pod.spec.node_name or ""),
             phase=sys.intern((status.phase if status is not None else None) or ""),
             priority=shape.spec.priority or 0,
-            start_time=status.start_time if status is not None else None,
+            start_time=_interned(status.start_time) if status is not None else None,
             deleting=bool(pod.metadata.deletion_timestamp),
             preempted=_preempted(status),
-            nominated_node=status.nominated_node_name if status is not None else None,
+            nominated_node=_interned(status.nominated_node_name) if status is not None else None,
             labels=labels,
             affinity=shape.spec.affinity,
+            terms=terms,
             requests=requests,
             non_zero_requests=non_zero,
             host_ports=ports,
@@ -154,15 +164,12 @@ class PodInfo:
 
     @property
     def has_required_anti_affinity(self) -> bool:
-        anti = self.affinity.pod_anti_affinity if self.affinity is not None else None
-        return bool(anti is not None and anti.required_during_scheduling_ignored_during_execution)
+        return self.terms is not None and bool(self.terms.required_anti_affinity)
 
     @property
     def has_pod_affinity(self) -> bool:
         """upstream podWithAffinity: a pod affinity or anti-affinity section (NodeInfo.PodsWithAffinity)."""
-        return self.affinity is not None and (
-            self.affinity.pod_affinity is not None or self.affinity.pod_anti_affinity is not None
-        )
+        return self.terms is not None
 
     def claim_name(self, pod_claim: str) -> str | None:
         """The ResourceClaim behind one of the pod's claim names, when known."""
@@ -244,6 +251,7 @@ class Shapes:
 
     _found: dict[str, tuple[Pod, Resource, Resource, HostPorts]] = field(default_factory=dict)
     _labels: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = field(default_factory=dict)
+    _terms: dict[tuple[str, int, int], PodTerms | None] = field(default_factory=dict)
     _resources: dict[tuple[object, ...], Resource] = field(default_factory=dict)
     misses: int = 0
 
@@ -273,7 +281,14 @@ class Shapes:
                 non_zero = self._shared(resources.non_zero_requests(resized))
         given: Mapping[str, str] = own.metadata.labels or {}
         labels = self._labels.setdefault(tuple(given.items()), given)
-        return PodInfo._of(own, shape, labels, requests, non_zero, ports)
+        terms = None
+        if shape.spec.affinity is not None:
+            # The shape and the labels are the ones this object keeps, so their ids are stable.
+            key = (own.namespace, id(shape), id(labels))
+            if key not in self._terms:
+                self._terms[key] = PodTerms.of(own.namespace, labels, shape.spec.affinity)
+            terms = self._terms[key]
+        return PodInfo._of(own, shape, labels, terms, requests, non_zero, ports)
 
     def _shared(self, value: Resource) -> Resource:
         key = (value.milli_cpu, value.memory, value.ephemeral_storage, value.allowed_pods,

@@ -290,6 +290,8 @@ def snapshot_ledger(snapshot: Snapshot, namespace: str | None = None) -> Ledger:
     """The DRA charges as the snapshot shows them, of one namespace or of all: the ledger offline,
     the prediction base on pod create, what the shared ledger is reconciled to, and the seed of
     the in-memory one (``serve --state``)."""
+    if not snapshot.devices.yield_node_resources:
+        return Ledger()  # every charge is a footprint of node-allocatable resources: none here
     if namespace is None:
         return Ledger.compute(snapshot.allocated_claims(), snapshot.devices, snapshot.pods)
     claims = snapshot.claims.namespace(namespace).values()

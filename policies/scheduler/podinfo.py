@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from policies.api.core import Affinity, Pod, PodStatus
+from policies.api.core import Affinity, Pod, PodAffinityTerm, PodStatus
 from policies.api.kinds import DEFAULT_NAMESPACE, decode_as
 from policies.scheduler import resources
 from policies.scheduler.affinityterms import PodTerms
@@ -242,6 +242,17 @@ def _own(raw: Mapping[str, Any]) -> dict[str, Any]:
     return {**own, "apiVersion": "v1", "kind": "Pod"}
 
 
+def _reads_labels(affinity: Affinity) -> bool:
+    """Whether a term takes values from the pod's own labels (matchLabelKeys, mismatchLabelKeys)."""
+    terms: list[PodAffinityTerm] = []
+    for section in (affinity.pod_affinity, affinity.pod_anti_affinity):
+        if section is not None:
+            terms += section.required_during_scheduling_ignored_during_execution or ()
+            preferred = section.preferred_during_scheduling_ignored_during_execution or ()
+            terms += (weighted.pod_affinity_term for weighted in preferred)
+    return any(t.match_label_keys or t.mismatch_label_keys for t in terms)
+
+
 @dataclass
 class Shapes:
     """One Pod model per distinct pod spec, with what the scheduler computes from it, and one dict
@@ -283,8 +294,9 @@ class Shapes:
         labels = self._labels.setdefault(tuple(given.items()), given)
         terms = None
         if shape.spec.affinity is not None:
-            # The shape and the labels are the ones this object keeps, so their ids are stable.
-            key = (own.namespace, id(shape), id(labels))
+            # The shape and the labels are the ones this object keeps, so their ids are stable;
+            # the labels count only for terms that take label values from the pod.
+            key = (own.namespace, id(shape), id(labels) if _reads_labels(shape.spec.affinity) else 0)
             if key not in self._terms:
                 self._terms[key] = PodTerms.of(own.namespace, labels, shape.spec.affinity)
             terms = self._terms[key]

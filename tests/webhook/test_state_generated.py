@@ -41,7 +41,7 @@ from webhook import manifests, review
 from webhook.server import split_rules
 from webhook.state import FileState
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "rules"))
+sys.path.append(str(Path(__file__).resolve().parents[1] / "rules"))  # the KEP-5517 fixtures
 from node_allocatable_fixtures import (
     _class,
     _node_objects,

@@ -35,6 +35,7 @@ from policies.store import Store, key_of
 DRIVERS = ("gpu.example.com", "nic.example.com")
 NODES = tuple(f"node-{i}" for i in range(5))
 NAMESPACES = ("team-a", "team-b", "default")
+DRA = "resource.k8s.io/v1"
 STEPS = 700
 
 
@@ -72,12 +73,7 @@ def resource_slice(
         spec["perDeviceNodeSelection"] = True
     else:
         spec["nodeName"] = pool
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceSlice",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
+    return {"apiVersion": DRA, "kind": "ResourceSlice", "metadata": {"name": name}, "spec": spec}
 
 
 def claim(rng: random.Random, name: str, namespace: str | None) -> dict[str, Any]:

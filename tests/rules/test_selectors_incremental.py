@@ -31,6 +31,7 @@ POOLS = {GPU: [f"node-{i}" for i in range(4)], NIC: ["rack-0", "rack-1"]}
 MODEL = f"device.attributes['{GPU}'].model"
 MEMORY = f"device.attributes['{GPU}'].memoryGB"
 INDEX = f"device.attributes['{GPU}'].index"
+DRA = "resource.k8s.io/v1"
 STEPS = 150
 
 
@@ -134,12 +135,7 @@ def resource_slice(rng: random.Random, driver: str, pool: str, index: int, gener
         spec["nodeName"] = pool
     else:
         spec["allNodes"] = True
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceSlice",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
+    return {"apiVersion": DRA, "kind": "ResourceSlice", "metadata": {"name": name}, "spec": spec}
 
 
 class Walk:

@@ -36,6 +36,11 @@ def _ready_conditions(*extra: dict[str, Any]) -> list[dict[str, Any]]:
     ] + list(extra)
 
 
+def _condition(kind: str, reason: str, message: str, at: str = STARTED) -> dict[str, Any]:
+    return {"type": kind, "status": "True", "reason": reason, "message": message, "lastProbeTime": None,
+            "lastTransitionTime": at}  # fmt: skip
+
+
 def _service_account_volume(suffix: str) -> dict[str, Any]:
     return {
         "name": f"kube-api-access-{suffix}",
@@ -254,15 +259,11 @@ def preempted_pod() -> dict[str, Any]:
     pod["metadata"]["deletionTimestamp"] = "2026-11-22T08:59:30Z"
     pod["metadata"]["deletionGracePeriodSeconds"] = 30
     pod["status"]["conditions"].append(
-        {
-            "type": "DisruptionTarget",
-            "status": "True",
-            "reason": "PreemptionByScheduler",
-            "message": "default-scheduler: preempting to accommodate a higher priority pod",
-            "lastProbeTime": None,
-            "lastTransitionTime": "2026-11-22T08:59:30Z",
-        }
-    )
+        _condition(
+            "DisruptionTarget", "PreemptionByScheduler",
+            "default-scheduler: preempting to accommodate a higher priority pod", "2026-11-22T08:59:30Z",
+        )
+    )  # fmt: skip
     return pod
 
 
@@ -281,16 +282,10 @@ def nominated_pod() -> dict[str, Any]:
     pod = gpu_test_pod("pod2", node=None, phase="Pending")
     pod["spec"]["priority"] = 1000
     pod["status"]["nominatedNodeName"] = "kind-worker"
-    pod["status"]["conditions"] = [
-        {
-            "type": "PodScheduled",
-            "status": "False",
-            "reason": "Unschedulable",
-            "message": "0/2 nodes are available: 1 cannot allocate all claims.",
-            "lastProbeTime": None,
-            "lastTransitionTime": STARTED,
-        }
-    ]
+    scheduled = _condition(
+        "PodScheduled", "Unschedulable", "0/2 nodes are available: 1 cannot allocate all claims."
+    )
+    pod["status"]["conditions"] = [{**scheduled, "status": "False"}]
     return pod
 
 
@@ -303,39 +298,29 @@ def finished_pod() -> dict[str, Any]:
     return pod
 
 
+def _resized(name: str, asked: str, allocated: str, reported: dict[str, str]) -> dict[str, Any]:
+    """A pod whose container asks ``asked`` CPU while the kubelet has ``allocated`` and reports
+    ``reported`` (the status of an in-place resize)."""
+    pod = gpu_test_pod(name)
+    pod["spec"]["containers"][0]["resources"]["requests"] = {"cpu": asked, "memory": "256Mi"}
+    status = {
+        "allocatedResources": {"cpu": allocated, "memory": "256Mi"},
+        "resources": {"requests": reported},
+    }
+    pod["status"]["containerStatuses"][0].update(status)
+    return pod
+
+
 def resizing_pod() -> dict[str, Any]:
     """An in-place resize under way: the kubelet reports larger resources than the spec asks."""
-    pod = gpu_test_pod("pod4")
-    pod["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "500m", "memory": "256Mi"}
-    pod["status"]["containerStatuses"][0].update(
-        {
-            "allocatedResources": {"cpu": "1", "memory": "256Mi"},
-            "resources": {"requests": {"cpu": "1", "memory": "512Mi"}},
-        }
-    )
-    return pod
+    return _resized("pod4", "500m", "1", {"cpu": "1", "memory": "512Mi"})
 
 
 def infeasible_resize_pod() -> dict[str, Any]:
     """A resize the node cannot take: the spec asks for 64 CPUs, the kubelet keeps the old 250m."""
-    pod = gpu_test_pod("pod5")
-    pod["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "64", "memory": "256Mi"}
-    pod["status"]["containerStatuses"][0].update(
-        {
-            "allocatedResources": {"cpu": "250m", "memory": "256Mi"},
-            "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}},
-        }
-    )
-    pod["status"]["conditions"].append(
-        {
-            "type": "PodResizePending",
-            "status": "True",
-            "reason": "Infeasible",
-            "message": "Node didn't have enough capacity: cpu, requested: 64000, capacity: 8000",
-            "lastProbeTime": None,
-            "lastTransitionTime": STARTED,
-        }
-    )
+    pod = _resized("pod5", "64", "250m", {"cpu": "250m", "memory": "256Mi"})
+    message = "Node didn't have enough capacity: cpu, requested: 64000, capacity: 8000"
+    pod["status"]["conditions"].append(_condition("PodResizePending", "Infeasible", message))
     return pod
 
 

@@ -177,22 +177,12 @@ def admission_review(obj: dict[str, Any], resource: str, operation: str = "CREAT
 
 def trainer(name: str, **spec: Any) -> dict[str, Any]:
     """A pod of the generated cluster's first namespace, asking for a GPU through its app's template."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NS, "labels": {"app": "trainer"}},
-        "spec": {
-            "containers": [
-                {
-                    "name": "trainer",
-                    "image": "registry.example.com/trainer:v1",
-                    "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "claims": [{"name": "gpu"}]},
-                }
-            ],
-            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "trainer-gpu"}],
-            **spec,
-        },
-    }
+    resources = {"requests": {"cpu": "1", "memory": "1Gi"}, "claims": [{"name": "gpu"}]}
+    containers = [{"name": "trainer", "image": "registry.example.com/trainer:v1", "resources": resources}]
+    claims = [{"name": "gpu", "resourceClaimTemplateName": "trainer-gpu"}]
+    metadata = {"name": name, "namespace": NS, "labels": {"app": "trainer"}}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
+            "spec": {"containers": containers, "resourceClaims": claims, **spec}}  # fmt: skip
 
 
 def template_claim(name: str, *expressions: str) -> dict[str, Any]:

@@ -12,36 +12,16 @@ known set of changes with its history on demand; the real API server's 410 is sh
 from __future__ import annotations
 
 import copy
-import threading
-import time
-from collections.abc import Callable, Iterator
 from typing import Any
 
-import pytest
-from kubernetes import client
+from test_state_watch import cluster_state, no_thread_outlives_its_test, wait_for  # noqa: F401 (autouse fixture)
 from watch_standin import WatchServer, running
 
 from policies.scheduler.podinfo import EMPTY_NODE
 from policies.snapshot import Key, Snapshot
-from webhook.kube import KubeReader
 from webhook.state import ClusterState
-from webhook.watch import Backoff
 
 NS = "gpu-test1"
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.01)
-
-
-@pytest.fixture(autouse=True)
-def no_thread_outlives_its_test() -> Iterator[None]:
-    yield
-    wait_for(lambda: not [t for t in threading.enumerate() if t.name.startswith("draguard-")], timeout=3.0)
 
 
 def device_class(name: str, expression: str = "device.driver == 'gpu.example.com'") -> dict[str, Any]:
@@ -91,11 +71,6 @@ def pod(name: str, node_name: str | None, claims: bool, phase: str = "Running") 
         "spec": spec,
         "status": status,
     }
-
-
-def cluster_state(server: WatchServer) -> ClusterState:
-    api = client.ApiClient(client.Configuration(host=server.url))
-    return ClusterState(KubeReader(api), debounce=0.02, backoff=lambda: Backoff(initial=0.02, cap=0.1))
 
 
 class Decodes:

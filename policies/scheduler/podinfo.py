@@ -66,13 +66,15 @@ def _interned(text: str | None) -> str | None:
     return sys.intern(text) if text is not None else None
 
 
-def claim_names(pod: Pod) -> tuple[tuple[str, str], ...]:
+def claim_names(pod: Pod, spec: Pod | None = None) -> tuple[tuple[str, str], ...]:
     """``(pod claim name, ResourceClaim name)`` for each of the pod's claims whose object is known:
-    named directly, or generated from a template and recorded in ``status.resourceClaimStatuses``."""
+    named directly, or generated from a template and recorded in ``status.resourceClaimStatuses``.
+    ``spec`` is the model holding the pod's spec when ``pod`` holds only its own part (a record's
+    shape holds ``spec.resourceClaims``, the pod's own part its status)."""
     statuses = (pod.status.resource_claim_statuses or []) if pod.status is not None else []
     generated = {s.name: s.resource_claim_name for s in statuses}
     found = []
-    for ref in pod.spec.resource_claims or ():
+    for ref in (spec or pod).spec.resource_claims or ():
         name = ref.resource_claim_name or generated.get(ref.name)
         if name:
             found.append((sys.intern(ref.name), name))
@@ -142,7 +144,7 @@ class PodInfo:
             requests=requests,
             non_zero_requests=non_zero,
             host_ports=ports,
-            claims=claim_names(pod),
+            claims=claim_names(pod, shape),
             shape=shape,
             version=pod.metadata.resource_version or "",
         )

@@ -8,10 +8,11 @@ account for it:
   becomes a model;
 * a workload (Deployment, Job, ...; :mod:`policies.api.workloads`) is decoded strictly as a whole,
   and its pod template becomes the Pod it stands for;
-* an older DRA version is refused as a default server refuses it (not served), naming the fix;
-  with ``api_versions`` (the server's ``--runtime-config``) it is converted to the version 1.36
-  stores (:mod:`policies.api.conversion`) and then read as that; a version or a field that 1.36
-  no longer has at all is refused naming what replaced it;
+* a version (or one kind of it) the server does not serve is refused as a default server refuses
+  it, naming the fix; ``api_versions`` (the server's ``--runtime-config``,
+  :mod:`policies.api.runtimeconfig`) says what it serves; an older DRA version it serves is
+  converted to the version 1.36 stores (:mod:`policies.api.conversion`) and then read as that; a
+  version or a field that 1.36 no longer has at all is refused naming what replaced it;
 * any other kind Kubernetes serves, and any custom resource, is skipped: the caller notes it once
   per kind (``strict_kinds`` makes that an error instead);
 * a kind or a version of Kubernetes' own groups that 1.36 does not serve is an error, as the
@@ -27,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from policies.api import conversion, schema, workloads
+from policies.api import conversion, runtimeconfig, schema, workloads
 from policies.api.base import TypedObject
 from policies.api.core import Pod
 from policies.api.kinds import DecodeError, decode, decode_as
@@ -58,7 +59,7 @@ _V1ALPHA2_REPLACEMENTS = {
 class ReadOptions:
     """How strictly to read: the command-line flags every command shares."""
 
-    api_versions: frozenset[str] = frozenset()
+    api_versions: runtimeconfig.RuntimeConfig = runtimeconfig.DEFAULT
     unknown_fields: UnknownFields = "error"
     skip_kinds: frozenset[str] = frozenset()
     strict_kinds: bool = False
@@ -180,7 +181,8 @@ def _decoded_strictly(raw: Mapping[str, Any], type_name: str, reading: Reading, 
 
 
 def _refusal(api_version: str, kind: str, options: ReadOptions) -> str | None:
-    """Why a default 1.36 server (given ``options.api_versions``) refuses this apiVersion and kind."""
+    """Why a 1.36 server (with ``options.api_versions`` as its ``--runtime-config``) refuses this
+    apiVersion and kind."""
     group = schema.group_of(api_version)
     if api_version == f"{conversion.GROUP}/v1alpha2" and kind in _V1ALPHA2_REPLACEMENTS:
         return (
@@ -190,8 +192,8 @@ def _refusal(api_version: str, kind: str, options: ReadOptions) -> str | None:
     kinds = schema.served_kinds(api_version)
     if kinds is None or kind not in kinds:
         return _not_served(api_version, kind, group) if schema.builtin_group(group) else None
-    if api_version in schema.OFF_BY_DEFAULT and api_version not in options.api_versions:
-        return _off_by_default(api_version, kind)
+    if not options.api_versions.serves(api_version, kind):
+        return _not_enabled(api_version, kind, options.api_versions)
     return None
 
 
@@ -210,8 +212,20 @@ def _not_served(api_version: str, kind: str, group: str) -> str:
     return f"kind: Unsupported value: {go_quote(kind)}: no such kind in {api_version}{hint}"
 
 
-def _off_by_default(api_version: str, kind: str) -> str:
-    flag = f"--api-versions {api_version}"
+def _not_enabled(api_version: str, kind: str, config: runtimeconfig.RuntimeConfig) -> str:
+    """A kind the server knows in this version but does not serve: for the older DRA versions a
+    default server keeps off, how to convert or serve them; otherwise kubectl's words (its
+    discovery has no such kind there) and which ``--api-versions`` entry made it so."""
+    resource = runtimeconfig.resource_of(kind)
+    entry = f"{api_version}/{resource}=true"
+    enabled = config.enabled_resources(api_version)
+    if config.versions.get(api_version) or enabled or api_version not in schema.OFF_BY_DEFAULT:
+        flag = f"--api-versions {','.join(config.entries)}"
+        why = f"{flag} serves only {', '.join(enabled)} of it" if enabled else f"{flag} turns it off"
+        return (
+            f"apiVersion: Unsupported value: {go_quote(api_version)}: no matches for kind {go_quote(kind)} "
+            f"in version {go_quote(api_version)}: {why} (add {entry} if your API server serves it)"
+        )
     target = conversion.target_version(api_version, kind) or api_version
     if kind == "DeviceTaintRule":
         converted = f" (read as {target}: see `draguard convert -f FILE`)" if target != api_version else ""
@@ -219,10 +233,11 @@ def _off_by_default(api_version: str, kind: str) -> str:
             f"apiVersion: Unsupported value: {go_quote(api_version)}: a default 1.36 API server does not "
             f"serve DeviceTaintRule (it is {conversion.V1BETA2} in 1.36, behind the DRADeviceTaintRules "
             "feature gate, which is off by default); if your cluster serves it "
-            f"(--runtime-config={api_version}/devicetaintrules=true), pass {flag}{converted}"
+            f"(--runtime-config={entry}), pass --api-versions {entry}{converted}"
         )
     return (
         f"apiVersion: Unsupported value: {go_quote(api_version)}: not served by default by Kubernetes "
         f"1.36 since {conversion.V1} went GA; write it as {target} (`draguard convert -f FILE` prints "
-        f"it converted), or pass {flag} if your API server serves it (--runtime-config)"
+        f"it converted), or pass --api-versions {api_version} if your API server serves it "
+        "(--runtime-config)"
     )

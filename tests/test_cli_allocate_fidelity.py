@@ -390,8 +390,8 @@ def taint_rule(name: str, selector: dict[str, Any] | None, effect: str = "NoSche
 
 
 # DeviceTaintRule is served only where the cluster turns it on (v1beta2, the DRADeviceTaintRules gate):
-# the input says so, as the API server's --runtime-config does.
-TAINT_RULES_SERVED = ("--api-versions", "resource.k8s.io/v1beta2")
+# the input says so with the API server's own --runtime-config entry.
+TAINT_RULES_SERVED = ("--api-versions", "resource.k8s.io/v1beta2/devicetaintrules=true")
 
 
 def taint_docs(*rules: dict[str, Any], **exactly: Any) -> list[dict[str, Any]]:

@@ -185,7 +185,48 @@ def test_older_versions_through_every_command(capsys: pytest.CaptureFixture[str]
         {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com", "count": 1}}
     ]
     code, _, err = run(capsys, "validate", "-f", old, "--api-versions", "resource.k8s.io/v9")
-    assert code == 2 and "--api-versions resource.k8s.io/v9: not an older resource.k8s.io version" in err
+    assert code == 2 and "--api-versions resource.k8s.io/v9: Kubernetes 1.36 has no group version" in err
+
+
+def test_api_versions_takes_runtime_config_entries(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The one entry a 1.36 server needs for DeviceTaintRule serves DeviceTaintRule only: a v1beta2
+    DeviceClass stays refused, in kubectl's words, with the entry that would serve it."""
+    rule = {
+        "apiVersion": "resource.k8s.io/v1beta2",
+        "kind": "DeviceTaintRule",
+        "metadata": {"name": "drain-gpu-0"},
+        "spec": {
+            "deviceSelector": {"driver": "gpu.example.com", "pool": "node-1", "device": "gpu-0"},
+            "taint": {"key": "example.com/maintenance", "effect": "NoSchedule"},
+        },
+    }
+    device_class = {
+        "apiVersion": "resource.k8s.io/v1beta2",
+        "kind": "DeviceClass",
+        "metadata": {"name": "gpu.example.com"},
+        "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]},
+    }
+    f = write(tmp_path, "v1beta2.yaml", yaml.safe_dump_all([rule, device_class]))
+    entry = "resource.k8s.io/v1beta2/devicetaintrules=true"
+    code, out, _ = run(capsys, "validate", "-f", f, "--api-versions", entry)
+    assert code == 1
+    (line,) = [line for line in out.splitlines() if "DeviceClass" in line]
+    assert line == (
+        f"{f}: document 2: DeviceClass gpu.example.com: apiVersion: Unsupported value: "
+        '"resource.k8s.io/v1beta2": no matches for kind "DeviceClass" in version "resource.k8s.io/v1beta2": '
+        f"--api-versions {entry} serves only devicetaintrules of it (add "
+        "resource.k8s.io/v1beta2/deviceclasses=true if your API server serves it)"
+    )
+    both = f"{entry},resource.k8s.io/v1beta2/deviceclasses=true"
+    assert run(capsys, "validate", "-f", f, "--api-versions", both)[0] == 0
+    assert run(capsys, "validate", "-f", f, "--api-versions", "resource.k8s.io/v1beta2")[0] == 0
+    turned_off = "resource.k8s.io/v1beta2,resource.k8s.io/v1beta2/deviceclasses=false"
+    code, out, _ = run(capsys, "validate", "-f", f, "--api-versions", turned_off)
+    assert code == 1 and f"--api-versions {turned_off} turns it off" in out
+    code, _, err = run(capsys, "validate", "-f", f, "--api-versions", "resource.k8s.io/v1beta2/DeviceClasses")
+    assert code == 2 and "resource is always lowercase plural" in err
 
 
 def test_allocate_refuses_what_validate_refuses(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -81,10 +81,11 @@ def judge(
     old: TypedObject | None = None,
     namespace_labels: Labels = None,
     *,
-    allow_privileged: bool = False,
+    allow_privileged: bool = True,
 ) -> list[str]:
     """The API server's validation errors for a read document (none when it was not read), as a
-    server with its default flags says them (``allow_privileged``: its ``--allow-privileged``)."""
+    server started the way kubeadm starts it says them (``allow_privileged``: its
+    ``--allow-privileged``, which kubeadm sets; False is kube-apiserver's own default)."""
     obj = reading.obj
     if obj is None or reading.errors:
         return []

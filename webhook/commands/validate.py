@@ -177,7 +177,7 @@ def check(
     old_entries: Sequence[Entry],
     given_labels: Mapping[str, dict[str, str]],
     *,
-    allow_privileged: bool = False,
+    allow_privileged: bool = True,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[Result]:
     """A result per document checked and per file that could not be read; objects in --old files

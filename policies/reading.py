@@ -13,8 +13,10 @@ account for it:
   :mod:`policies.api.runtimeconfig`) says what it serves; an older DRA version it serves is
   converted to the version 1.36 stores (:mod:`policies.api.conversion`) and then read as that; a
   version or a field that 1.36 no longer has at all is refused naming what replaced it;
-* any other kind Kubernetes serves, and any custom resource, is skipped: the caller notes it once
-  per kind (``strict_kinds`` makes that an error instead);
+* any other kind Kubernetes serves, and any custom resource, is skipped but for its metadata,
+  which every kind shares: that is decoded strictly, for the API server's checks of any object
+  (:mod:`policies.validation.othermeta`); the caller notes the kind once (``strict_kinds`` makes
+  such a document an error instead);
 * a kind or a version of Kubernetes' own groups that 1.36 does not serve is an error, as the
   server answers it (no such kind), with the versions that do serve it.
 
@@ -29,13 +31,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from policies.api import conversion, runtimeconfig, schema, workloads
-from policies.api.base import TypedObject
+from policies.api.base import ObjectMeta, TypedObject
 from policies.api.core import Pod
 from policies.api.kinds import DecodeError, decode, decode_as
 from policies.validation.fielderrors import Path, go_quote, invalid, render
 from policies.validation.strict import is_strict, strict_errors
 
 UnknownFields = Literal["error", "warn", "ignore"]
+_OBJECT_META = "meta.v1.ObjectMeta"
 UNKNOWN_FIELD_MODES: tuple[UnknownFields, ...] = ("error", "warn", "ignore")
 
 # The kinds resource.k8s.io/v1alpha2 (classic DRA, removed in 1.31) had, and what to write instead.
@@ -79,7 +82,8 @@ class Reading:
 
     For a workload, ``obj`` is its template's Pod (named after the workload), ``template`` where
     the template is in it and ``workload`` the workload's JSON (its own rules need it).
-    ``skipped`` says why a document is not checked (one note per kind is the caller's to print).
+    ``skipped`` says why a document is not checked beyond its metadata (one note per kind is the
+    caller's to print); ``meta`` is that metadata, when it could be read.
     """
 
     api_version: str
@@ -92,6 +96,12 @@ class Reading:
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     skipped: str | None = None
+    meta: ObjectMeta | None = None
+
+    @property
+    def metadata_only(self) -> bool:
+        """A document of which only the metadata is checked (a kind draguard does not check)."""
+        return self.skipped in (NOT_CHECKED, CUSTOM_RESOURCE)
 
     @property
     def namespaced(self) -> bool:
@@ -140,6 +150,8 @@ def read(raw: Any, options: ReadOptions = DEFAULTS) -> Reading:
     type_name = schema.object_type(reading.api_version, reading.kind)
     if type_name is None:
         _skip(reading, options)
+        if reading.skipped is not None:
+            _read_metadata(raw.get("metadata"), reading, options)
         return reading
     if not _decoded_strictly(raw, type_name, reading, options):
         return reading
@@ -167,9 +179,21 @@ def _skip(reading: Reading, options: ReadOptions) -> None:
         reading.skipped = why
 
 
-def _decoded_strictly(raw: Mapping[str, Any], type_name: str, reading: Reading, options: ReadOptions) -> bool:
+def _read_metadata(raw: Any, reading: Reading, options: ReadOptions) -> None:
+    """The metadata of a document otherwise skipped, decoded strictly as every kind's is."""
+    if not _decoded_strictly(raw, _OBJECT_META, reading, options, at="metadata"):
+        return
+    try:
+        reading.meta = decode_as(ObjectMeta, raw or {})
+    except DecodeError as err:
+        reading.errors += [f"metadata.{p}" for p in err.problems]
+
+
+def _decoded_strictly(
+    raw: Any, type_name: str, reading: Reading, options: ReadOptions, at: str = ""
+) -> bool:
     """Strict decoding's problems into ``reading``; False when the server would stop there."""
-    errs = strict_errors(raw, type_name)
+    errs = strict_errors(raw, type_name, at)
     strict = [e for e in errs if is_strict(e)]
     fatal = [e for e in errs if not is_strict(e)]
     if options.unknown_fields == "error" or fatal:

@@ -108,14 +108,80 @@ def test_other_kinds_get_one_note_per_kind(capsys: pytest.CaptureFixture[str], t
         tmp_path, "mixed.yaml", "---\n".join([CUSTOM, CUSTOM.replace("name: domain", "name: d2"), TEMPLATE])
     )
     code, out, err = run(capsys, "validate", "-f", f)
-    assert (code, out) == (0, "1 object: 1 valid, 0 invalid (0 problems)\n")
+    assert (code, out) == (0, "3 objects: 3 valid, 0 invalid (0 problems)\n")
     assert err.splitlines() == [
-        "note: skipped 2 ComputeDomain documents: a custom resource (--skip-kinds ComputeDomain to silence "
-        "this, --strict-kinds to make it an error)"
+        "note: 2 ComputeDomain documents: only the metadata checked, a custom resource (--skip-kinds "
+        "ComputeDomain to skip them silently, --strict-kinds to make them errors)"
     ]
-    assert run(capsys, "validate", "-f", f, "--skip-kinds", "ComputeDomain")[2] == ""
+    code, out, err = run(capsys, "validate", "-f", f, "--skip-kinds", "ComputeDomain")
+    assert (code, out, err) == (0, "1 object: 1 valid, 0 invalid (0 problems)\n", "")
     code, out, _ = run(capsys, "validate", "-f", f, "--strict-kinds")
     assert code == 1 and 'kind: Unsupported value: "ComputeDomain": a custom resource (--strict-kinds)' in out
+
+
+OTHER_KINDS = """\
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: resourceslices-policy-{{ include "gpu-driver.fullname" . }}
+spec: {}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: system:gpu-driver_reader
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: gpu.driver.metrics
+  namespace: gpu-operator
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  generateName: Driver-Config-
+  namespace: gpu-operator
+  labels: {app.kubernetes.io/name: "gpu driver"}
+---
+apiVersion: gpu.example.com/v1alpha1
+kind: GpuConfig
+metadata:
+  name: shared_time_slicing
+  namespace: gpu-operator
+"""
+
+
+def test_the_metadata_of_other_kinds_is_validated_by_the_kinds_rules(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Every kind's metadata is validated as the API server validates any object's: the name by
+    the kind's own rule (an RBAC role's is a path segment, a Service's a DNS label, a custom
+    resource's a DNS subdomain), generateName likewise, labels; the kind's spec is not looked at."""
+    f = write(tmp_path, "other.yaml", OTHER_KINDS)
+    code, out, _ = run(capsys, "validate", "-f", f)
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[-1] == "5 objects: 1 valid, 4 invalid (5 problems)"
+    by_document = {line.split(": ")[1]: line.split(": ", 3)[3] for line in lines[:-1]}
+    assert by_document["document 1"].startswith(
+        'metadata.name: Invalid value: "resourceslices-policy-{{ include \\"gpu-driver.fullname\\" . }}": '
+        "a lowercase RFC 1123 subdomain must consist of"
+    )
+    assert "document 2" not in by_document  # "system:gpu-driver_reader" is a fine path segment
+    assert (
+        by_document["document 3"]
+        == 'metadata.name: Invalid value: "gpu.driver.metrics": must not contain dots'
+    )
+    assert [
+        line.split(": Invalid value: ")[0].split(": ", 3)[3] for line in lines if "document 4" in line
+    ] == [
+        "metadata.generateName",
+        "metadata.labels",
+    ]
+    assert by_document["document 5"].startswith(
+        'metadata.name: Invalid value: "shared_time_slicing": a lowercase'
+    )
 
 
 def test_duplicates_across_files_are_reported_by_every_command(

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from policies.api import core, resource
+from policies.api import core, resource, schema
 from policies.api.base import TypedObject
 from policies.api.kinds import DEFAULT_NAMESPACE
 from policies.reading import Reading
 from policies.validation.core import refuse_privileged
 from policies.validation.fielderrors import go_quote, render
+from policies.validation.othermeta import validate_other_meta
 from policies.validation.validate import validate
 
 # Kinds whose create resets the status (PrepareForCreate in their registry strategy).
@@ -69,6 +70,14 @@ def duplicates(readings: Sequence[Reading], wheres: Sequence[str]) -> dict[int, 
     return found
 
 
+def _other_kind(reading: Reading) -> list[str]:
+    """A document of a kind draguard does not otherwise check: its metadata's problems."""
+    if reading.meta is None:
+        return []
+    namespaced = schema.is_namespaced(reading.api_version, reading.kind)
+    return render(validate_other_meta(reading.api_version, reading.kind, reading.meta, namespaced))
+
+
 def as_created(obj: TypedObject) -> TypedObject:
     """``obj`` as a create would store it: without the status its strategy drops."""
     if isinstance(obj, _STATUS_RESET_ON_CREATE) and getattr(obj, "status", None) is not None:
@@ -87,8 +96,10 @@ def judge(
     server started the way kubeadm starts it says them (``allow_privileged``: its
     ``--allow-privileged``, which kubeadm sets; False is kube-apiserver's own default)."""
     obj = reading.obj
-    if obj is None or reading.errors:
+    if reading.errors:
         return []
+    if obj is None:
+        return _other_kind(reading)
     privileged = refuse_privileged(obj) if isinstance(obj, core.Pod) and not allow_privileged else []
     if reading.template is not None and reading.workload is not None:
         # Imported where a workload is judged: with the pod validation it brings, it is much of

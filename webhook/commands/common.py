@@ -126,14 +126,21 @@ def read_inputs(args: argparse.Namespace, paths: Sequence[str] | None = None) ->
 
 
 def print_notes(entries: Sequence[Entry], out: TextIO) -> None:
-    """One line per kind that was skipped, saying why and how to silence or refuse it."""
+    """One line per kind that was skipped (but for its metadata), saying why and how to silence
+    or refuse it."""
     for kind, why in skipped_kinds(entries).items():
         if why == "--skip-kinds":
             continue
         count = sum(1 for e in entries if e.reading is not None and e.reading.kind == kind)
         documents = plural(count, f"{kind} document")
-        refuse = ", --strict-kinds to make it an error" if why in (NOT_CHECKED, CUSTOM_RESOURCE) else ""
-        print(f"note: skipped {documents}: {why} (--skip-kinds {kind} to silence this{refuse})", file=out)
+        if why in (NOT_CHECKED, CUSTOM_RESOURCE):
+            print(
+                f"note: {documents}: only the metadata checked, {why} (--skip-kinds {kind} to skip "
+                "them silently, --strict-kinds to make them errors)",
+                file=out,
+            )
+        else:
+            print(f"note: skipped {documents}: {why} (--skip-kinds {kind} to silence this)", file=out)
 
 
 # --- output and cluster ------------------------------------------------------------------------

@@ -189,7 +189,9 @@ def check(
         if e.reading is not None and isinstance(e.reading.obj, Namespace)
     }
     namespaces.update(given_labels)
-    checked = [e for e in entries if e.reading is None or e.reading.skipped is None]
+    checked = [
+        e for e in entries if e.reading is None or e.reading.skipped is None or e.reading.metadata_only
+    ]
     objects = [e.reading.obj for e in checked if e.reading is not None and e.reading.obj is not None]
     warned = iter(_selector_warnings(objects))
     results = []
@@ -201,7 +203,9 @@ def check(
         result = Result(entry.where, reading.kind, _shown_name(reading.namespace, reading.name))
         result.errors = list(reading.errors)
         result.warnings = list(reading.warnings)
-        if reading.obj is not None:
+        if reading.obj is None:
+            result.errors += judge(reading)
+        else:
             key = identity(reading)
             namespace = key[2] if key is not None else reading.namespace
             old = olds.get(key) if key else None

@@ -30,10 +30,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from policies.api import conversion, runtimeconfig, schema, workloads
 from policies.api.base import ObjectMeta, TypedObject
 from policies.api.core import Pod
-from policies.api.kinds import DecodeError, decode, decode_as
+from policies.api.kinds import DecodeError, decode, decode_as, under, validation_problems
 from policies.validation.fielderrors import Path, go_quote, invalid, render
 from policies.validation.strict import is_strict, strict_errors
 
@@ -184,9 +186,9 @@ def _read_metadata(raw: Any, reading: Reading, options: ReadOptions) -> None:
     if not _decoded_strictly(raw, _OBJECT_META, reading, options, at="metadata"):
         return
     try:
-        reading.meta = decode_as(ObjectMeta, raw or {})
-    except DecodeError as err:
-        reading.errors += [f"metadata.{p}" for p in err.problems]
+        reading.meta = ObjectMeta.model_validate(raw or {}, by_alias=True, by_name=False)
+    except ValidationError as err:
+        reading.errors += [under("metadata", p) for p in validation_problems(err)]
 
 
 def _decoded_strictly(

@@ -68,6 +68,7 @@ CLAIMS_ON_MISSING_NODES = "claims-on-missing-nodes"
 UNSCHEDULABLE_PODS = "unschedulable-pods"
 NOEXECUTE_TAINTS = "noexecute-taints"
 UNDECODABLE = "undecodable-objects"
+INVALID_OBJECTS = "invalid-objects"
 
 _RESULTS: Mapping[str, Result] = {"deny": "fail", "warn": "warn", "audit": "warn", "error": "error"}
 
@@ -161,10 +162,13 @@ def undecodable_document(reading: Reading, problems: Sequence[str]) -> Finding:
     return Finding("policy", UNDECODABLE, "error", f"{ref} cannot be read: {'; '.join(problems)}", (ref,))
 
 
-def invalid_document(reading: Reading, problems: Sequence[str]) -> Finding:
-    """A document of a manifest that the API server's validation refuses: no cluster holds it."""
+def invalid_object(reading: Reading, warnings: Sequence[str]) -> Finding:
+    """What the API server's validation says of an object the cluster holds
+    (:func:`policies.validation.documents.judge_existing`): a warning, the object is audited all
+    the same, as kube-scheduler evaluates it as it is."""
     ref = ResourceRef(reading.api_version, reading.kind, reading.name, reading.namespace)
-    return Finding("policy", UNDECODABLE, "error", f"{ref} is not valid: {'; '.join(problems)}", (ref,))
+    message = f"{ref}: the API server's validation says: {'; '.join(warnings)}"
+    return Finding("policy", INVALID_OBJECTS, "warn", message, (ref,))
 
 
 # --- policy: the rules on every object, as if it were created now ------------------------------
@@ -532,7 +536,7 @@ def pending_pod(pod: Pod, prepared: Prepared, unread: Collection[ResourceRef] = 
     if missing:
         message = (
             f"pod {pod.key} is not judged: {', '.join(missing)}, in the input, could not be read "
-            f"or is not valid (see {UNDECODABLE})"
+            f"(see {UNDECODABLE})"
         )
         return [_health(UNSCHEDULABLE_PODS, "skip", message, pod)]
     answer = DryRun(prepared).answer(Question(with_uid(pod)))

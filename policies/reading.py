@@ -68,6 +68,8 @@ class ReadOptions:
     unknown_fields: UnknownFields = "error"
     skip_kinds: frozenset[str] = frozenset()
     strict_kinds: bool = False
+    # The API server's --allow-privileged, for the validation that follows the reading.
+    allow_privileged: bool = True
 
 
 DEFAULTS = ReadOptions()

@@ -184,21 +184,37 @@ def test_the_metadata_of_other_kinds_is_validated_by_the_kinds_rules(
     )
 
 
-def test_duplicates_across_files_are_reported_by_every_command(
+def test_the_same_object_twice_is_a_warning_in_validate_and_the_later_one_elsewhere(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    """kubectl apply of both applies both, the second as an update of the first: validate warns,
+    naming both places; the commands that describe one cluster keep the later document, as the
+    cluster would, and say so naming both places."""
     a = write(tmp_path, "a.yaml", TEMPLATE)
-    b = write(tmp_path, "b.yaml", TEMPLATE)
-    duplicate = (
-        'metadata.name: Duplicate value: "one-gpu": the same ResourceClaimTemplate is also in '
-        f"{a}: document 1"
-    )
+    b = write(tmp_path, "b.yaml", TEMPLATE.replace("gpu.example.com", "nic.example.com"))
     code, out, _ = run(capsys, "validate", "-f", a, b)
-    assert code == 1 and f"{b}: document 1: ResourceClaimTemplate team-a/one-gpu: {duplicate}" in out
-    code, _, err = run(capsys, "allocate", "-f", str(CLUSTER), a, b)
-    assert code == 2 and duplicate in err
-    code, out, _ = run(capsys, "audit", "-f", str(CLUSTER), a, b)
-    assert code == 1 and duplicate in out
+    assert code == 0
+    assert out.splitlines() == [
+        f"{b}: document 1: ResourceClaimTemplate team-a/one-gpu: warning: the same ResourceClaimTemplate is "
+        f"also in {a}: document 1: kubectl apply applies both, this one as an update of that one",
+        "2 objects: 2 valid, 0 invalid (0 problems, 1 warning)",
+    ]
+    note = (
+        f"note: {b}: document 1: ResourceClaimTemplate team-a/one-gpu replaces the one in {a}: document 1 "
+        "(the later document wins, as with kubectl apply)"
+    )
+    deployment = write(tmp_path, "deployment.yaml", DEPLOYMENT)
+    code, out, err = run(capsys, "allocate", "-f", str(CLUSTER), a, b, deployment, "-o", "json")
+    assert code == 1 and note in err.splitlines()
+    # The later template asks for a NIC class the cluster has no device of: nothing fits.
+    (pod,) = json.loads(out)["pods"]
+    assert not pod["fits"] and "nic.example.com" in pod["message"]
+    code, out, err = run(capsys, "allocate", "-f", str(CLUSTER), b, a, deployment, "-o", "json")
+    assert code == 0 and note.replace(a, "A").replace(b, a).replace("A", b) in err.splitlines()
+    code, out, err = run(capsys, "audit", "-f", str(CLUSTER), a, b, "-o", "json")
+    assert note in err.splitlines()
+    audited = [f["resources"][0]["name"] for f in json.loads(out)["findings"] if f["rule"] == "selectors"]
+    assert audited.count("one-gpu") == 1
 
 
 def test_a_duplicate_key_is_a_duplicate_field(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -295,19 +311,37 @@ def test_api_versions_takes_runtime_config_entries(
     assert code == 2 and "resource is always lowercase plural" in err
 
 
-def test_allocate_refuses_what_validate_refuses(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_allocate_and_audit_warn_of_what_validate_refuses_in_existing_objects(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The commands that read a cluster as it stands never refuse to answer for an object the
+    cluster holds: validate's refusal is their warning, saying whether the API server would refuse
+    even an unchanged update (a claim's spec is never validated again: on create only)."""
     bad = write(
         tmp_path,
         "bad.yaml",
         TEMPLATE.replace(
             "exactly: {deviceClassName: gpu.example.com}",
-            "exactly: {deviceClassName: gpu.example.com, allocationMode: Exactcount}",
+            "exactly: {deviceClassName: gpu.example.com, count: -1}",
         ),
     )
+    code, validated, _ = run(capsys, "validate", "-f", bad)
+    problem = validated.splitlines()[0].split(": ResourceClaimTemplate team-a/one-gpu: ")[1]
+    assert code == 1 and problem.startswith("spec.spec.devices.requests[0].exactly.count: Invalid value: -1")
     code, out, err = run(capsys, "allocate", "-f", str(CLUSTER), bad)
-    assert (code, out) == (2, "")
-    _, validated, _ = run(capsys, "validate", "-f", bad)
-    assert validated.splitlines()[0] in err
+    assert code in (0, 1) and out
+    warning = (
+        f"warning: {bad}: document 1: ResourceClaimTemplate team-a/one-gpu: {problem} (on create only: the "
+        "API server lets an object it already holds keep it)"
+    )
+    assert warning in err.splitlines()
+    code, out, _ = run(capsys, "audit", "-f", str(CLUSTER), bad, "-o", "json")
+    (finding,) = [f for f in json.loads(out)["findings"] if f["rule"] == "invalid-objects"]
+    assert finding["result"] == "warn"
+    assert finding["message"] == (
+        f"ResourceClaimTemplate team-a/one-gpu: the API server's validation says: {bad}: document 1: "
+        f"{problem} (on create only: the API server lets an object it already holds keep it)"
+    )
 
 
 def test_a_created_object_is_judged_without_its_status(

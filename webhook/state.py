@@ -114,10 +114,12 @@ class FileState:
         now: datetime,
         keep: Keep = DEFAULT_RELEVANCE,
         options: ReadOptions = DEFAULTS,
+        say: Callable[[str], None] | None = None,
     ) -> FileState:
         """The objects of manifest files or directories, read as the offline commands read them
-        (``options``: the reading flags); raises ManifestError."""
-        return cls.from_objects((loaded.obj for loaded in load(paths, options)), now, keep)
+        (``options``: the reading flags; ``say`` is told the notes and warnings of
+        :func:`webhook.manifests.load`); raises ManifestError."""
+        return cls.from_objects((loaded.obj for loaded in load(paths, options, say=say)), now, keep)
 
     @property
     def snapshot(self) -> Snapshot:

@@ -35,7 +35,6 @@ from policies.reading import Reading
 from policies.scheduler.claims import is_allocated
 from policies.scheduler.cluster import is_pending
 from policies.snapshot import Snapshot
-from policies.validation.documents import ANY_NAMESPACE, judge
 from webhook.commands import add_command
 from webhook.commands.common import (
     TABLE_FORMATS,
@@ -47,7 +46,7 @@ from webhook.commands.common import (
     read_inputs,
     style,
 )
-from webhook.manifests import Entry
+from webhook.manifests import Entry, existing_warnings, latest
 from webhook.output import CUT_NOTE, PLAIN, Progress, Style, Table, dump, terminal_width
 
 DESCRIPTION = """\
@@ -62,8 +61,11 @@ with status.allocation are the allocated state. With no pending pod, the claims 
 are asked about, as one pod using them all. --sequence places the pods one after another, each
 seeing what the previous ones took.
 
-The input is read and validated as 'draguard validate' reads and validates it first: anything it
-refuses is printed as it prints it, and the exit code is 2.
+The input is read as 'draguard validate' reads it: a document it cannot read is printed as it prints
+it, and the exit code is 2. The objects are a cluster as it stands: of two documents naming the same
+object the later one wins (a note says so), and what the API server's validation says of an object
+is a warning, since kube-scheduler evaluates the objects a cluster holds as they are (selectors in
+the stored-expressions environment).
 
 Exit codes: 0 every pod fits somewhere, 1 some pod fits nowhere, 2 unusable input."""
 
@@ -130,31 +132,21 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-# The cluster's inventory, as drivers and admins published it: read strictly, not re-validated
-# (what a cluster holds was admitted by its own API server).
-_INVENTORY = ("ResourceSlice", "Node", "DeviceTaintRule")
-
-
 def _read(args: argparse.Namespace) -> list[Entry]:
-    """The input, what is to be allocated validated as ``draguard validate`` validates it (admin
-    access aside: whether a namespace may use it is the cluster's to say, and this input need not
-    describe namespaces); :class:`InputError` with validate's lines on any problem."""
-    entries = read_inputs(args)
+    """The input, read as ``draguard validate`` reads it: what cannot be read is an
+    :class:`InputError` with validate's lines. The objects describe a cluster as it stands, so the
+    later of two documents naming the same object wins, and what validation says of an object is a
+    warning on stderr (kube-scheduler evaluates stored objects as they are), never a refusal."""
+    entries, notes = latest(read_inputs(args))
     print_notes(entries, sys.stderr)
-    problems = []
-    for entry in entries:
-        if entry.reading is None:
-            problems.append(entry.problem or entry.where)
-            continue
-        found = entry.reading.errors
-        if not found and entry.reading.kind not in _INVENTORY:
-            privileged = args.allow_privileged
-            found = judge(entry.reading, namespace_labels=ANY_NAMESPACE, allow_privileged=privileged)
-        problems += [f"{entry.label}: {line}" for line in found]
+    problems = [entry.problem or entry.where for entry in entries if entry.reading is None]
+    problems += [f"{e.label}: {line}" for e in entries if e.reading is not None for line in e.reading.errors]
     if problems:
-        raise InputError("invalid input (draguard validate says why):\n" + "\n".join(problems))
+        raise InputError("input that cannot be read (draguard validate says why):\n" + "\n".join(problems))
     if not any(e.reading is not None and e.reading.skipped is None for e in entries):
         raise InputError(f"no objects found in {', '.join(args.files)}")
+    for line in [*notes, *existing_warnings(entries, allow_privileged=args.allow_privileged)]:
+        print(line, file=sys.stderr)
     for entry in entries:
         reading = entry.reading
         if reading is not None and reading.template is not None:

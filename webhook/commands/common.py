@@ -117,6 +117,7 @@ def read_options(args: argparse.Namespace) -> ReadOptions:
         unknown_fields=args.unknown_fields,
         skip_kinds=_items(args.skip_kinds),
         strict_kinds=args.strict_kinds,
+        allow_privileged=args.allow_privileged,
     )
 
 

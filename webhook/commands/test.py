@@ -124,12 +124,19 @@ def load_suite(file: str, now: datetime) -> PreparedSuite:
         if len(docs) != 1:
             raise SuiteError([f"<root>: holds {len(docs)} YAML documents; a suite is one"])
         suite = parse_suite(docs[0].raw)
-        state = [x.obj for x in load([os.path.join(base, p) for p in suite.state])] if suite.state else []
+        paths = [os.path.join(base, p) for p in suite.state]
+        state = [x.obj for x in load(paths, say=lambda line: _say(file, line))] if suite.state else []
         return prepare(suite, state, _reader(base), now)
     except ManifestError as err:
         raise BrokenSuite(f"{file}: {err}") from None
     except SuiteError as err:
         raise BrokenSuite("\n".join(f"{file}: {p}" for p in err.problems)) from None
+
+
+def _say(file: str, line: str) -> None:
+    """A note or warning about a suite's state (``warning: where: ...``), naming the suite."""
+    word, _, rest = line.partition(": ")
+    print(f"{word}: {file}: state: {rest}", file=sys.stderr)
 
 
 # --- reporting -----------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from typing import Any, TextIO
 from policies.api.base import TypedObject
 from policies.api.core import Namespace
 from policies.api.resource import ADMIN_ACCESS_LABEL, ResourceSlice
-from policies.validation.documents import Identity, identity, judge
+from policies.validation.documents import Identity, identity, judge, selector_notes
 from policies.validation.validate import NAMESPACE_UNKNOWN
 from webhook.commands import add_command
 from webhook.commands.common import (
@@ -45,7 +45,7 @@ from webhook.commands.common import (
     read_inputs,
     style,
 )
-from webhook.manifests import Entry
+from webhook.manifests import Entry, duplicated
 from webhook.output import PLAIN, RED, YELLOW, Progress, Style, dump, plural
 
 DESCRIPTION = """\
@@ -194,6 +194,14 @@ def check(
     ]
     objects = [e.reading.obj for e in checked if e.reading is not None and e.reading.obj is not None]
     warned = iter(_selector_warnings(objects))
+    again = {
+        id(later): [
+            f"the same {later.reading.kind} is also in {earlier.where}: kubectl apply applies both, "
+            "this one as an update of that one"
+        ]
+        for later, earlier in duplicated(entries)
+        if later.reading is not None
+    }
     results = []
     for entry in checked:
         reading = entry.reading
@@ -203,15 +211,14 @@ def check(
         result = Result(entry.where, reading.kind, _shown_name(reading.namespace, reading.name))
         result.errors = list(reading.errors)
         result.warnings = list(reading.warnings)
-        if reading.obj is None:
-            result.errors += judge(reading)
-        else:
-            key = identity(reading)
-            namespace = key[2] if key is not None else reading.namespace
-            old = olds.get(key) if key else None
-            labels = namespaces.get(namespace)
-            judged = judge(reading, old, labels, allow_privileged=allow_privileged)
-            result.errors += [_with_flag(line, namespace) for line in judged]
+        result.warnings += again.get(id(entry), [])
+        key = identity(reading)
+        namespace = key[2] if key is not None else reading.namespace
+        old = olds.get(key) if key else None
+        judged = judge(reading, old, namespaces.get(namespace), allow_privileged=allow_privileged)
+        result.errors += [_with_flag(line, namespace) for line in judged]
+        result.warnings += selector_notes(reading, judged) if old is None else []
+        if reading.obj is not None:
             prefix = f"{reading.kind} {result.name}: "
             result.warnings += [w.removeprefix(prefix) for w in next(warned)]
         results.append(result)
@@ -277,11 +284,12 @@ def summary(results: Sequence[Result], style: Style = PLAIN) -> str:
 def print_text(results: Sequence[Result], out: TextIO, style: Style = PLAIN) -> None:
     warning = style.paint("warning", YELLOW)
     for result in results:
-        for message in result.warnings:
-            print(f"{result.label}: {warning}: {message}", file=out)
+        # A CEL compile error spans lines (the expression and a caret); keep them under their
+        # problem. The warnings follow: some say what a problem means (for an object already stored).
         for error in result.errors:
-            # A CEL compile error spans lines (the expression and a caret); keep them under their problem.
             print(f"{result.label}: {error}".replace("\n", "\n    "), file=out)
+        for message in result.warnings:
+            print(f"{result.label}: {warning}: {message}".replace("\n", "\n    "), file=out)
     print(summary(results, style), file=out)
 
 

@@ -316,7 +316,7 @@ def test_allocate_and_audit_warn_of_what_validate_refuses_in_existing_objects(
 ) -> None:
     """The commands that read a cluster as it stands never refuse to answer for an object the
     cluster holds: validate's refusal is their warning, saying whether the API server would refuse
-    even an unchanged update (a claim's spec is never validated again: on create only)."""
+    even an unchanged update (a template's spec is validated again on every update)."""
     bad = write(
         tmp_path,
         "bad.yaml",
@@ -331,8 +331,8 @@ def test_allocate_and_audit_warn_of_what_validate_refuses_in_existing_objects(
     code, out, err = run(capsys, "allocate", "-f", str(CLUSTER), bad)
     assert code in (0, 1) and out
     warning = (
-        f"warning: {bad}: document 1: ResourceClaimTemplate team-a/one-gpu: {problem} (on create only: the "
-        "API server lets an object it already holds keep it)"
+        f"warning: {bad}: document 1: ResourceClaimTemplate team-a/one-gpu: {problem} (even as stored: the "
+        "API server refuses every update that leaves it so)"
     )
     assert warning in err.splitlines()
     code, out, _ = run(capsys, "audit", "-f", str(CLUSTER), bad, "-o", "json")
@@ -340,7 +340,7 @@ def test_allocate_and_audit_warn_of_what_validate_refuses_in_existing_objects(
     assert finding["result"] == "warn"
     assert finding["message"] == (
         f"ResourceClaimTemplate team-a/one-gpu: the API server's validation says: {bad}: document 1: "
-        f"{problem} (on create only: the API server lets an object it already holds keep it)"
+        f"{problem} (even as stored: the API server refuses every update that leaves it so)"
     )
 
 

@@ -101,7 +101,8 @@ def test_json_holds_every_result(capsys: pytest.CaptureFixture[str], troubled: P
     code, out, _ = run(capsys, "-f", str(CLUSTER), "-f", str(troubled), "-o", "json")
     assert code == 1
     doc = json.loads(out)
-    assert list(doc) == ["objects", "summary", "findings"]
+    assert list(doc) == ["apiVersion", "kind", "objects", "summary", "findings"]
+    assert (doc["apiVersion"], doc["kind"]) == ("draguard.io/v1alpha1", "AuditReport")
     counted = {r: sum(f["result"] == r for f in doc["findings"]) for r in doc["summary"]}
     assert doc["summary"] == counted and counted["pass"] > 0 and counted["fail"] == 2
     first = doc["findings"][0]

@@ -31,6 +31,7 @@ from policies.audit import (
 )
 from policies.config import Config
 from policies.dryrun import FeatureGates
+from policies.outputs import AuditFinding, AuditReport, AuditSummary
 from policies.reading import Reading
 from policies.rules.registry import RULES
 from policies.validation.documents import judge_existing
@@ -226,11 +227,12 @@ def table(report: Report) -> Table | None:
 
 
 def to_json(report: Report) -> dict[str, Any]:
-    return {
-        "objects": report.objects,
-        "summary": {r: report.count(r) for r in RESULTS},
-        "findings": [f.to_json() for f in report.findings],
-    }
+    """The ``AuditReport`` document (:mod:`policies.outputs`)."""
+    return AuditReport(
+        objects=report.objects,
+        summary=AuditSummary.model_validate({r: report.count(r) for r in RESULTS}),
+        findings=[AuditFinding.model_validate(f.to_json()) for f in report.findings],
+    ).to_json()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -259,8 +261,11 @@ def run(args: argparse.Namespace) -> int:
         dump_all(policy_reports(report, now), sys.stdout)
         if dropped := left_out(report):
             namespaces = ", ".join(sorted({f.namespace for f in dropped}))
-            print(f"note: {len(dropped)} results in namespaces being deleted ({namespaces}) are not in the "
-                  "PolicyReports: the API server creates nothing there", file=sys.stderr)
+            print(
+                f"note: {len(dropped)} results in namespaces being deleted ({namespaces}) are not in the "
+                "PolicyReports: the API server creates nothing there",
+                file=sys.stderr,
+            )
     elif args.output != "table":
         dump(to_json(report), args.output, sys.stdout)
     else:

@@ -33,6 +33,7 @@ from typing import Any, TextIO
 from policies.api.base import TypedObject
 from policies.api.core import Namespace
 from policies.api.resource import ADMIN_ACCESS_LABEL, ResourceSlice
+from policies.outputs import ValidatedObject, ValidateReport, ValidateSummary
 from policies.validation.documents import Identity, identity, judge, selector_notes
 from policies.validation.validate import NAMESPACE_UNKNOWN
 from webhook.commands import add_command
@@ -77,6 +78,7 @@ class Result:
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     unreadable: bool = False
+    metadata_only: bool = False
 
     @property
     def label(self) -> str:
@@ -208,7 +210,8 @@ def check(
         if reading is None:
             results.append(Result(entry.where, "", "", [entry.problem or ""], unreadable=True))
             continue
-        result = Result(entry.where, reading.kind, _shown_name(reading.namespace, reading.name))
+        name = _shown_name(reading.namespace, reading.name)
+        result = Result(entry.where, reading.kind, name, metadata_only=reading.metadata_only)
         result.errors = list(reading.errors)
         result.warnings = list(reading.warnings)
         result.warnings += again.get(id(entry), [])
@@ -294,19 +297,21 @@ def print_text(results: Sequence[Result], out: TextIO, style: Style = PLAIN) -> 
 
 
 def to_json(results: Sequence[Result]) -> dict[str, Any]:
-    return {
-        "objects": [
-            {
-                "source": r.where,
-                "kind": r.kind,
-                "name": r.name,
-                "valid": not r.errors,
-                "problems": r.errors,
-                "warnings": r.warnings,
-            }
+    """The ``ValidateReport`` document (:mod:`policies.outputs`)."""
+    return ValidateReport(
+        objects=[
+            ValidatedObject(
+                source=r.where,
+                kind=r.kind,
+                name=r.name,
+                checked="metadata" if r.metadata_only else "object",
+                valid=not r.errors,
+                problems=r.errors,
+                warnings=r.warnings,
+            )
             for r in results
             if not r.unreadable
         ],
-        "unreadable": [r.errors[0] for r in results if r.unreadable],
-        "summary": _summary(results),
-    }
+        unreadable=[r.errors[0] for r in results if r.unreadable],
+        summary=ValidateSummary(**_summary(results)),
+    ).to_json()

@@ -49,6 +49,8 @@ CORE_BINARIES = ("etcd", "kube-apiserver")
 # The issuer and audience of the service-account tokens the API server signs.
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 START_TIMEOUT = 120.0
+# The one --runtime-config entry a 1.36 server needs to serve DeviceTaintRule (v1beta2), with its gate.
+DEVICE_TAINT_RULES = "resource.k8s.io/v1beta2/devicetaintrules=true"
 _PR_SET_PDEATHSIG = 1
 
 
@@ -146,6 +148,9 @@ class ControlPlane:
     assets: Path
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     runtime_config: Sequence[str] = ()
+    # kube-apiserver's --allow-privileged (its default, False, refuses privileged containers; kubeadm
+    # and kind set it).
+    allow_privileged: bool = False
     workdir: Path = field(init=False)
     url: str = field(init=False, default="")
     port: int = field(init=False, default=0)
@@ -362,6 +367,8 @@ class ControlPlane:
         ]
         if self.runtime_config:
             args.append(f"--runtime-config={','.join(self.runtime_config)}")
+        if self.allow_privileged:
+            args.append("--allow-privileged=true")
         apiserver = self._spawn("kube-apiserver", args)
         context = self.ssl_context()
         self._wait(apiserver, lambda: https_get(self.port, "/readyz", context) == (200, "ok"))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_cli_inputs import run, write
 
 from webhook.cli import main
 from webhook.state import FileState
@@ -57,19 +58,6 @@ spec:
     image: registry.example.com/gpu-kubelet-plugin:1
     securityContext: {privileged: true}
 """
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def write(tmp_path: Path, name: str, text: str) -> str:
-    path = tmp_path / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return str(path)
 
 
 def test_validate_refuses_a_stored_only_selector_and_says_an_existing_class_keeps_working(

@@ -1,9 +1,12 @@
 """``draguard validate``: the API server's verdict on manifests, without a cluster.
 
-Every document is read as a default Kubernetes 1.36 API server reads it (:mod:`policies.reading`:
-strict decoding, older DRA versions refused or converted, workloads' pod templates checked as
-pods, other kinds skipped with one note per kind), then each object is validated as the create
-``kubectl apply`` would make (:mod:`policies.validation.documents`). One line per problem,
+Every document is read as a Kubernetes 1.36 API server reads it (:mod:`policies.reading`: strict
+decoding, versions served as ``--api-versions`` (its ``--runtime-config``) says, older DRA versions
+converted, workloads' pod templates checked as pods, of other kinds only the metadata, with one
+note per kind), then each object is validated as the create ``kubectl apply`` would make
+(:mod:`policies.validation.documents`): validate judges documents as new. For a selector a create
+refuses, a warning says whether an object already stored with it keeps working; the same object
+in two documents is a warning naming both (``kubectl apply`` applies both). One line per problem,
 prefixed with where the object is and what it is, so that the output reads like kubectl's and can
 be grepped::
 
@@ -52,16 +55,20 @@ from webhook.output import PLAIN, RED, YELLOW, Progress, Style, dump, plural
 DESCRIPTION = """\
 Validate manifests offline as a Kubernetes 1.36 API server would on 'kubectl apply': strict
 decoding (unknown and duplicate fields), older resource.k8s.io versions refused or converted
-(--api-versions), then the API server's validation of DRA objects and of pods and workloads' pod
-templates; other kinds are skipped with one note per kind. One line per problem, with the file,
-the document, the object and the field:
+(--api-versions takes the API server's --runtime-config entries), then the API server's
+validation of DRA objects and of pods and workloads' pod templates, as it judges their create; of
+other kinds only the metadata is checked, with one note per kind. One line per problem, with the
+file, the document, the object and the field:
 
   claims.yaml: document 2: ResourceClaim team-a/big: spec.devices.requests[0].exactly.count:
   Invalid value: -1: must be greater than zero
 
-Given ResourceSlices and DeviceClasses (a picture of the cluster), it also warns, as audit and
-the webhook do, about selectors that match no device, attribute names no device publishes and
-classes that do not exist (--strict fails on those).
+Warnings follow: what a refused selector means for an object the cluster already holds (kube-
+scheduler evaluates stored selectors in the stored-expressions environment), the same object in
+two documents (kubectl apply applies both, the second as an update), and, given ResourceSlices and
+DeviceClasses (a picture of the cluster), what audit and the webhook warn about: selectors that
+match no device, attribute names no device publishes and classes that do not exist (--strict fails
+on warnings).
 
 Exit codes: 0 every object is valid, 1 some object is invalid or some file cannot be read (the
 others are still checked), 2 nothing could be read at all, or bad options."""

@@ -104,7 +104,7 @@ def prepare(plane: ControlPlane, docs: list[Document]) -> None:
 
 
 def _established(crd: dict[str, Any]) -> bool:
-    conditions = crd.get("status", {}).get("conditions", [])
+    conditions = crd.get("status", {}).get("conditions") or []
     return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
 
 

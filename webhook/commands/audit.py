@@ -62,9 +62,10 @@ else ~/.kube/config; --context to choose a context), or read from manifests with
 'kubectl get ... -o yaml' dumps), as 'draguard validate' reads them. Objects of kinds draguard
 does not check are skipped but for their metadata, with one note per kind (workloads too: their
 pod templates are for validate and allocate to check, they are not pods of the cluster); objects
-or files it cannot read are 'error' results. The objects are a cluster as it stands: of two documents naming the same
-object the later one wins (a note says so), and what the API server's validation says of an object
-(as validate says it) is an 'invalid-objects' warning, the object audited all the same.
+or files it cannot read are 'error' results. The objects are a cluster as it stands: of two
+documents naming the same object the later one wins (a note says so), and what the API server's
+validation says of an object (as validate says it) is an 'invalid-objects' warning, the object
+audited all the same.
 
 Output: a table of the results that are not 'pass'; -o json or -o yaml (every result); or
 -o policyreport: wgpolicyk8s.io/v1alpha2 PolicyReports (one per namespace) and a

@@ -4,8 +4,8 @@ what no decision reads and made compact.
 The live state (list and watch) and ``serve --state`` files both read through :class:`Reader`,
 so a cluster reads the same from either: pods become :class:`PodInfo` records (whole only while
 they wait for a node and matter to a rule), Nodes lose their conditions and the rest of their
-status but allocatable, capacity and images (ImageLocality scores by them), every object loses ``metadata.managedFields``, and
-the models kept are compacted (:mod:`policies.api.compact`).
+status but allocatable, capacity and images (ImageLocality scores by them), every object loses
+``metadata.managedFields``, and the models kept are compacted (:mod:`policies.api.compact`).
 
 Objects from a cluster were defaulted by its API server; hand-written state files may not be, so
 a Reader given ``now`` applies the API server's defaulting first.

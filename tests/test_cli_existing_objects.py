@@ -216,3 +216,48 @@ def test_serve_states_warnings_are_said(tmp_path: Path) -> None:
     (warning,) = said
     assert warning.startswith(f"warning: {older}: document 1: DeviceClass a100-listed: spec.selectors[0]")
     assert KEEPS_WORKING in warning
+
+
+def test_a_second_default_class_a_cluster_holds_is_a_warning_a_pod_it_refuses_an_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The Priority plugin refuses a second globalDefault class on create, but a cluster may hold one
+    (a race of two creates): audit warns of it and audits it. A pod naming a class the cluster lacks
+    it refuses outright, so no cluster holds it: an error, in allocate too (issues 24 and 29)."""
+    classes = write(tmp_path, "classes.yaml", """\
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: standard}
+value: 100
+globalDefault: true
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: cheap}
+value: 10
+globalDefault: true
+""")
+    code, out, _ = run(capsys, "audit", "-f", *INVENTORY, classes, "-o", "json")
+    findings = json.loads(out)["findings"]
+    (warned,) = [f for f in findings if f["rule"] == "invalid-objects"]
+    assert warned["result"] == "warn" and warned["resources"][0]["name"] == "cheap"
+    assert warned["message"].endswith(
+        'priorityclasses.scheduling.k8s.io "cheap" is forbidden: PriorityClass standard is already marked '
+        "as default. Only one default can exist (on create only: the API server lets an object it already "
+        "holds keep it)"
+    )
+    assert not any(f["result"] == "error" for f in findings)
+    # No image either: what validation says of it is not said, the refusal is the server's whole answer.
+    pod = write(
+        tmp_path,
+        "pod.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: etl, namespace: team-a}\n"
+        "spec: {priorityClassName: nightly, containers: [{name: main}]}\n",
+    )
+    refused = 'pods "etl" is forbidden: no PriorityClass with name nightly was found'
+    code, out, _ = run(capsys, "audit", "-f", *INVENTORY, classes, pod, "-o", "json")
+    (error,) = [f for f in json.loads(out)["findings"] if f["resources"][0]["name"] == "etl"]
+    assert (error["rule"], error["result"]) == ("undecodable-objects", "error")
+    assert refused in error["message"]
+    code, out, err = run(capsys, "allocate", "-f", *INVENTORY, classes, pod)
+    assert (code, out) == (2, "") and f"Pod team-a/etl: {refused}" in err

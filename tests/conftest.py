@@ -16,9 +16,9 @@ from controlplane import ASSETS_VAR, DEVICE_TAINT_RULES, ControlPlane, missing_b
 
 
 def _running(feature_gates: dict[str, bool], **options: Any) -> Iterator[ControlPlane]:
-    """A control plane for the rest of the test session. Without the binaries the tests that use it
-    skip with one line saying how to provide them; under CI (``CI=true``) that is a failure, since
-    CI is where they must run."""
+    """A control plane for the fixture's scope (most: the rest of the test session). Without the
+    binaries the tests that use it skip with one line saying how to provide them; under CI
+    (``CI=true``) that is a failure, since CI is where they must run."""
     missing = missing_binaries()
     if missing:
         if os.environ.get("CI", "").lower() == "true":
@@ -48,11 +48,12 @@ def node_allocatable_plane() -> Iterator[ControlPlane]:
     yield from _running({"DRANodeAllocatableResources": True})
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def kubeadm_plane() -> Iterator[ControlPlane]:
     """A control plane whose kube-apiserver runs as kubeadm starts it (privileged containers
     allowed), with DeviceTaintRule served (the DRADeviceTaintRules gate and its --runtime-config
-    entry): the cluster the demo folders are applied to. Started only when a test asks for it."""
+    entry): the cluster the demo folders are applied to. Started only when a test asks for it, and
+    stopped after its module: on 2 cores an idle API server and etcd slow the rest of the suite."""
     yield from _running(
         {"DRADeviceTaintRules": True}, runtime_config=[DEVICE_TAINT_RULES], allow_privileged=True
     )

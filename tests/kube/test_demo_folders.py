@@ -161,10 +161,17 @@ def disagreement(doc: Document, problems: list[str], error: str | None) -> str |
     return None
 
 
+@pytest.fixture(scope="module")
+def kubectl_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """kubectl's discovery cache, shared by the folders: the API server serves the same groups to
+    each, and discovering them again is most of what a cold kubectl spends."""
+    return tmp_path_factory.mktemp("kubectl-cache")
+
+
 @pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
 @pytest.mark.parametrize("folder", sorted(p.name for p in DEMOS.iterdir() if p.is_dir()))
 def test_validate_of_a_folder_says_what_kubectl_apply_of_each_file_says(
-    kubeadm_plane: ControlPlane, folder: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    kubeadm_plane: ControlPlane, folder: str, capsys: pytest.CaptureFixture[str], kubectl_cache: Path
 ) -> None:
     docs = documents(DEMOS / folder)
     prepare(kubeadm_plane, docs)
@@ -175,7 +182,7 @@ def test_validate_of_a_folder_says_what_kubectl_apply_of_each_file_says(
     disagreements = []
     refused = 0
     for file in sorted({d.file for d in docs}):
-        applied, errors = kubectl_apply(kubeadm_plane, file, tmp_path / "kubectl-cache")
+        applied, errors = kubectl_apply(kubeadm_plane, file, kubectl_cache)
         for doc in (d for d in docs if d.file == file):
             result = ours[f"{file}: document {doc.number}"]
             # kubectl names what it applied without the namespace, in the file's order: each

@@ -153,6 +153,18 @@ def test_a_pod_whose_template_could_not_be_read_is_not_said_to_miss_it(
     )
 
 
+def audited_and_validated(
+    capsys: pytest.CaptureFixture[str], file: Path, label: str
+) -> tuple[int, list[dict[str, Any]], str]:
+    """audit -f of the example cluster and ``file``: its exit code and findings; and what validate
+    of ``file`` alone says first of the object ``label`` (validate must refuse it)."""
+    code, out, _ = run(capsys, "-f", str(CLUSTER), "-f", str(file), "-o", "json")
+    validated = main(["validate", "-f", str(file)])
+    problem = capsys.readouterr().out.splitlines()[0].split(f": {label}: ")[1]
+    assert validated == 1
+    return code, json.loads(out)["findings"], problem
+
+
 def test_a_pod_the_priority_plugin_refuses_is_an_error_as_validate_says_it(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -165,12 +177,9 @@ def test_a_pod_the_priority_plugin_refuses_is_an_error_as_validate_says_it(
         "apiVersion: v1\nkind: Pod\nmetadata: {name: etl, namespace: team-a}\n"
         "spec: {priorityClassName: nightly, containers: [{name: main, image: etl:1}]}\n"
     )
-    code, out, _ = run(capsys, "-f", str(CLUSTER), "-f", str(refused), "-o", "json")
+    code, findings, problem = audited_and_validated(capsys, refused, "Pod team-a/etl")
     assert code == 1
-    (finding,) = [f for f in json.loads(out)["findings"] if f["result"] != "pass"]
-    validated = main(["validate", "-f", str(refused)])
-    problem = capsys.readouterr().out.splitlines()[0].split(": Pod team-a/etl: ")[1]
-    assert validated == 1
+    (finding,) = [f for f in findings if f["result"] != "pass"]
     assert (finding["rule"], finding["result"]) == ("undecodable-objects", "error")
     assert finding["message"] == f"Pod team-a/etl is not valid: {refused}: document 2: {problem}"
 
@@ -188,12 +197,8 @@ def test_what_validate_refuses_of_an_existing_object_is_a_warning_and_it_is_audi
         "spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com, "
         "allocationMode: Exactcount}}]}}\n"
     )
-    code, out, _ = run(capsys, "-f", str(CLUSTER), "-f", str(claim), "-o", "json")
-    findings = json.loads(out)["findings"]
+    code, findings, problem = audited_and_validated(capsys, claim, "ResourceClaim team-a/c")
     (finding,) = [f for f in findings if f["rule"] == "invalid-objects"]
-    validated = main(["validate", "-f", str(claim)])
-    problem = capsys.readouterr().out.splitlines()[0].split(": ResourceClaim team-a/c: ")[1]
-    assert validated == 1
     assert finding["result"] == "warn"
     assert finding["message"] == (
         f"ResourceClaim team-a/c: the API server's validation says: {claim}: document 1: {problem} "

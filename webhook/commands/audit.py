@@ -67,7 +67,9 @@ pod templates are for validate and allocate to check, they are not pods of the c
 or files it cannot read are 'error' results. The objects are a cluster as it stands: of two
 documents naming the same object the later one wins (a note says so), and what the API server's
 validation says of an object (as validate says it) is an 'invalid-objects' warning, the object
-audited all the same.
+audited all the same. A pod the API server's Priority admission plugin would refuse (a
+priorityClassName no PriorityClass of the input has) is in no cluster: an 'error' result, not
+audited.
 
 Output: a table of the results that are not 'pass'; -o json or -o yaml (every result); or
 -o policyreport: wgpolicyk8s.io/v1alpha2 PolicyReports (one per namespace) and a

@@ -32,7 +32,6 @@ from policies.footprint import (
     FootprintError,
     add_lists,
     difference,
-    yields_node_resources,
 )
 from policies.quota import (
     STANDARD,
@@ -197,7 +196,7 @@ def _smallest_footprint(
     alone) or no node fits."""
     if not any(_node_key(k) for q in quotas for k in hard_of(q)):
         return {}, ""
-    if not any(yields_node_resources(d) for d in snapshot.devices.values()):
+    if not snapshot.devices.yield_node_resources:
         return {}, ""  # every footprint would be zero: spare the dry run
     outcome = DryRun(Prepared.of(snapshot, FeatureGates())).outcome(Question(pod))
     costs = Costs.of(pod, outcome.dra.claims, snapshot, outcome.prepared.inventory)

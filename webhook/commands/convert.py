@@ -23,10 +23,11 @@ import sys
 from typing import Any
 
 from policies.api.conversion import CONVERTIBLE, convert, target_version
+from policies.api.runtimeconfig import RuntimeConfig
 from policies.reading import Reading, ReadOptions
 from webhook.commands import add_command
 from webhook.commands.common import add_file_flags, add_output
-from webhook.manifests import Document, entries_of, iter_inputs, problems
+from webhook.manifests import Document, applied_twice, duplicated, entries_of, iter_inputs, problems
 from webhook.output import Progress, dump, dump_all
 
 DESCRIPTION = """\
@@ -39,7 +40,7 @@ Exit codes: 0 everything was printed, 1 a document could not be converted or a f
 nothing could be read."""
 
 # Every older version counts as served here: converting it is the point.
-_ALL_VERSIONS = ReadOptions(api_versions=frozenset(CONVERTIBLE), unknown_fields="error")
+_ALL_VERSIONS = ReadOptions(api_versions=RuntimeConfig.parse(CONVERTIBLE), unknown_fields="error")
 
 
 def register(sub: Any) -> None:
@@ -69,6 +70,9 @@ def run(args: argparse.Namespace) -> int:
     found = problems(entries)
     for line in found:
         print(f"error: {line}", file=sys.stderr)
+    # Both are printed, as kubectl apply applies both (validate warns the same way).
+    for later, earlier in duplicated(entries):
+        print(f"warning: {later.label}: {applied_twice(later, earlier)}", file=sys.stderr)
     if not any(isinstance(item, Document) for item in items):
         return 2
     if args.output == "json":

@@ -17,9 +17,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from policies.api.base import TypedObject
+from policies.outputs import TestCaseResult, TestReport, TestSuiteResult
 from policies.rules.registry import RULES
 from policies.testsuite import (
-    CaseResult,
     PreparedSuite,
     Reader,
     Suite,
@@ -129,17 +129,24 @@ def load_suite(file: str, now: datetime) -> PreparedSuite:
         if len(docs) != 1:
             raise SuiteError([f"<root>: holds {len(docs)} YAML documents; a suite is one"])
         suite = parse_suite(docs[0].raw)
-        return prepare(suite, _state(suite, base), _reader(base), now)
+        return prepare(suite, _state(suite, base, file), _reader(base), now)
     except SuiteError as err:
         raise BrokenSuite("\n".join(f"{file}: {p}" for p in err.problems)) from None
 
 
-def _state(suite: Suite, base: str) -> list[TypedObject]:
+def _state(suite: Suite, base: str, file: str) -> list[TypedObject]:
     """The objects of the suite's ``state:``; :class:`SuiteError` with each problem under ``state``."""
+    paths = [os.path.join(base, p) for p in suite.state]
     try:
-        return [x.obj for x in load([os.path.join(base, p) for p in suite.state])] if suite.state else []
+        return [x.obj for x in load(paths, say=lambda line: _say(file, line))] if suite.state else []
     except ManifestError as err:
         raise SuiteError([f"state: {line}" for line in str(err).splitlines()]) from None
+
+
+def _say(file: str, line: str) -> None:
+    """A note or warning about a suite's state (``warning: where: ...``), naming the suite."""
+    word, _, rest = line.partition(": ")
+    print(f"{word}: {file}: state: {rest}", file=sys.stderr)
 
 
 # --- reporting -----------------------------------------------------------------------------------
@@ -177,26 +184,30 @@ def summary(runs: Sequence[Ran]) -> str:
     return f"{passed} passed, {failed} failed"
 
 
-def _result_json(result: CaseResult) -> dict[str, Any]:
-    verdict = "pass" if result.passed else "fail"
-    return {"name": result.name, "result": verdict, "reason": result.reason, "actual": result.actual}
-
-
 def to_json(runs: Sequence[Ran]) -> dict[str, Any]:
-    return {
-        "suites": [
-            {
-                "name": ran.result.name,
-                "file": ran.file,
-                "passed": ran.result.passed,
-                "failed": ran.result.failed,
-                "tests": [_result_json(r) for r in ran.result.results],
-            }
+    """The ``TestReport`` document (:mod:`policies.outputs`)."""
+    return TestReport(
+        suites=[
+            TestSuiteResult(
+                name=ran.result.name,
+                file=ran.file,
+                passed=ran.result.passed,
+                failed=ran.result.failed,
+                tests=[
+                    TestCaseResult(
+                        name=r.name,
+                        result="pass" if r.passed else "fail",
+                        reason=r.reason,
+                        actual=dict(r.actual),
+                    )
+                    for r in ran.result.results
+                ],
+            )
             for ran in runs
         ],
-        "passed": sum(r.result.passed for r in runs),
-        "failed": sum(r.result.failed for r in runs),
-    }
+        passed=sum(r.result.passed for r in runs),
+        failed=sum(r.result.failed for r in runs),
+    ).to_json()
 
 
 def junit(runs: Sequence[Ran]) -> ET.ElementTree[ET.Element]:

@@ -10,21 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 
-
-class AnswerModel(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, extra="forbid")
-
-    def to_json(self) -> dict[str, Any]:
-        """camelCase keys; optional fields that do not apply are left out."""
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-    def to_json_bytes(self) -> bytes:
-        """:meth:`to_json`'s document as JSON, encoded by pydantic-core in one pass (a tenth of the
-        time of building the dicts and ``json.dumps``)."""
-        return self.__pydantic_serializer__.to_json(self, by_alias=True, exclude_none=True)
+from policies.outputs import OutputModel as AnswerModel
 
 
 class QuotaCharge(AnswerModel):

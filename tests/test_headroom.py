@@ -232,8 +232,8 @@ def test_halves_after_quarters_took_the_counters() -> None:
 
 
 def test_consumable_capacity_is_shared_until_used_up() -> None:
-    share = request("n", "nic", capacity={"requests": {"bandwidth": "30G"}})
-    objects = [*CLASSES, template("n", [share]), pod(templates=("n",))]
+    share = request("link", "nic", capacity={"requests": {"bandwidth": "30G"}})
+    objects = [*CLASSES, template("link", [share]), pod(templates=("link",))]
     objects += [
         node("node-0", "a"),
         shared_nic("node-0", "100G"),

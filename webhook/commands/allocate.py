@@ -196,7 +196,7 @@ def _as_created(reading: Reading) -> TypedObject | None:
     return obj.model_copy(update={"spec": obj.spec.model_copy(update={"volumes": claims + others})})
 
 
-def _snapshot(args: argparse.Namespace) -> Snapshot:
+def stored_snapshot(args: argparse.Namespace) -> Snapshot:
     """The objects as the API server stores them: defaulted, each pod's priority resolved (the
     input was judged first, so no pod is refused here)."""
     now = datetime.now(UTC)
@@ -278,7 +278,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         _check_numbers(args)
         gates = FeatureGates() if args.features is None else FeatureGates.parse(args.features)
-        snapshot = _snapshot(args)
+        snapshot = stored_snapshot(args)
         nodes = _nodes(snapshot, args.nodes)
         questions = _questions(snapshot, args.pods)
     except (InputError, UsageError, ValueError) as err:

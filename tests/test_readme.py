@@ -7,6 +7,8 @@ import argparse
 import re
 from pathlib import Path
 
+import pytest
+
 from webhook.commands import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,3 +73,17 @@ def test_every_command_line_shown_takes_the_flags_and_outputs_shown() -> None:
         shown = re.search(r"\[-o ([\w|]+)\]", line)
         if shown:
             assert set(shown.group(1).split("|")) == set(options["-o"].choices or ()), line
+
+
+def test_the_answers_shown_are_what_the_commands_print(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each ```console block: ``$ draguard ...`` and what it prints, as a user sees it."""
+    from webhook.cli import main
+
+    shown = re.findall(r"```console\n\$ (draguard [^\n]*)\n(.*?)```", README, re.DOTALL)
+    assert {command.split()[1] for command, _ in shown} >= {"devices", "headroom"}
+    monkeypatch.chdir(ROOT)
+    for command, printed in shown:
+        main(command.split()[1:])
+        assert capsys.readouterr().out.rstrip() == printed.rstrip(), command

@@ -22,7 +22,7 @@ inter-pod affinity of its own), names an existing claim (shared by the copies), 
 nominated pods, or a placement takes devices of a pool other nodes reach (network-attached
 devices, a pool name shared by drivers with counters): then every node is filtered again after
 each placement, as the plain path would. The allocator and the cluster take each placement in
-place (``Allocator.growing``, ``Cluster.with_nodes``); the snapshot gets the copies' claims and
+place (``Allocator.growing``, ``Cluster.growing``); the snapshot gets the copies' claims and
 pods once at the end (when the copies read nothing of each other's objects). Tests compare every
 placement with the plain path (``place`` and a new :class:`Prepared` per copy).
 """
@@ -153,7 +153,7 @@ class _Placer:
 
     def __post_init__(self) -> None:
         self.snapshot = self.prepared.snapshot
-        self.cluster = self.prepared.cluster
+        self.cluster = self.prepared.cluster.growing()
         self.allocator = self.prepared.allocator.growing()
         self.board = Board(self.cluster.positions)
         self.reach = pool_reach(self.snapshot.slices)
@@ -194,7 +194,7 @@ class _Placer:
         self.claims += claims
         self.pods.append(bound)
         self.infos.append(info)
-        self.cluster = self.cluster.with_nodes([self.cluster.by_name[node].with_pod(info)])
+        self.cluster = self.cluster.grow([self.cluster.by_name[node].with_pod(info)])
         self.allocator.add(r for r in results if r is not None)
         pools = {
             (d.driver, d.pool)

@@ -8,6 +8,7 @@ The input is read and validated as ``draguard allocate`` reads it.
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from typing import Any, TextIO
 
@@ -121,10 +122,21 @@ def run(args: argparse.Namespace) -> int:
         return 2
     clock = NodeClock()
     budget = SearchBudget(max_invocations=args.max_steps, deadline=args.timeout, clock=clock.elapsed)
-    with Progress("headroom") as progress:
-        found = headroom(
-            Prepared.of(snapshot, gates), pod, limit=args.max, budget=budget, pace=clock, progress=progress
-        )
+    # The placements make tens of thousands of objects and no cyclic garbage: collections would
+    # only walk the loaded cluster again and again (a quarter of the time on 5,000 nodes).
+    gc.disable()
+    try:
+        with Progress("headroom") as progress:
+            found = headroom(
+                Prepared.of(snapshot, gates),
+                pod,
+                limit=args.max,
+                budget=budget,
+                pace=clock,
+                progress=progress,
+            )
+    finally:
+        gc.enable()
     answer = document(found, args.max, gates.changed())
     if args.output == "table":
         print_answer(answer, sys.stdout, style(args))

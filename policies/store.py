@@ -125,7 +125,6 @@ class Store:
         # Each pool's devices: a new dict when the pool changes, never changed after, so that
         # published snapshots share it.
         self._pool_devices: dict[PoolKey, Mapping[DeviceKey, Device]] = {}
-        self._changed_pools: set[PoolKey] = set()
         self._yielding: set[PoolKey] = set()  # pools with a device that yields node resources
         self._dirty: set[str] = set(KINDS)
         self._published = Snapshot()
@@ -190,7 +189,6 @@ class Store:
                 members[key] = after
             else:
                 members.pop(key, None)
-            self._changed_pools.add(pool)
             self._yielding.discard(pool)
             if members:
                 index = self._pool_devices[pool] = device_index(members.values())
@@ -210,13 +208,7 @@ class Store:
             changes["classes"] = _names(objects["DeviceClass"])
         if "ResourceSlice" in dirty:
             changes["slices"] = tuple(objects["ResourceSlice"].values())
-            changes["devices"] = Devices(
-                dict(self._pool_devices),
-                self._published.devices,
-                frozenset(self._changed_pools),
-                frozenset(self._yielding),
-            )
-            self._changed_pools = set()
+            changes["devices"] = Devices(dict(self._pool_devices), frozenset(self._yielding))
         if "ResourceClaim" in dirty:
             changes["claims"] = claims = _published(objects["ResourceClaim"])
             changes["all_claims"] = tuple(claims.values())

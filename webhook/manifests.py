@@ -241,13 +241,13 @@ def _stream(file: str, keys: bool) -> Iterator[Document | Unreadable]:
     try:
         with open(file, encoding="utf-8") as fh:
             items = 0
-            rest: dict[str, Any] = {}
+            members: list[tuple[str, Any]] = []  # the top-level object's, but the items
             for key, value in jsonstream.stream(fh, object_pairs_hook=_json_object if keys else None):
                 if key == "items[]":
                     yield Document(value, Source(file, 1, items))
                     items += 1
                 else:
-                    rest[key] = value
+                    members.append((key, value))
     except (OSError, UnicodeDecodeError) as err:
         yield Unreadable(file, f"{file}: cannot read: {err}")
         return
@@ -255,6 +255,7 @@ def _stream(file: str, keys: bool) -> Iterator[Document | Unreadable]:
         where = f"line {err.lineno}, column {err.colno}"
         yield Unreadable(file, f"{file}: not valid YAML or JSON ({where}): {err.msg}")
         return
+    rest = _json_object(members) if keys else dict(members)
     if "" in rest:
         yield from _expand(rest[""], Source(file, 1))
     elif not items:

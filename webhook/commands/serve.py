@@ -26,10 +26,9 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
-from kubernetes.client import ApiClient
 from pydantic import ValidationError
 
 from certs.material import CertificateError, generate_ca, issue_serving
@@ -53,6 +52,9 @@ from webhook.metrics import Metrics, object_counts
 from webhook.output import plural
 from webhook.server import DEFAULT_DEADLINE, Admission, Listen, Ports, build_app, readiness, run, split_rules
 from webhook.state import ClusterState, FileState, State, relevance
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from test_headroom import (
     pod,
     quota,
     request,
-    shared_nic,
+    shared_links,
     template,
     zones,
 )
@@ -126,15 +126,7 @@ def test_counters_and_capacity_left_are_in_the_detail(
     objects += [node("node-0", "a"), *partitioned("node-0"), node("node-1", "b"), *partitioned("node-1")]
     _, out, _ = run(capsys, tmp_path, objects)
     assert "  counters memory of class mig-quarter: exhausted on 2 nodes" in out.splitlines()
-    share = request("link", "nic", capacity={"requests": {"bandwidth": "30G"}})
-    objects = [*CLASSES, template("link", [share]), pod(templates=("link",))]
-    objects += [
-        node("node-0", "a"),
-        shared_nic("node-0", "100G"),
-        node("node-1", "b"),
-        shared_nic("node-1", "40G"),
-    ]
-    _, out, _ = run(capsys, tmp_path, objects)
+    _, out, _ = run(capsys, tmp_path, shared_links())
     assert out.splitlines()[0] == "POD team-a/train: 4 more copies fit on 2 nodes in 2 zones"
     assert "  capacity bandwidth of class nic: 20G free of 140G" in out.splitlines()
 

@@ -231,16 +231,16 @@ def test_halves_after_quarters_took_the_counters() -> None:
     assert found.nodes == ["node-0"]
 
 
-def test_consumable_capacity_is_shared_until_used_up() -> None:
+def shared_links() -> list[dict[str, Any]]:
+    """Two nodes with a shareable NIC of 100G and 40G, and a pod taking 30G of one."""
     share = request("link", "nic", capacity={"requests": {"bandwidth": "30G"}})
     objects = [*CLASSES, template("link", [share]), pod(templates=("link",))]
-    objects += [
-        node("node-0", "a"),
-        shared_nic("node-0", "100G"),
-        node("node-1", "b"),
-        shared_nic("node-1", "40G"),
-    ]
-    found = agrees(objects)
+    objects += [node("node-0", "a"), shared_nic("node-0", "100G")]
+    return [*objects, node("node-1", "b"), shared_nic("node-1", "40G")]
+
+
+def test_consumable_capacity_is_shared_until_used_up() -> None:
+    found = agrees(shared_links())
     assert len(found.nodes) == 3 + 1
 
 

@@ -101,13 +101,7 @@ def register(sub: Any) -> None:
         help="place the pods one after another, each on its best node, as consecutive scheduling cycles "
         "would",
     )
-    p.add_argument(
-        "--features",
-        default=None,
-        metavar="LIST",
-        help="Kubernetes feature gates as Name=true|false (DRAPartitionableDevices=false), on top of the "
-        "1.36 defaults; or 'all', 'none' or a comma list of allocator switches",
-    )
+    add_search_flags(p)
     add_output(p, (*TABLE_FORMATS, "name"))
     p.add_argument(
         "--repeat",
@@ -115,6 +109,19 @@ def register(sub: Any) -> None:
         default=0,
         metavar="N",
         help="answer each pod N more times per node on the warm allocator and report timing",
+    )
+    p.set_defaults(func=run)
+
+
+def add_search_flags(p: argparse.ArgumentParser) -> None:
+    """``--features``, ``--max-steps`` and ``--timeout``: the dry run's feature gates and its search
+    budget per node (``allocate`` and ``headroom``)."""
+    p.add_argument(
+        "--features",
+        default=None,
+        metavar="LIST",
+        help="Kubernetes feature gates as Name=true|false (DRAPartitionableDevices=false), on top of the "
+        "1.36 defaults; or 'all', 'none' or a comma list of allocator switches",
     )
     p.add_argument(
         "--max-steps",
@@ -130,7 +137,13 @@ def register(sub: Any) -> None:
         metavar="SECONDS",
         help="give up a node after this long, like the scheduler's filter timeout (default 10)",
     )
-    p.set_defaults(func=run)
+
+
+def check_search_numbers(args: argparse.Namespace) -> None:
+    if args.max_steps < 1:
+        raise UsageError(f"--max-steps must be at least 1, got {args.max_steps}")
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout must be more than 0 seconds, got {args.timeout:g}")
 
 
 # The cluster's inventory, as drivers and admins published it: read strictly, not re-validated
@@ -266,12 +279,9 @@ class NodeClock:
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
-    if args.max_steps < 1:
-        raise UsageError(f"--max-steps must be at least 1, got {args.max_steps}")
+    check_search_numbers(args)
     if args.repeat < 0:
         raise UsageError(f"--repeat must be at least 0, got {args.repeat}")
-    if args.timeout <= 0:
-        raise UsageError(f"--timeout must be more than 0 seconds, got {args.timeout:g}")
 
 
 def run(args: argparse.Namespace) -> int:

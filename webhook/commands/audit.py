@@ -255,8 +255,11 @@ def run(args: argparse.Namespace) -> int:
         dump_all(policy_reports(report, now), sys.stdout)
         if dropped := left_out(report):
             namespaces = ", ".join(sorted({f.namespace for f in dropped}))
-            print(f"note: {len(dropped)} results in namespaces being deleted ({namespaces}) are not in the "
-                  "PolicyReports: the API server creates nothing there", file=sys.stderr)
+            print(
+                f"note: {len(dropped)} results in namespaces being deleted ({namespaces}) are not in the "
+                "PolicyReports: the API server creates nothing there",
+                file=sys.stderr,
+            )
     elif args.output != "table":
         dump(to_json(report), args.output, sys.stdout)
     else:

@@ -19,7 +19,13 @@ from policies.dryrun.headroom import headroom
 from policies.dryrun.headroom_answer import HeadroomAnswer, document
 from policies.snapshot import Snapshot
 from webhook.commands import add_command
-from webhook.commands.allocate import InputError, NodeClock, stored_snapshot
+from webhook.commands.allocate import (
+    InputError,
+    NodeClock,
+    add_search_flags,
+    check_search_numbers,
+    stored_snapshot,
+)
 from webhook.commands.common import (
     TABLE_FORMATS,
     UsageError,
@@ -62,37 +68,15 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--max", type=int, metavar="N", help="stop after N copies (default: until one does not fit)"
     )
-    p.add_argument(
-        "--features",
-        default=None,
-        metavar="LIST",
-        help="Kubernetes feature gates as Name=true|false, on top of the 1.36 defaults (as for allocate)",
-    )
+    add_search_flags(p)
     add_output(p, TABLE_FORMATS)
-    p.add_argument(
-        "--max-steps",
-        type=int,
-        default=SearchBudget().max_invocations,
-        metavar="N",
-        help="give up a node after N search steps (default %(default)s)",
-    )
-    p.add_argument(
-        "--timeout",
-        type=float,
-        default=10.0,
-        metavar="SECONDS",
-        help="give up a node after this long, like the scheduler's filter timeout (default 10)",
-    )
     p.set_defaults(func=run)
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
     if args.max is not None and args.max < 1:
         raise UsageError(f"--max must be at least 1, got {args.max}")
-    if args.max_steps < 1:
-        raise UsageError(f"--max-steps must be at least 1, got {args.max_steps}")
-    if args.timeout <= 0:
-        raise UsageError(f"--timeout must be more than 0 seconds, got {args.timeout:g}")
+    check_search_numbers(args)
 
 
 def pending_pod(snapshot: Snapshot, wanted: str | None) -> Pod:

@@ -302,6 +302,29 @@ def test_topology_spread_sees_every_copy_placed() -> None:
     assert "topology spread constraints" in found.stop.message
 
 
+def test_copies_sharing_one_claim_go_where_it_was_allocated() -> None:
+    """A claim named by the pod is shared by every copy: the first allocates it, the others
+    follow it to its node until the node's cpu runs out."""
+    shared = {
+        "apiVersion": V1,
+        "kind": "ResourceClaim",
+        "metadata": {"name": "team-gpu", "namespace": NS},
+        "spec": {"devices": {"requests": [request("g", "gpu")]}},
+    }
+    spec = pod(cpu="3")
+    spec["spec"]["resourceClaims"] = [{"name": "g", "resourceClaimName": "team-gpu"}]
+    spec["spec"]["containers"][0]["resources"]["claims"] = [{"name": "g"}]
+    objects = [*CLASSES, shared, spec]
+    objects += [
+        node("node-0", "a", cpu="10"),
+        gpus("node-0", 1),
+        node("node-1", "b", cpu="7"),
+        gpus("node-1", 1),
+    ]
+    found = agrees(objects)
+    assert found.nodes == ["node-0"] * 3  # node-0 scores best (least allocated); 9 of its 10 cpus
+
+
 def test_max_stops_early() -> None:
     objects = [*CLASSES, template("gpu", [request("g", "gpu")]), pod(templates=("gpu",))]
     objects += [node("node-0", "a"), gpus("node-0", 8)]

@@ -913,3 +913,16 @@ async def test_headroom_requests_that_cannot_work_are_400(
     status, body, _ = await served.post({**ONE_GPU_POD, **extra})
     assert status == 400
     assert any(p.startswith(problem) for p in body["problems"]), body
+
+
+async def test_headroom_past_the_deadline_says_how_many_fit_at_least(serve: Any) -> None:
+    # Time passes as the placing reads the clock: the deadline comes before the GPUs run out.
+    settings = replace(DEMO, timeout=20.0, node_timeout=100.0)
+    served = await serve(settings, snapshot=without_quota(), clock=SteppingClock(1.0))
+    status, body, _ = await served.post({**ONE_GPU_POD, "headroom": True})
+    assert status == 200, body
+    assert body["limit"]["by"] == "Deadline", body
+    assert 0 < body["copies"] < 5 and len(body["order"]) == body["copies"]
+    assert body["limit"]["message"] == (
+        f"the deadline passed after {body['copies']} copies: at least that many fit"
+    )

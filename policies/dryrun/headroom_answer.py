@@ -20,7 +20,7 @@ from pydantic import Field
 from policies.api.core import Pod
 from policies.api.quantity import Quantity
 from policies.api.resource import DeviceClaim
-from policies.availability import ZONE_LABEL, Availability, Tally
+from policies.availability import ZONE_LABEL, Availability, PoolStatus, Tally
 from policies.dryrun.answer import PodAnswer
 from policies.dryrun.headroom import Headroom, Stop
 from policies.dryrun.run import to_answer
@@ -123,8 +123,8 @@ def _plural(n: int, word: str) -> str:
 
 
 def device_detail(availability: Availability, classes: Iterable[str]) -> list[str]:
-    """Per class: devices free of total (per zone) and tainted; then, over the class's pools, the
-    shared counters with nothing left (on how many nodes) and the consumable capacity left."""
+    """Per class: devices free of total (per zone) and tainted, then its pools' counters and
+    capacity (:func:`_pool_detail`)."""
     by_name = {c.name: c for c in availability.classes}
     pools = {p.key: p for p in availability.pools}
     lines = []
@@ -140,26 +140,31 @@ def device_detail(availability: Availability, classes: Iterable[str]) -> list[st
         if counts.unavailable:
             line += f", {counts.unavailable} more tainted"
         lines.append(line)
-        members = [pools[k] for k in availability.class_pools(name) if k in pools]
-        exhausted: dict[str, set[str]] = {}
-        capacity: dict[str, tuple[Quantity, Quantity]] = {}
-        for pool in members:
-            for counter_set in pool.counter_sets:
-                for counter, c in counter_set.counters:
-                    if c.available.sign() <= 0:
-                        exhausted.setdefault(counter, set()).add(pool.node or f"pool {pool.pool}")
-            for cap in pool.shareable.capacity if pool.shareable is not None else ():
-                free, total = capacity.get(cap.name, (ZERO, ZERO))
-                capacity[cap.name] = (free.add(cap.available), total.add(cap.total))
-        lines += [
-            f"counters {counter} of class {name}: exhausted on {_plural(len(where), 'node')}"
-            for counter, where in sorted(exhausted.items())
-        ]
-        lines += [
-            f"capacity {cap} of class {name}: {free} free of {total}"
-            for cap, (free, total) in sorted(capacity.items())
-        ]
+        lines += _pool_detail(name, [pools[k] for k in availability.class_pools(name) if k in pools])
     return lines
+
+
+def _pool_detail(name: str, members: Iterable[PoolStatus]) -> list[str]:
+    """Over class ``name``'s pools: the shared counters with nothing left, on how many nodes, and
+    the consumable capacity left."""
+    exhausted: dict[str, set[str]] = {}
+    capacity: dict[str, tuple[Quantity, Quantity]] = {}
+    for pool in members:
+        for counter_set in pool.counter_sets:
+            for counter, c in counter_set.counters:
+                if c.available.sign() <= 0:
+                    exhausted.setdefault(counter, set()).add(pool.node or f"pool {pool.pool}")
+        for cap in pool.shareable.capacity if pool.shareable is not None else ():
+            free, total = capacity.get(cap.name, (ZERO, ZERO))
+            capacity[cap.name] = (free.add(cap.available), total.add(cap.total))
+    lines = [
+        f"counters {counter} of class {name}: exhausted on {_plural(len(where), 'node')}"
+        for counter, where in sorted(exhausted.items())
+    ]
+    return lines + [
+        f"capacity {cap} of class {name}: {free} free of {total}"
+        for cap, (free, total) in sorted(capacity.items())
+    ]
 
 
 def _quota_uses(found: Headroom) -> list[QuotaUse]:

@@ -144,8 +144,9 @@ def test_a_workloads_template_counts_as_its_pod(capsys: pytest.CaptureFixture[st
         },
     }
     objects = [o for o in gpu_fleet() if o["kind"] != "Pod"] + [deployment]
-    code, out, _ = run(capsys, tmp_path, objects, "--pod", f"{NS}/infer", "--max", "2")
+    code, out, err = run(capsys, tmp_path, objects, "--pod", f"{NS}/infer", "--max", "2")
     assert code == 0
+    assert "Deployment team-a/infer: placing copies of its template's pod (spec.template)" in err
     assert out.splitlines()[0] == "POD team-a/infer: 2 more copies fit on 2 nodes in 2 zones"
 
 

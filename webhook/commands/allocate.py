@@ -151,7 +151,7 @@ def check_search_numbers(args: argparse.Namespace) -> None:
 _INVENTORY = ("ResourceSlice", "Node", "DeviceTaintRule")
 
 
-def _read(args: argparse.Namespace) -> list[Entry]:
+def _read(args: argparse.Namespace, use: str) -> list[Entry]:
     """The input, what is to be allocated validated as ``draguard validate`` validates it (admin
     access aside: whether a namespace may use it is the cluster's to say, and this input need not
     describe namespaces); :class:`InputError` with validate's lines on any problem."""
@@ -180,8 +180,7 @@ def _read(args: argparse.Namespace) -> list[Entry]:
         reading = entry.reading
         if reading is not None and reading.template is not None:
             print(
-                f"note: {entry.where}: {reading.label}: allocating one pod of its template "
-                f"({'.'.join(reading.template)})",
+                f"note: {entry.where}: {reading.label}: {use} ({'.'.join(reading.template)})",
                 file=sys.stderr,
             )
     return entries
@@ -209,11 +208,12 @@ def _as_created(reading: Reading) -> TypedObject | None:
     return obj.model_copy(update={"spec": obj.spec.model_copy(update={"volumes": claims + others})})
 
 
-def stored_snapshot(args: argparse.Namespace) -> Snapshot:
+def stored_snapshot(args: argparse.Namespace, use: str = "allocating one pod of its template") -> Snapshot:
     """The objects as the API server stores them: defaulted, each pod's priority resolved (the
-    input was judged first, so no pod is refused here)."""
+    input was judged first, so no pod is refused here); ``use``: what the note on a workload says
+    is done with its template's pod."""
     now = datetime.now(UTC)
-    entries = _read(args)
+    entries = _read(args, use)
     objects = (_as_created(e.reading) for e in entries if e.reading is not None and e.reading.obj is not None)
     stored, _ = admitted([apply_defaults(obj, now) for obj in objects if obj is not None])
     return Snapshot.build(stored)

@@ -7,6 +7,7 @@ the allocator and the dry run see the same shape, so all entry points agree.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -134,24 +135,36 @@ class Namespaced(Grouped[Key, V]):
 
 class Devices(Grouped[DeviceKey, Device]):
     """Every device of the pools' newest generations by ``(driver, pool, device)``, held pool by
-    pool. The store makes one when slices change, sharing the unchanged pools' maps with the one
-    before (what is worked out per pool holds while its map is the same object: a pod's review
-    must not walk 40,000 devices), and saying which pools have devices that yield
-    node-allocatable resources (``yielding``)."""
+    pool. The store makes one from the last (``base``, held weakly) when slices change, saying
+    which pools did (``changed``; of those, the ones it put last, being new or removed and
+    published again: ``appended``, in its order) and which pools have devices that yield
+    node-allocatable resources (``yielding``), so that what is worked out over all devices can be
+    brought up to date from the changed pools alone (a pod's review must not walk 40,000 devices)."""
 
-    __slots__ = ("__dict__", "__weakref__", "_yielding")
+    __slots__ = ("__dict__", "__weakref__", "_base", "_yielding", "appended", "changed")
 
     def __init__(
         self,
         groups: Mapping[Any, Mapping[DeviceKey, Device]] | None = None,
+        base: Devices | None = None,
+        changed: frozenset[tuple[str, str]] = frozenset(),
         yielding: frozenset[tuple[str, str]] | None = None,
+        appended: tuple[tuple[str, str], ...] = (),
     ) -> None:
         super().__init__(groups)
+        self._base = weakref.ref(base) if base is not None else None
+        self.changed = changed
+        self.appended = appended
         self._yielding = yielding
 
     @staticmethod
     def group_of(key: DeviceKey) -> tuple[str, str]:
         return key[:2]
+
+    @property
+    def base(self) -> Devices | None:
+        """The index this one was made from, if still in use (then only ``changed`` differ)."""
+        return self._base() if self._base is not None else None
 
     @cached_property
     def yield_node_resources(self) -> bool:

@@ -386,7 +386,7 @@ def fingerprint(snapshot: Snapshot) -> tuple[Any, ...]:
         ids(snapshot.pending), ids(snapshot.nodes), ids(snapshot.namespaces), tuple(map(id, snapshot.quotas)),
         tuple(map(id, snapshot.taint_rules)), ids(snapshot.priority_classes),
         tuple((pool, ids(group)) for pool, group in snapshot.devices.group_items()),
-        snapshot.devices.yield_node_resources,
+        snapshot.devices.changed, snapshot.devices.yield_node_resources,
         tuple((node, tuple(map(id, p.pods)), p.requested, p.non_zero_requested, p.used_ports)
               for node, p in snapshot.node_pods.items()),
         tuple((ns, ids(group)) for ns, group in snapshot.claims.group_items()),
@@ -394,16 +394,17 @@ def fingerprint(snapshot: Snapshot) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
-def assert_untouched_pools_shared(
-    got: Devices, before: Devices, touched: set[tuple[str, str]]
-) -> set[tuple[str, str]]:
-    """A pool no slice event touched since ``before`` keeps its map of devices, the same object (the
-    selectors rule keeps what it worked out for a pool while its map is), and returns the pools
-    whose maps differ."""
+def assert_changed_pools(got: Devices, before: Devices, touched: set[tuple[str, str]]) -> None:
+    """``changed`` names every pool whose devices differ from ``base`` (by map, as the selectors
+    rule compares them), and only pools touched since: beside those, only a pool that came and went
+    between two publishes (absent from both)."""
+    assert got.base is before
     pools = {pool for pool, _ in got.group_items()} | {pool for pool, _ in before.group_items()}
     differing = {pool for pool in pools if got.group(pool) is not before.group(pool)}
-    assert differing <= touched, differing - touched
-    return differing
+    assert differing <= got.changed, differing - got.changed
+    assert got.changed <= touched, got.changed - touched
+    for pool in got.changed - differing:
+        assert not got.group(pool) and not before.group(pool), pool
 
 
 def mixed_generations(snapshot: Snapshot) -> set[tuple[str, str]]:
@@ -426,10 +427,8 @@ def test_a_store_updated_object_by_object_publishes_what_build_makes_of_the_same
             snapshot = walk.store.snapshot()
             assert_same(snapshot, walk.built())
             if snapshot.devices is not previous.devices:
-                differing = assert_untouched_pools_shared(
-                    snapshot.devices, previous.devices, walk.touched_pools
-                )
-                changed_pools += len(differing)
+                assert_changed_pools(snapshot.devices, previous.devices, walk.touched_pools)
+                changed_pools += len(snapshot.devices.changed)
             else:
                 assert not walk.touched_pools
             mixed += len(mixed_generations(snapshot))

@@ -260,27 +260,52 @@ class SelectorsRule:
 
     def _inventory_of(self, snapshot: Snapshot) -> Inventory:
         """The snapshot's devices by pool, once per device index (the live state's snapshots share
-        theirs until a slice changes)."""
+        theirs until a slice changes); a pool whose map of devices is the same object as before
+        (the index shares the unchanged pools' maps) is the same :class:`PoolDevices`, with what
+        was worked out for it."""
         devices = snapshot.devices
         if self._inventory is not None and self._inventory[0] is devices:
             return self._inventory[1]
         before = self._inventory[1] if self._inventory is not None else None
-        inventory = self._rebuilt(before, devices)
+        if before is not None and self._inventory is not None and devices.base is self._inventory[0]:
+            inventory = self._changed(before, devices)
+        else:
+            inventory = self._rebuilt(before, devices)
         self._inventory = (devices, inventory)
         return inventory
 
+    def _changed(self, before: Inventory, devices: Devices) -> Inventory:
+        """``before`` with the pools ``devices`` says changed bound again (or gone), in the index's
+        order: a pool updated in place keeps its place, one new or removed and published again
+        goes last (``appended``), so findings list devices as a fresh rule lists them."""
+        pools = dict(before.pools)
+        replaced: dict[PoolKey, PoolDevices | None] = {}
+        total = before.total
+        for key in devices.changed:
+            group = devices.group(key)
+            old = pools.get(key)
+            if group and old is not None and old.source is group:
+                continue
+            if group:
+                pools[key] = found = self._bound(key, group)  # in its place, or last when new
+                total += len(found.devices)
+            else:
+                pools.pop(key, None)
+            total -= len(old.devices) if old is not None else 0
+            replaced[key] = old
+        for key in devices.appended:
+            if key in pools:
+                pools[key] = pools.pop(key)
+        added_or_gone = any(old is None or key not in pools for key, old in replaced.items())
+        drivers = frozenset(driver for driver, _ in pools) if added_or_gone else before.drivers
+        return Inventory(pools, drivers, total, id(before), replaced)
+
     def _rebuilt(self, before: Inventory | None, devices: Devices) -> Inventory:
-        """Every pool of ``devices`` that has devices, in its order: a pool whose map of devices is
-        the same object as in ``before`` (the index shares the unchanged pools' maps) is the same
-        :class:`PoolDevices`, with what was worked out for it. A walk over the pools, not over
-        their devices, so the same whether one pool changed or all (the order is the index's, which
-        moves a pool removed and published again last, as a fresh list of the slices would)."""
+        """Every pool of ``devices``, those whose map is the same object as in ``before`` kept."""
         old = before.pools if before is not None else {}
         pools: dict[PoolKey, PoolDevices] = {}
         replaced: dict[PoolKey, PoolDevices | None] = {}
         for key, group in devices.group_items():
-            if not group:
-                continue  # slices that list no devices: no pool of the driver's to select from
             found = old.get(key)
             if found is None or found.source is not group:
                 replaced[key] = found

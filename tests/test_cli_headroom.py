@@ -82,7 +82,7 @@ def test_json_is_the_versioned_headroom_document(capsys: pytest.CaptureFixture[s
     ]
     assert (doc["apiVersion"], doc["kind"], doc["pod"], doc["copies"], doc["max"]) == (
         "draguard.io/v1alpha1",
-        "Headroom",
+        "HeadroomAnswer",
         "team-a/train",
         5,
         5,

@@ -408,7 +408,8 @@ def _headroom_answer(
     except UnanswerableError as err:
         raise Problem(422, str(err), err.problems) from None
     answer = headroom_document(found, question.max, settings.features.changed())
-    return HeadroomResponse(**dict(answer), elapsed_ms=deadlines.elapsed_ms()).to_json_bytes()
+    fields = {name: value for name, value in dict(answer).items() if name != "kind"}
+    return HeadroomResponse(**fields, elapsed_ms=deadlines.elapsed_ms()).to_json_bytes()
 
 
 # --- HTTP -------------------------------------------------------------------------------------------
@@ -658,7 +659,7 @@ def openapi_document(settings: DryRunSettings) -> dict[str, Any]:
                     "responses": {
                         "200": {
                             "description": "the answer, possibly partial (complete: false); with "
-                            '"headroom": true, a Headroom document',
+                            '"headroom": true, a HeadroomResponse',
                             "content": {
                                 "application/json": {
                                     "schema": {

@@ -1,4 +1,4 @@
-"""The headroom's answer (kind ``Headroom``): how many copies fit, where, and what stops the next.
+"""The headroom's answer (kind ``HeadroomAnswer``): how many copies fit, where, and what stops the next.
 
 One shape for ``draguard headroom -o json|yaml`` and ``POST /v1/dryrun`` with ``"headroom": true``
 (with ``elapsedMs``). Besides the scheduler's message for the copy that fits nowhere, the limit
@@ -77,7 +77,7 @@ class HeadroomAnswer(OutputModel):
     """``draguard headroom -o json|yaml``."""
 
     api_version: Version = API_VERSION
-    kind: Literal["Headroom"] = "Headroom"
+    kind: Literal["HeadroomAnswer"] = "HeadroomAnswer"
     pod: str = Field(description="namespace/name of the pod whose copies were placed")
     copies: int = Field(ge=0, description="copies that fit, one after another")
     max: int | None = Field(default=None, ge=1, description="the most copies asked for")
@@ -94,8 +94,9 @@ class HeadroomAnswer(OutputModel):
 
 
 class HeadroomResponse(HeadroomAnswer):
-    """``POST /v1/dryrun`` with ``"headroom": true``."""
+    """``POST /v1/dryrun`` with ``"headroom": true``: the same, and how long it took."""
 
+    kind: Literal["HeadroomResponse"] = "HeadroomResponse"  # type: ignore[assignment]
     elapsed_ms: float = Field(ge=0)
 
 

@@ -94,7 +94,7 @@ class DryRunRequest(BaseModel):
     headroom: bool = Field(
         default=False,
         description="place copies of the pod one after another until one does not fit (or max): the "
-        "answer is then a Headroom document",
+        "answer is then a HeadroomResponse",
     )
     max: int | None = Field(default=None, ge=1, description="with headroom: the most copies to place")
 

@@ -308,7 +308,7 @@ def _load_state(
         return ClusterState(KubeReader(api), keep=keep), []
     if not args.demo:
         try:
-            return FileState.load(args.state, now, keep, read_options(args)), []
+            return FileState.load(args.state, now, keep, read_options(args), say=log.warning), []
         except (ManifestError, ReadingUsageError) as err:
             raise UsageError(f"--state: {err}") from None
     docs, pod = demo.split(demo.documents())

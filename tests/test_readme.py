@@ -7,6 +7,8 @@ import argparse
 import re
 from pathlib import Path
 
+import pytest
+
 from webhook.commands import SUMMARIES, build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,3 +102,17 @@ def test_every_option_in_help_is_in_the_readme() -> None:
 def test_the_architecture_points_only_inside_the_repository() -> None:
     text = (ROOT / "docs" / "architecture.md").read_text()
     assert re.findall(r"`(\.\./[^`]*)`", text) == [] and "/work/" not in text
+
+
+def test_the_answers_shown_are_what_the_commands_print(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each ```console block: ``$ draguard ...`` and what it prints, as a user sees it."""
+    from webhook.cli import main
+
+    shown = re.findall(r"```console\n\$ (draguard [^\n]*)\n(.*?)```", README, re.DOTALL)
+    assert {command.split()[1] for command, _ in shown} >= {"devices", "headroom"}
+    monkeypatch.chdir(ROOT)
+    for command, printed in shown:
+        main(command.split()[1:])
+        assert capsys.readouterr().out.rstrip() == printed.rstrip(), command

@@ -866,6 +866,7 @@ OWN = [
     "draguard_snapshot_age_seconds",
     "draguard_snapshot_objects",
     "draguard_cel_cache_hit_ratio",
+    "draguard_class_devices",
 ]
 
 

@@ -105,13 +105,7 @@ def register(sub: Any) -> None:
         help="place the pods one after another, each on its best node, as consecutive scheduling cycles "
         "would",
     )
-    p.add_argument(
-        "--features",
-        default=None,
-        metavar="LIST",
-        help="Kubernetes feature gates as Name=true|false (DRAPartitionableDevices=false), on top of the "
-        "1.36 defaults; or 'all', 'none' or a comma list of allocator switches",
-    )
+    add_search_flags(p)
     add_output(p, (*TABLE_FORMATS, "name"))
     p.add_argument(
         "--repeat",
@@ -119,6 +113,19 @@ def register(sub: Any) -> None:
         default=0,
         metavar="N",
         help="answer each pod N more times per node on the warm allocator and report timing",
+    )
+    p.set_defaults(func=run)
+
+
+def add_search_flags(p: argparse.ArgumentParser) -> None:
+    """``--features``, ``--max-steps`` and ``--timeout``: the dry run's feature gates and its search
+    budget per node (``allocate`` and ``headroom``)."""
+    p.add_argument(
+        "--features",
+        default=None,
+        metavar="LIST",
+        help="Kubernetes feature gates as Name=true|false (DRAPartitionableDevices=false), on top of the "
+        "1.36 defaults; or 'all', 'none' or a comma list of allocator switches",
     )
     p.add_argument(
         "--max-steps",
@@ -134,10 +141,16 @@ def register(sub: Any) -> None:
         metavar="SECONDS",
         help="give up a node after this long, like the scheduler's filter timeout (default 10)",
     )
-    p.set_defaults(func=run)
 
 
-def _read(args: argparse.Namespace) -> list[Entry]:
+def check_search_numbers(args: argparse.Namespace) -> None:
+    if args.max_steps < 1:
+        raise UsageError(f"--max-steps must be at least 1, got {args.max_steps}")
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout must be more than 0 seconds, got {args.timeout:g}")
+
+
+def _read(args: argparse.Namespace, use: str) -> list[Entry]:
     """The input, read as ``draguard validate`` reads it: what cannot be read is an
     :class:`InputError` with validate's lines. The objects describe a cluster as it stands, so the
     later of two documents naming the same object wins, and what validation says of an object is a
@@ -168,8 +181,7 @@ def _read(args: argparse.Namespace) -> list[Entry]:
         reading = entry.reading
         if reading is not None and reading.template is not None:
             print(
-                f"note: {entry.where}: {reading.label}: allocating one pod of its template "
-                f"({'.'.join(reading.template)})",
+                f"note: {entry.where}: {reading.label}: {use} ({'.'.join(reading.template)})",
                 file=sys.stderr,
             )
     return entries
@@ -197,11 +209,12 @@ def _as_created(reading: Reading) -> TypedObject | None:
     return obj.model_copy(update={"spec": obj.spec.model_copy(update={"volumes": claims + others})})
 
 
-def _snapshot(args: argparse.Namespace) -> Snapshot:
+def stored_snapshot(args: argparse.Namespace, use: str = "allocating one pod of its template") -> Snapshot:
     """The objects as the API server stores them: defaulted, each pod's priority resolved (the
-    input was judged first, so no pod is refused here)."""
+    input was judged first, so no pod is refused here); ``use``: what the note on a workload says
+    is done with its template's pod."""
     now = datetime.now(UTC)
-    entries = _read(args)
+    entries = _read(args, use)
     objects = (_as_created(e.reading) for e in entries if e.reading is not None and e.reading.obj is not None)
     stored, _ = admitted([apply_defaults(obj, now) for obj in objects if obj is not None])
     return Snapshot.build(stored)
@@ -267,19 +280,16 @@ class NodeClock:
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
-    if args.max_steps < 1:
-        raise UsageError(f"--max-steps must be at least 1, got {args.max_steps}")
+    check_search_numbers(args)
     if args.repeat < 0:
         raise UsageError(f"--repeat must be at least 0, got {args.repeat}")
-    if args.timeout <= 0:
-        raise UsageError(f"--timeout must be more than 0 seconds, got {args.timeout:g}")
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         _check_numbers(args)
         gates = FeatureGates() if args.features is None else FeatureGates.parse(args.features)
-        snapshot = _snapshot(args)
+        snapshot = stored_snapshot(args)
         nodes = _nodes(snapshot, args.nodes)
         questions = _questions(snapshot, args.pods)
     except (InputError, UsageError, ValueError) as err:

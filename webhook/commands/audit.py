@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policies.api.base import TypedObject
 from policies.api.kinds import KINDS, DecodeError, decode
@@ -50,6 +50,9 @@ from webhook.commands.common import (
 from webhook.configfile import ConfigFileError, read_config
 from webhook.manifests import Entry, latest, priority_classes
 from webhook.output import PLAIN, Progress, Style, Table, dump, dump_all, plural, print_table
+
+if TYPE_CHECKING:
+    from webhook.kube import ApiResource
 
 DESCRIPTION = """\
 What draguard would say about the objects already in a cluster, and the cluster's DRA health.
@@ -185,9 +188,12 @@ def _unreadable(entry: Entry) -> Finding:
     return undecodable_document(entry.reading, [f"{entry.where}: {p}" for p in entry.reading.errors])
 
 
-def from_cluster(kubeconfig: str | None, context: str | None) -> list[tuple[Any, str]]:
-    """Every object draguard reads, listed once (raw JSON, so fields the client's models do not
-    know are kept); a resource the cluster does not serve is skipped when it is optional."""
+def from_cluster(
+    kubeconfig: str | None, context: str | None, resources: Sequence[ApiResource] | None = None
+) -> list[tuple[Any, str]]:
+    """Every object draguard reads (or those of ``resources``), listed once (raw JSON, so fields
+    the client's models do not know are kept); a resource the cluster does not serve is skipped
+    when it is optional."""
     # The Kubernetes client is imported only when a cluster is audited (it takes longer to import
     # than the audit of a small file takes to run).
     from webhook.kube import ConnectError, KubeError, KubeReader, NotServed, connect
@@ -199,7 +205,7 @@ def from_cluster(kubeconfig: str | None, context: str | None) -> list[tuple[Any,
         raise InputError(str(err)) from None
     raws: list[tuple[Any, str]] = []
     try:
-        for resource in RESOURCES:
+        for resource in RESOURCES if resources is None else resources:
             try:
                 for items, _ in reader.list_pages(resource):
                     # List items carry no apiVersion/kind: the list's resource says what they are.

@@ -61,8 +61,13 @@ class ApiResource:
 
     @property
     def path(self) -> str:
+        return self.object_path("", "").removesuffix("/")
+
+    def object_path(self, namespace: str, name: str) -> str:
+        """The path of one object: ``/api/v1/namespaces/team-a/pods/train``, ``/api/v1/nodes/n1``."""
         root = "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
-        return f"{root}/{self.plural}"
+        scope = f"/namespaces/{namespace}" if namespace else ""
+        return f"{root}{scope}/{self.plural}/{name}"
 
     def __str__(self) -> str:
         return f"{self.plural}.{self.api_version}"
@@ -99,24 +104,34 @@ def _read_kubeconfig(path: str) -> dict[str, Any]:
     return docs[0]
 
 
-def _context(paths: list[str], wanted: str | None) -> str:
+@dataclass(frozen=True)
+class KubeContext:
+    """The kubeconfig context in use: its name, and the namespace it names ("" for none)."""
+
+    name: str
+    namespace: str = ""
+
+
+def _context(paths: list[str], wanted: str | None) -> KubeContext:
     """The context to use: ``wanted``, else the first current-context set (kubectl's merge rule);
-    either must name a context of the files."""
+    either must name a context of the files. The first file that defines a context wins, as in
+    kubectl's merge."""
     configs = [_read_kubeconfig(p) for p in paths]
-    names = [
-        str(c.get("name"))
-        for config in configs
-        for c in config.get("contexts") or []
-        if isinstance(c, dict) and c.get("name")
-    ]
-    shown = f"(contexts: {', '.join(dict.fromkeys(names))})" if names else "(it defines no contexts)"
+    contexts: dict[str, Any] = {}
+    for found in configs:
+        for c in found.get("contexts") or []:
+            if isinstance(c, dict) and c.get("name"):
+                contexts.setdefault(str(c["name"]), c.get("context"))
+    shown = f"(contexts: {', '.join(contexts)})" if contexts else "(it defines no contexts)"
     where = f"kubeconfig {':'.join(paths)}"
     context = wanted or next((str(c["current-context"]) for c in configs if c.get("current-context")), None)
     if context is None:
         raise ConnectError(f"{where}: no current-context is set: choose one with --context {shown}")
-    if context not in names:
+    if context not in contexts:
         raise ConnectError(f"{where}: no context named {context!r} {shown}")
-    return context
+    body = contexts[context]
+    namespace = body.get("namespace") if isinstance(body, dict) else None
+    return KubeContext(context, namespace if isinstance(namespace, str) else "")
 
 
 def connect(kubeconfig: str | None, in_cluster: bool, context: str | None = None) -> ApiClient:
@@ -126,21 +141,29 @@ def connect(kubeconfig: str | None, in_cluster: bool, context: str | None = None
     Every problem is a :class:`ConnectError` of one line: no file, a file that is not one YAML
     mapping, a missing context, credentials the client cannot use.
     """
+    if not in_cluster:
+        return connect_kubeconfig(kubeconfig, context)[0]
     configuration = client.Configuration()
-    if in_cluster:
-        try:
-            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        except (ConfigException, OSError, ValueError) as err:
-            raise ConnectError(f"cannot use the in-cluster service account: {_one_line(err)}") from None
-    else:
-        _load_kubeconfig(kubeconfig, context, configuration)
+    try:
+        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    except (ConfigException, OSError, ValueError) as err:
+        raise ConnectError(f"cannot use the in-cluster service account: {_one_line(err)}") from None
     configuration.connection_pool_maxsize = POOL_SIZE
     return ApiClient(configuration)
 
 
+def connect_kubeconfig(kubeconfig: str | None, context: str | None) -> tuple[ApiClient, KubeContext]:
+    """:func:`connect` through a kubeconfig, and the context it uses (its namespace is where
+    kubectl puts objects that name none)."""
+    configuration = client.Configuration()
+    chosen = _load_kubeconfig(kubeconfig, context, configuration)
+    configuration.connection_pool_maxsize = POOL_SIZE
+    return ApiClient(configuration), chosen
+
+
 def _load_kubeconfig(
     kubeconfig: str | None, context: str | None, configuration: client.Configuration
-) -> None:
+) -> KubeContext:
     # Files $KUBECONFIG lists that do not exist are passed over, as kubectl does; a file named
     # with --kubeconfig must be there.
     paths = [p for p in kubeconfig_paths(kubeconfig) if kubeconfig or os.path.exists(p)]
@@ -152,10 +175,11 @@ def _load_kubeconfig(
     chosen = _context(paths, context)
     try:
         config.load_kube_config(  # type: ignore[no-untyped-call]
-            config_file=":".join(paths), context=chosen, client_configuration=configuration
+            config_file=":".join(paths), context=chosen.name, client_configuration=configuration
         )
     except (ConfigException, OSError, TypeError, ValueError, KeyError, AttributeError) as err:
         raise ConnectError(f"kubeconfig {':'.join(paths)}: {_one_line(err)}") from None
+    return chosen
 
 
 def _one_line(err: object) -> str:
@@ -283,6 +307,21 @@ class KubeReader:
         finally:
             response.release_conn()
         return answer if isinstance(answer, dict) else {}
+
+    def get(self, resource: ApiResource, namespace: str, name: str) -> dict[str, Any] | None:
+        """One object as the API server holds it (``namespace`` "" for a cluster-scoped kind), None
+        when there is none (404)."""
+        try:
+            response = self._get(resource.object_path(namespace, name), {}, LIST_READ_TIMEOUT)
+        except NotServed:
+            return None
+        try:
+            found = json.loads(response.read())
+        except (urllib3.exceptions.HTTPError, OSError, ValueError) as err:
+            raise KubeError(0, f"get of {resource} {name} interrupted: {err}") from None
+        finally:
+            response.release_conn()
+        return found if isinstance(found, dict) else None
 
     def list_pages(self, resource: ApiResource) -> Iterator[tuple[list[dict[str, Any]], str]]:
         """``(items, resourceVersion)`` page by page; all pages are one consistent read.

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from policies.api.base import TypedObject
 from policies.api.core import Namespace
@@ -66,17 +66,26 @@ class Known:
     stored: Mapping[Identity, TypedObject]
     namespaces: Mapping[str, Namespace]
 
+    def with_namespaces(self, namespaces: Iterable[Namespace]) -> Known:
+        """The cluster once ``namespaces`` (the input's) are applied: created, or updated."""
+        return replace(self, namespaces={**self.namespaces, **{ns.name: ns for ns in namespaces}})
+
     def labels(self) -> dict[str, dict[str, str]]:
         """The labels of each namespace that exists."""
         return {name: dict(ns.metadata.labels or {}) for name, ns in self.namespaces.items()}
 
-    def lifecycle_refusal(self, reading: Reading, created: Iterable[str] = ()) -> str | None:
+    def stored_as(self, reading: Reading) -> TypedObject | None:
+        """The stored object the document names (its write is then an update), None when none."""
+        key = identity(reading)
+        return self.stored.get(key) if key is not None else None
+
+    def lifecycle_refusal(self, reading: Reading) -> str | None:
         """The NamespaceLifecycle admission plugin's refusal of the document's write, in the API
         server's words (upstream ``staging/src/k8s.io/apiserver/pkg/admission/plugin/namespace/
-        lifecycle/admission.go``): a namespace that does not exist (and is not ``created`` by the
-        same input), or a create into a namespace being deleted."""
+        lifecycle/admission.go``): a namespace that does not exist, or a create into a namespace
+        being deleted."""
         key = identity(reading)
-        if key is None or not key[2] or key[2] in created:
+        if key is None or not key[2]:
             return None
         namespace = self.namespaces.get(key[2])
         if namespace is None:
@@ -166,13 +175,14 @@ class Cluster:
             raise ClusterError(f"{self.where}: {resource.kind} {shown} cannot be decoded: {err}") from None
 
     def _failure(self, verb: str, resource: ApiResource, err: KubeError) -> str:
-        """One line: what could not be read and why; for a forbidden request, the verb, the
-        resource and the role that grants it."""
+        """One line: what could not be read and why; for a forbidden request, the verb and the
+        resource, and the role that grants them."""
+        group = resource.api_version.rpartition("/")[0]
+        what = f"{resource.plural}.{group}" if group else resource.plural
         if err.status == FORBIDDEN:
             return (
-                f"{self.where}: may not {verb} {resource.plural} (API group "
-                f'"{resource.api_version.rpartition("/")[0]}"): {err}; bind the ClusterRole {READER_ROLE} '
-                "of the draguard chart to these credentials (it grants get and list of every kind draguard "
-                "reads)"
+                f"{self.where}: cannot {verb} {what}: forbidden: {err.message} (the ClusterRole "
+                f"{READER_ROLE} of draguard's chart grants every read draguard makes: bind it to these "
+                "credentials)"
             )
-        return f"{self.where}: cannot {verb} {resource}: {err}"
+        return f"{self.where}: cannot {verb} {what}: {err}"

@@ -39,6 +39,7 @@ class KubeError(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(f"HTTP {status}: {message}" if status else message)
         self.status = status
+        self.message = message
 
 
 class Gone(KubeError):

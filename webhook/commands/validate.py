@@ -254,12 +254,15 @@ def check(
     cluster's devices, classes and PriorityClasses. ``progress(done, total)`` follows the
     documents."""
     olds = dict(known.stored) if known is not None else _stored(old_entries)
-    created = {
-        e.reading.obj.name: e.reading.obj.metadata.labels or {}
+    applied = [
+        e.reading.obj
         for e in [*old_entries, *entries]
         if e.reading is not None and isinstance(e.reading.obj, Namespace)
-    }
-    namespaces = {**(known.labels() if known is not None else {}), **created, **given_labels}
+    ]
+    if known is not None:
+        known = known.with_namespaces(applied)
+    namespaces = known.labels() if known is not None else {n.name: n.metadata.labels or {} for n in applied}
+    namespaces.update(given_labels)
     checked = [e for e in entries if e.reading is None or e.reading.skipped is None]
     readings = [e.reading for e in checked if e.reading is not None and e.reading.obj is not None]
     objects = [r.obj for r in readings if r.obj is not None]
@@ -280,7 +283,7 @@ def check(
             namespace = key[2] if key is not None else reading.namespace
             old = _old(olds, reading)
             result.update = old is not None
-            refused = known.lifecycle_refusal(reading, created) if known is not None else None
+            refused = known.lifecycle_refusal(reading) if known is not None else None
             labels = namespaces.get(namespace)
             judged = (
                 [refused]

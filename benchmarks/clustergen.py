@@ -28,6 +28,19 @@ GPU_SELECTOR = (
     "device.attributes['gpu.example.com'].productName.startsWith('H100')"
 )
 APPS = ("trainer", "inference", "notebook", "etl", "web", "batch", "metrics", "cache")
+# Every node holds two versions of each app's image; an image's digest and size are its content's,
+# the same on every node.
+IMAGES = [
+    {
+        "names": [
+            f"registry.example.com/{app}@sha256:{zlib.crc32(f'{app}:v{v}'.encode()):064x}",
+            f"registry.example.com/{app}:v{v}",
+        ],
+        "sizeBytes": 50_000_000 + zlib.crc32(f"{app}:v{v}".encode()) % 8_950_000_000,
+    }
+    for app in APPS
+    for v in (1, 2)
+]
 
 
 @dataclass(frozen=True)
@@ -94,17 +107,6 @@ def node(n: int, rng: random.Random) -> dict[str, Any]:
             "lastTransitionTime": CREATED,
         }
     ]
-    images = [
-        {
-            "names": [
-                f"registry.example.com/{app}@sha256:{rng.getrandbits(256):064x}",
-                f"registry.example.com/{app}:v{v}",
-            ],
-            "sizeBytes": rng.randrange(50_000_000, 9_000_000_000),
-        }
-        for app in APPS
-        for v in (1, 2)
-    ]
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -145,7 +147,7 @@ def node(n: int, rng: random.Random) -> dict[str, Any]:
                 "operatingSystem": "linux",
                 "machineID": f"{rng.getrandbits(128):032x}",
             },
-            "images": images,
+            "images": IMAGES,
         },
     }
 

@@ -60,7 +60,7 @@ sys.path[0] = str(ROOT)  # benchmarks/webhook.py would shadow the webhook packag
 
 from benchmarks import clustergen  # noqa: E402
 from benchmarks.dryrun import Material, dryrun_flags, load_average  # noqa: E402
-from benchmarks.harness import start_serve, wait_for_line  # noqa: E402
+from benchmarks.harness import start_serve  # noqa: E402
 from webhook.cli import SERVE_GC_THRESHOLDS  # noqa: E402
 from webhook.commands.serve import REFREEZE_SECONDS  # noqa: E402
 
@@ -510,14 +510,16 @@ def part_c(nodes: int, pods: int, count: int, tmp: str) -> None:
             stderr=subprocess.STDOUT,
             text=True,
         )
+        output = Output(server)
         try:
-            line = wait_for_line(server, "draguard serving", 600)
-            wait_for_line(server, "cluster state synced", 600)
+            line = output.wait_for("draguard serving", 600)
+            output.wait_for("cluster state synced", 600)
             synced = time.perf_counter() - start
             found = re.search(r":(\d+) ", line)
             assert found is not None, line
             port = int(found.group(1))
-            print(f"  synced after {synced:.1f} s; RSS {rss_mib(server.pid):.0f} MiB")
+            steady = rss_mib(server.pid)
+            print(f"  synced after {synced:.1f} s; RSS {steady:.0f} MiB, peak {peak_mib(server.pid):.0f} MiB")
             context = ssl.create_default_context(cafile=material.server_ca)
             still = timed_reviews(port, context, count)["pod"]
             stop = threading.Event()
@@ -529,11 +531,53 @@ def part_c(nodes: int, pods: int, count: int, tmp: str) -> None:
             print(row("Pod CREATE, fresh connection each, still", still))
             print(row("Pod CREATE, under 50 pod patches a second", moving))
             print(f"  RSS after the churn {rss_mib(server.pid):.0f} MiB")
+            # Every watch of the replica ends and comes back from a compacted resourceVersion: 410.
+            plane.compact_etcd()
+            plane.restart_apiserver()
+            relisted = output.wait_for("pods.v1 listed again", 600)
+            print(
+                f"  after a 410 and a re-list ({json.loads(relisted)['message']}): RSS "
+                f"{rss_mib(server.pid):.0f} MiB, peak {peak_mib(server.pid):.0f} MiB"
+            )
         finally:
             server.terminate()
             server.wait(timeout=30)
     finally:
         plane.stop()
+
+
+class Output:
+    """A subprocess's output lines, read as they come (a pipe left unread stops a chatty server)."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.lines: list[str] = []
+        self._changed = threading.Condition()
+        threading.Thread(target=self._read, args=(process,), daemon=True).start()
+
+    def _read(self, process: subprocess.Popen[str]) -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            with self._changed:
+                self.lines.append(line)
+                self._changed.notify_all()
+
+    def wait_for(self, needle: str, timeout: float) -> str:
+        """The first line holding ``needle``, waiting up to ``timeout`` seconds for it."""
+        with self._changed:
+            found = self._changed.wait_for(
+                lambda: next((x for x in self.lines if needle in x), None), timeout
+            )
+        if found is None:
+            raise RuntimeError(f"no {needle!r} from the server within {timeout:.0f} s")
+        return found
+
+
+def peak_mib(pid: int) -> float:
+    """The process's peak resident memory (VmHWM)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
 
 
 PLURALS = {"DeviceClass": "deviceclasses", "ResourceSlice": "resourceslices"}

@@ -69,6 +69,7 @@ CLAIMS_ON_MISSING_NODES = "claims-on-missing-nodes"
 UNSCHEDULABLE_PODS = "unschedulable-pods"
 NOEXECUTE_TAINTS = "noexecute-taints"
 UNDECODABLE = "undecodable-objects"
+INVALID_OBJECTS = "invalid-objects"
 
 _RESULTS: Mapping[str, Result] = {"deny": "fail", "warn": "warn", "audit": "warn", "error": "error"}
 
@@ -163,9 +164,19 @@ def undecodable_document(reading: Reading, problems: Sequence[str]) -> Finding:
 
 
 def invalid_document(reading: Reading, problems: Sequence[str]) -> Finding:
-    """A document of a manifest that the API server's validation refuses: no cluster holds it."""
+    """A document that the API server would refuse to create and that no cluster therefore holds
+    (a pod the Priority admission plugin refuses): an error, and it is not audited."""
     ref = ResourceRef(reading.api_version, reading.kind, reading.name, reading.namespace)
     return Finding("policy", UNDECODABLE, "error", f"{ref} is not valid: {'; '.join(problems)}", (ref,))
+
+
+def invalid_object(reading: Reading, warnings: Sequence[str]) -> Finding:
+    """What the API server's validation says of an object the cluster holds
+    (:func:`policies.validation.documents.judge_existing`): a warning, the object is audited all
+    the same, as kube-scheduler evaluates it as it is."""
+    ref = ResourceRef(reading.api_version, reading.kind, reading.name, reading.namespace)
+    message = f"{ref}: the API server's validation says: {'; '.join(warnings)}"
+    return Finding("policy", INVALID_OBJECTS, "warn", message, (ref,))
 
 
 # --- policy: the rules on every object, as if it were created now ------------------------------
@@ -536,7 +547,7 @@ def pending_pod(pod: Pod, prepared: Prepared, unread: Collection[ResourceRef] = 
     if missing:
         message = (
             f"pod {pod.key} is not judged: {', '.join(missing)}, in the input, could not be read "
-            f"or is not valid (see {UNDECODABLE})"
+            f"(see {UNDECODABLE})"
         )
         return [_health(UNSCHEDULABLE_PODS, "skip", message, pod)]
     answer = DryRun(prepared).answer(Question(with_uid(pod)))

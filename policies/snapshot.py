@@ -136,11 +136,12 @@ class Namespaced(Grouped[Key, V]):
 class Devices(Grouped[DeviceKey, Device]):
     """Every device of the pools' newest generations by ``(driver, pool, device)``, held pool by
     pool. The store makes one from the last (``base``, held weakly) when slices change, saying
-    which pools did (``changed``) and which pools have devices that yield node-allocatable
-    resources (``yielding``), so that what is worked out over all devices can be brought up to
-    date from the changed pools alone (a pod's review must not walk 40,000 devices)."""
+    which pools did (``changed``; of those, the ones it put last, being new or removed and
+    published again: ``appended``, in its order) and which pools have devices that yield
+    node-allocatable resources (``yielding``), so that what is worked out over all devices can be
+    brought up to date from the changed pools alone (a pod's review must not walk 40,000 devices)."""
 
-    __slots__ = ("__dict__", "__weakref__", "_base", "_yielding", "changed")
+    __slots__ = ("__dict__", "__weakref__", "_base", "_yielding", "appended", "changed")
 
     def __init__(
         self,
@@ -148,10 +149,12 @@ class Devices(Grouped[DeviceKey, Device]):
         base: Devices | None = None,
         changed: frozenset[tuple[str, str]] = frozenset(),
         yielding: frozenset[tuple[str, str]] | None = None,
+        appended: tuple[tuple[str, str], ...] = (),
     ) -> None:
         super().__init__(groups)
         self._base = weakref.ref(base) if base is not None else None
         self.changed = changed
+        self.appended = appended
         self._yielding = yielding
 
     @staticmethod

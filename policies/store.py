@@ -126,6 +126,7 @@ class Store:
         # published snapshots share it.
         self._pool_devices: dict[PoolKey, Mapping[DeviceKey, Device]] = {}
         self._changed_pools: set[PoolKey] = set()
+        self._appended: dict[PoolKey, None] = {}  # pools put last since the last snapshot, in order
         self._yielding: set[PoolKey] = set()  # pools with a device that yields node resources
         self._dirty: set[str] = set(KINDS)
         self._published = Snapshot()
@@ -192,13 +193,18 @@ class Store:
                 members.pop(key, None)
             self._changed_pools.add(pool)
             self._yielding.discard(pool)
-            if members:
-                index = self._pool_devices[pool] = device_index(members.values())
-                if any(yields_node_resources(d) for d in index.values()):
-                    self._yielding.add(pool)
-            else:
+            if not members:
                 del self._pools[pool]
+            index = device_index(members.values())
+            if not index:  # no devices: no group, as Snapshot.build of the same slices has none
                 self._pool_devices.pop(pool, None)
+                self._appended.pop(pool, None)
+                continue
+            if pool not in self._pool_devices:
+                self._appended[pool] = None
+            self._pool_devices[pool] = index
+            if any(yields_node_resources(d) for d in index.values()):
+                self._yielding.add(pool)
 
     def snapshot(self) -> Snapshot:
         """The objects as they are now; the kinds unchanged since the last call share its maps."""
@@ -215,8 +221,9 @@ class Store:
                 self._published.devices,
                 frozenset(self._changed_pools),
                 frozenset(self._yielding),
+                tuple(self._appended),
             )
-            self._changed_pools = set()
+            self._changed_pools, self._appended = set(), {}
         if "ResourceClaim" in dirty:
             changes["claims"] = claims = _published(objects["ResourceClaim"])
             changes["all_claims"] = tuple(claims.values())

@@ -3,9 +3,9 @@ what no decision reads and made compact.
 
 The live state (list and watch) and ``serve --state`` files both read through :class:`Reader`,
 so a cluster reads the same from either: pods become :class:`PodInfo` records (whole only while
-they wait for a node and matter to a rule), Nodes lose their image lists, conditions and the rest
-of their status but allocatable and capacity, every object loses ``metadata.managedFields``, and
-the models kept are compacted (:mod:`policies.api.compact`).
+they wait for a node and matter to a rule), Nodes lose their conditions and the rest of their
+status but allocatable, capacity and images (ImageLocality scores by them), every object loses
+``metadata.managedFields``, and the models kept are compacted (:mod:`policies.api.compact`).
 
 Objects from a cluster were defaulted by its API server; hand-written state files may not be, so
 a Reader given ``now`` applies the API server's defaulting first.
@@ -31,16 +31,19 @@ def every_pod(pod: PodInfo) -> bool:
     return True
 
 
+_NODE_STATUS_READ = ("allocatable", "capacity", "images")
+
+
 def trim(raw: Mapping[str, Any]) -> dict[str, Any]:
     """``raw`` without what nothing reads and can be large: ``metadata.managedFields``, and of a
-    Node's status all but ``allocatable`` and ``capacity`` (images, conditions, addresses)."""
+    Node's status all but ``allocatable``, ``capacity`` and ``images`` (conditions, addresses)."""
     obj = dict(raw)
     metadata = obj.get("metadata")
     if isinstance(metadata, dict) and "managedFields" in metadata:
         obj["metadata"] = {k: v for k, v in metadata.items() if k != "managedFields"}
     status = obj.get("status")
     if obj.get("kind") == "Node" and isinstance(status, dict):
-        obj["status"] = {k: v for k, v in status.items() if k in ("allocatable", "capacity")}
+        obj["status"] = {k: v for k, v in status.items() if k in _NODE_STATUS_READ}
     return obj
 
 

@@ -48,7 +48,8 @@ def test_json_shape_is_exactly_the_documented_one(capsys: pytest.CaptureFixture[
     code, out, _ = run(capsys, "-f", CLUSTER, "-o", "json")
     assert code == 0
     doc = json.loads(out)
-    assert list(doc) == ["pods", "features"]
+    assert list(doc) == ["apiVersion", "kind", "pods", "features"]
+    assert (doc["apiVersion"], doc["kind"]) == ("draguard.io/v1alpha1", "DryRunAnswer")
     (pod,) = doc["pods"]
     assert (pod["pod"], pod["claims"], pod["fits"]) == ("team-a/dryrun", ["team-a/three-a100"], True)
     assert [n["node"] for n in pod["nodes"]] == ["node-1", "node-2", "node-3"]

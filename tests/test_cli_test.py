@@ -99,6 +99,8 @@ def test_json_output(capsys: pytest.CaptureFixture[str], failing: Path) -> None:
     code, out, _ = run(capsys, str(failing), "-o", "json")
     assert code == 1
     doc = json.loads(out)
+    assert list(doc) == ["apiVersion", "kind", "suites", "passed", "failed"]
+    assert (doc["apiVersion"], doc["kind"]) == ("draguard.io/v1alpha1", "TestReport")
     assert (doc["passed"], doc["failed"]) == (1, 1)
     (suite,) = doc["suites"]
     assert (suite["name"], suite["file"], suite["passed"], suite["failed"]) == ("failing", str(failing), 1, 1)

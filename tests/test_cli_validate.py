@@ -312,11 +312,19 @@ def test_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     code, out, _ = run(capsys, "-f", f, "-o", "json")
     body = json.loads("\n".join(out))
     assert code == 1
+    assert list(body) == ["apiVersion", "kind", "objects", "unreadable", "summary"]
+    assert (body["apiVersion"], body["kind"]) == ("draguard.io/v1alpha1", "ValidateReport")
     assert body["summary"] == {
         "objects": 2, "valid": 1, "invalid": 1, "problems": 1, "warnings": 0, "unreadable": 0
     }
     first = body["objects"][0]
-    assert (first["kind"], first["name"], first["valid"]) == ("ResourceClaim", "team-a/gpus", False)
+    assert list(first) == ["source", "kind", "name", "checked", "valid", "problems", "warnings"]
+    assert (first["kind"], first["name"], first["checked"], first["valid"]) == (
+        "ResourceClaim",
+        "team-a/gpus",
+        "object",
+        False,
+    )
     assert first["problems"] == [
         "spec.devices.requests[0].exactly.count: Invalid value: -1: must be greater than zero"
     ]

@@ -21,6 +21,7 @@ CHUNK = 1 << 20
 # this much text is broken, not cut by the end of a chunk.
 MAX_VALUE = 64 << 20
 _WHITESPACE = " \t\n\r"
+_NUMBER = frozenset("0123456789.eE+-")
 
 
 class StreamError(json.JSONDecodeError):
@@ -93,10 +94,14 @@ class _Buffer:
                 if len(self.text) - self.pos < MAX_VALUE and self.more():
                     continue  # most likely cut by the end of the chunk: try again with more
                 self.fail(err.msg, err.pos)
-            if end == len(self.text) and isinstance(value, int | float) and self.more():
-                continue  # a number may go on in the next chunk ("12" of "123")
+            if isinstance(value, int | float) and self._may_go_on(end) and self.more():
+                continue  # a number may go on in the next chunk ("12" of "123", "12." of "12.5")
             self.pos = end
             return value
+
+    def _may_go_on(self, end: int) -> bool:
+        """Whether the text from ``end`` to the end of the buffer could be the rest of a number."""
+        return all(c in _NUMBER for c in self.text[end:])
 
     def fail(self, message: str, pos: int) -> NoReturn:
         raise StreamError(message, *self.where(pos))
@@ -117,9 +122,9 @@ def stream(
         buffer.pos += 1
     else:
         while True:
-            key = buffer.value()
-            if not isinstance(key, str):
+            if buffer.peek() != '"':
                 buffer.fail("Expecting property name enclosed in double quotes", buffer.pos)
+            key = buffer.value()
             buffer.expect(":")
             if key == "items" and buffer.peek() == "[":
                 yield from _items(buffer)

@@ -18,7 +18,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO, TypeVar
 
@@ -27,8 +27,9 @@ import yaml
 from policies.api.base import TypedObject
 from policies.api.kinds import DecodeError, decode
 from policies.api.schema import DuplicateKeys, is_namespaced
+from policies.priority import Priorities
 from policies.reading import DEFAULTS, Reading, ReadOptions, read
-from policies.validation.documents import duplicates
+from policies.validation.documents import duplicates, judge_existing
 from webhook import jsonstream
 
 SUFFIXES = (".yaml", ".yml", ".json")
@@ -241,13 +242,13 @@ def _stream(file: str, keys: bool) -> Iterator[Document | Unreadable]:
     try:
         with open(file, encoding="utf-8") as fh:
             items = 0
-            rest: dict[str, Any] = {}
+            members: list[tuple[str, Any]] = []  # the top-level object's, but the items
             for key, value in jsonstream.stream(fh, object_pairs_hook=_json_object if keys else None):
                 if key == "items[]":
                     yield Document(value, Source(file, 1, items))
                     items += 1
                 else:
-                    rest[key] = value
+                    members.append((key, value))
     except (OSError, UnicodeDecodeError) as err:
         yield Unreadable(file, f"{file}: cannot read: {err}")
         return
@@ -255,6 +256,7 @@ def _stream(file: str, keys: bool) -> Iterator[Document | Unreadable]:
         where = f"line {err.lineno}, column {err.colno}"
         yield Unreadable(file, f"{file}: not valid YAML or JSON ({where}): {err.msg}")
         return
+    rest = _json_object(members) if keys else dict(members)
     if "" in rest:
         yield from _expand(rest[""], Source(file, 1))
     elif not items:
@@ -393,19 +395,54 @@ def read_entries(
     namespace: DefaultNamespace | None = None,
 ) -> list[Entry]:
     """Every document under ``paths`` read as the API server would read it (placed in
-    ``namespace`` when it names none), and every path that could not be read; a document naming
-    an object an earlier one names gets the duplicate error."""
-    entries = [
+    ``namespace`` when it names none), and every path that could not be read."""
+    return [
         Entry(path=item.path, problem=item.message)
         if isinstance(item, Unreadable)
         else Entry(item.source, _read(item.raw, options, namespace))
         for item in iter_inputs(paths, recursive, stdin)
     ]
+
+
+def duplicated(entries: Sequence[Entry]) -> list[tuple[Entry, Entry]]:
+    """(later, earlier) for each document naming the same object as an earlier one (kind,
+    namespace, name): ``kubectl apply`` of both applies the later one as an update of the earlier."""
     documents = [e for e in entries if e.reading is not None]
-    readings = [e.reading for e in documents if e.reading is not None]
-    for i, line in duplicates(readings, [e.where for e in documents]).items():
-        readings[i].errors.append(line)
-    return entries
+    found = duplicates([e.reading for e in documents if e.reading is not None])
+    return [(documents[later], documents[earlier]) for later, earlier in found.items()]
+
+
+def latest(entries: Sequence[Entry]) -> tuple[list[Entry], list[str]]:
+    """The entries describing one cluster: a document naming the same object as a later one is
+    replaced by it, as ``kubectl apply`` of both leaves the later one in the cluster; with a note
+    naming both places for each, so that no answer depends silently on the order of the files."""
+    pairs = duplicated(entries)
+    replaced = {id(earlier) for _, earlier in pairs}
+    notes = [
+        f"note: {later.label} replaces the one in {earlier.where} (the later document wins, as with "
+        "kubectl apply)"
+        for later, earlier in pairs
+    ]
+    return [e for e in entries if id(e) not in replaced], notes
+
+
+def priority_classes(entries: Iterable[Entry]) -> Priorities:
+    """The PriorityClasses a cluster holds after the entries' are created in order."""
+    return Priorities.among(e.reading.obj for e in entries if e.reading is not None and e.reading.obj)
+
+
+def existing_warnings(
+    entries: Iterable[Entry], *, allow_privileged: bool = True, priorities: Priorities | None = None
+) -> list[str]:
+    """What validation says of documents describing objects a cluster already holds
+    (:func:`policies.validation.documents.judge_existing`; ``priorities``: the cluster's
+    PriorityClasses), as ``warning: where: kind name: ...`` lines."""
+    return [
+        f"warning: {entry.label}: {line}"
+        for entry in entries
+        if entry.reading is not None
+        for line in judge_existing(entry.reading, allow_privileged=allow_privileged, priorities=priorities)
+    ]
 
 
 def problems(entries: Iterable[Entry]) -> list[str]:
@@ -429,17 +466,31 @@ def skipped_kinds(entries: Iterable[Entry]) -> dict[str, str]:
     return found
 
 
-def load(paths: Sequence[str], options: ReadOptions = DEFAULTS, recursive: bool = True) -> list[Loaded]:
+def load(
+    paths: Sequence[str],
+    options: ReadOptions = DEFAULTS,
+    recursive: bool = True,
+    say: Callable[[str], None] | None = None,
+) -> list[Loaded]:
     """The objects of a cluster state (``serve --state``, a test suite's state): read as the
-    commands read them, workloads' templates left out (they are not pods of the cluster); any
-    problem is a :class:`ManifestError` listing them all."""
-    entries = read_entries(paths, options, recursive)
+    commands read them, the later of two documents naming the same object winning, workloads'
+    templates left out (they are not pods of the cluster); a problem reading them is a
+    :class:`ManifestError` listing them all. ``say`` is told the notes about replaced documents and
+    what validation says of the objects (warnings: the cluster holds them already)."""
+    entries, notes = latest(read_entries(paths, options, recursive))
     found = problems(entries)
     if found:
         raise ManifestError("\n".join(found))
+    if say is not None:
+        privileged, priorities = options.allow_privileged, priority_classes(entries)
+        warnings = existing_warnings(entries, allow_privileged=privileged, priorities=priorities)
+        for line in [*notes, *warnings]:
+            say(line)
     return [
         Loaded(e.reading.obj, e.source)
         for e in entries
-        if e.source is not None and e.reading is not None and e.reading.obj is not None
+        if e.source is not None
+        and e.reading is not None
+        and e.reading.obj is not None
         and e.reading.template is None
     ]

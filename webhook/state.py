@@ -37,6 +37,7 @@ from policies.scheduler.podinfo import PodInfo
 from policies.snapshot import Key, Snapshot
 from policies.store import Store, key_of
 from policies.stored import KeepPod, Reader, trim
+from policies.validation.documents import judge_existing
 from webhook.kube import ApiResource, KubeError, KubeReader
 from webhook.manifests import Document, ManifestError, Unreadable, iter_inputs
 from webhook.watch import READ_TIMEOUT, WATCH_TIMEOUT, Backoff, Reflector
@@ -118,9 +119,11 @@ class FileState:
         now: datetime,
         keep: KeepPod = DEFAULT_RELEVANCE,
         options: ReadOptions = DEFAULTS,
+        say: Callable[[str], None] = log.warning,
     ) -> FileState:
-        """The objects of manifest files or directories (:func:`read_state`)."""
-        return cls(read_state(paths, now, keep, options)[0].snapshot())
+        """The objects of manifest files or directories (:func:`read_state`; ``say`` is told its
+        notes and warnings)."""
+        return cls(read_state(paths, now, keep, options, say)[0].snapshot())
 
     @property
     def snapshot(self) -> Snapshot:
@@ -139,6 +142,7 @@ def read_state(
     now: datetime,
     keep: KeepPod = DEFAULT_RELEVANCE,
     options: ReadOptions = DEFAULTS,
+    say: Callable[[str], None] = log.warning,
 ) -> tuple[Store, Reader]:
     """A store of the objects of manifest files or directories (``options``: the reading flags),
     read one document at a time, and the reader that read them (it knows the pod shapes seen);
@@ -146,11 +150,13 @@ def read_state(
 
     The objects of the kinds and versions the live state lists (:data:`RESOURCES`) are a cluster's
     stored objects: they are read as list/watch reads them (:class:`Reader`: decoded, trimmed,
-    compact), defaulted, and not judged as new (an existing object is what the scheduler reads,
-    valid or not). Other documents (older versions, other kinds) are read as the offline commands
-    read them. A later document naming the same object replaces the earlier one, as ``kubectl
-    apply`` would; the log names both places."""
-    loading = _Loading(Store(), Reader(keep, now), options, keep)
+    compact), defaulted, and not validated at all (an existing object is what the scheduler reads,
+    valid or not, and validating 100,000 pods would cost more than reading them). Other documents
+    (older versions, other kinds) are read as the offline commands read them, and what validation
+    says of them, as of objects the cluster holds (:func:`judge_existing`), is told to ``say``. A
+    later document naming the same object replaces the earlier one, as ``kubectl apply`` would;
+    ``say`` is told both places."""
+    loading = _Loading(Store(), Reader(keep, now), options, keep, say)
     for item in iter_inputs(paths, recursive=True, keys=False):
         if isinstance(item, Unreadable):
             loading.problems.append(item.message)
@@ -199,6 +205,7 @@ class _Loading:
     reader: Reader
     options: ReadOptions
     keep: KeepPod
+    say: Callable[[str], None]
     problems: list[str] = field(default_factory=list)
     seen: dict[tuple[str, Key], str] = field(default_factory=dict)
     written: list[tuple[dict[str, Any], str]] = field(default_factory=list)
@@ -227,7 +234,10 @@ class _Loading:
         reading = read(trim(raw) if isinstance(raw, dict) else raw, self.options)
         if reading.errors:
             self.problems += [f"{where}: {reading.label}: {e}" for e in reading.errors]
-        elif reading.obj is not None and reading.template is None:
+            return
+        for line in judge_existing(reading, allow_privileged=self.options.allow_privileged):
+            self.say(f"warning: {where}: {reading.label}: {line}")
+        if reading.obj is not None and reading.template is None:
             obj = self.reader.stored(reading.obj)
             self._note(where, reading.kind, key_of(obj))
             self.store.put(obj)
@@ -254,7 +264,10 @@ class _Loading:
         earlier = self.seen.setdefault((kind, key), where)
         if earlier != where:
             name = f"{key[0]}/{key[1]}" if key[0] else key[1]
-            log.warning("%s %s is in %s and again in %s; the later one is used", kind, name, earlier, where)
+            self.say(
+                f"note: {where}: {kind} {name} replaces the one in {earlier} (the later document wins, "
+                "as with kubectl apply)"
+            )
             self.seen[(kind, key)] = where
 
 

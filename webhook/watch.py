@@ -192,6 +192,7 @@ class Reflector:
         at the same resourceVersion already (a re-list after a 410 or a dropped watch)."""
         kind = self.resource.kind
         seen: set[Key] = set()
+        changed = 0
         version = ""
         for page, page_version in self._reader.list_pages(self.resource):
             items: list[Any] = page
@@ -204,11 +205,14 @@ class Reflector:
                 held = self._sink.version(kind, key)
                 if not held or held != _version(raw):
                     self._sink.apply(kind, key, raw)
+                    changed += 1
             version = page_version
             if self._stop.is_set():
                 return
         self._sink.retain(kind, seen)
         self.resource_version = version
+        if self.listed:  # what a re-list cost: the objects that changed while the watch was down
+            log.info("%s listed again: %d objects, %d new or changed", self.resource, len(seen), changed)
         self.listed = True
         self._contact()
 

@@ -3,7 +3,8 @@
 Short strings and the keys of maps are interned. Equal values of the kinds in
 :data:`SHARED_TYPES` are one instance across objects: the claims made
 from one template have one spec, the claims allocated on one node one node selector (a claim
-then costs about 3 KB instead of 6 KB). Equality is the value's own JSON, as for
+then costs about 3 KB instead of 6 KB), the nodes holding one container image one entry for it
+(nodes list up to 50 images each, mostly the same few). Equality is the value's own JSON, as for
 :func:`policies.api.base.share_values`.
 
 A pydantic model instance carries, beside its fields, the set of the fields that were given
@@ -27,6 +28,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from policies.api.base import NodeSelector
+from policies.api.core import ContainerImage
 from policies.api.resource import ResourceClaimSpec
 
 M = TypeVar("M", bound=BaseModel)
@@ -36,7 +38,7 @@ _SHARED: set[int] = set()  # ids of the sets in _FIELD_SETS, which live as long 
 _LOCK = threading.Lock()
 _WALKED = (BaseModel, list, tuple, dict)
 SHORT = 32  # longer texts (uids, CEL expressions, messages) are seldom repeated
-SHARED_TYPES: tuple[type[BaseModel], ...] = (ResourceClaimSpec, NodeSelector)
+SHARED_TYPES: tuple[type[BaseModel], ...] = (ResourceClaimSpec, NodeSelector, ContainerImage)
 _EQUAL: weakref.WeakValueDictionary[tuple[type, bytes], BaseModel] = weakref.WeakValueDictionary()
 
 
@@ -62,13 +64,20 @@ def compact(obj: M) -> M:
 
 
 def _share_fields(model: BaseModel) -> None:
-    """Fields of :data:`SHARED_TYPES` swapped for an equal instance already in use, if any."""
+    """Fields of :data:`SHARED_TYPES`, and the items of lists of them, swapped for an equal
+    instance already in use, if any."""
     fields = model.__dict__
-    for name in [n for n, v in fields.items() if type(v) in SHARED_TYPES]:
-        value = fields[name]
-        key = (type(value), value.__pydantic_serializer__.to_json(value, by_alias=True, exclude_unset=True))
-        with _LOCK:
-            fields[name] = _EQUAL.setdefault(key, value)
+    for name, value in fields.items():
+        if type(value) in SHARED_TYPES:
+            fields[name] = _equal(value)
+        elif type(value) is list and value and type(value[0]) in SHARED_TYPES:
+            fields[name] = [_equal(item) for item in value]
+
+
+def _equal(value: BaseModel) -> BaseModel:
+    key = (type(value), value.__pydantic_serializer__.to_json(value, by_alias=True, exclude_unset=True))
+    with _LOCK:
+        return _EQUAL.setdefault(key, value)
 
 
 def _interned(value: Any) -> Any:

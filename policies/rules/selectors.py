@@ -275,7 +275,9 @@ class SelectorsRule:
         return inventory
 
     def _changed(self, before: Inventory, devices: Devices) -> Inventory:
-        """``before`` with the pools ``devices`` says changed bound again (or gone)."""
+        """``before`` with the pools ``devices`` says changed bound again (or gone), in the index's
+        order: a pool updated in place keeps its place, one new or removed and published again
+        goes last (``appended``), so findings list devices as a fresh rule lists them."""
         pools = dict(before.pools)
         replaced: dict[PoolKey, PoolDevices | None] = {}
         total = before.total
@@ -291,6 +293,9 @@ class SelectorsRule:
                 pools.pop(key, None)
             total -= len(old.devices) if old is not None else 0
             replaced[key] = old
+        for key in devices.appended:
+            if key in pools:
+                pools[key] = pools.pop(key)
         added_or_gone = any(old is None or key not in pools for key, old in replaced.items())
         drivers = frozenset(driver for driver, _ in pools) if added_or_gone else before.drivers
         return Inventory(pools, drivers, total, id(before), replaced)

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from policies.api.core import Affinity, Pod, PodStatus
+from policies.api.core import Affinity, Pod, PodAffinityTerm, PodStatus
 from policies.api.kinds import DEFAULT_NAMESPACE, decode_as
 from policies.scheduler import resources
 from policies.scheduler.affinityterms import PodTerms
@@ -66,13 +66,15 @@ def _interned(text: str | None) -> str | None:
     return sys.intern(text) if text is not None else None
 
 
-def claim_names(pod: Pod) -> tuple[tuple[str, str], ...]:
+def claim_names(pod: Pod, spec: Pod | None = None) -> tuple[tuple[str, str], ...]:
     """``(pod claim name, ResourceClaim name)`` for each of the pod's claims whose object is known:
-    named directly, or generated from a template and recorded in ``status.resourceClaimStatuses``."""
+    named directly, or generated from a template and recorded in ``status.resourceClaimStatuses``.
+    ``spec`` is the model holding the pod's spec when ``pod`` holds only its own part (a record's
+    shape holds ``spec.resourceClaims``, the pod's own part its status)."""
     statuses = (pod.status.resource_claim_statuses or []) if pod.status is not None else []
     generated = {s.name: s.resource_claim_name for s in statuses}
     found = []
-    for ref in pod.spec.resource_claims or ():
+    for ref in (spec or pod).spec.resource_claims or ():
         name = ref.resource_claim_name or generated.get(ref.name)
         if name:
             found.append((sys.intern(ref.name), name))
@@ -142,7 +144,7 @@ class PodInfo:
             requests=requests,
             non_zero_requests=non_zero,
             host_ports=ports,
-            claims=claim_names(pod),
+            claims=claim_names(pod, shape),
             shape=shape,
             version=pod.metadata.resource_version or "",
         )
@@ -242,6 +244,17 @@ def _own(raw: Mapping[str, Any]) -> dict[str, Any]:
     return {**own, "apiVersion": "v1", "kind": "Pod"}
 
 
+def _reads_labels(affinity: Affinity) -> bool:
+    """Whether a term takes values from the pod's own labels (matchLabelKeys, mismatchLabelKeys)."""
+    terms: list[PodAffinityTerm] = []
+    for section in (affinity.pod_affinity, affinity.pod_anti_affinity):
+        if section is not None:
+            terms += section.required_during_scheduling_ignored_during_execution or ()
+            preferred = section.preferred_during_scheduling_ignored_during_execution or ()
+            terms += (weighted.pod_affinity_term for weighted in preferred)
+    return any(t.match_label_keys or t.mismatch_label_keys for t in terms)
+
+
 @dataclass
 class Shapes:
     """One Pod model per distinct pod spec, with what the scheduler computes from it, and one dict
@@ -283,8 +296,9 @@ class Shapes:
         labels = self._labels.setdefault(tuple(given.items()), given)
         terms = None
         if shape.spec.affinity is not None:
-            # The shape and the labels are the ones this object keeps, so their ids are stable.
-            key = (own.namespace, id(shape), id(labels))
+            # The shape and the labels are the ones this object keeps, so their ids are stable;
+            # the labels count only for terms that take label values from the pod.
+            key = (own.namespace, id(shape), id(labels) if _reads_labels(shape.spec.affinity) else 0)
             if key not in self._terms:
                 self._terms[key] = PodTerms.of(own.namespace, labels, shape.spec.affinity)
             terms = self._terms[key]

@@ -179,8 +179,13 @@ def _template(obj: TypedObject, old: TypedObject | None, labels: Labels) -> Erro
     assert isinstance(obj, resource.ResourceClaimTemplate)
     assert old is None or isinstance(old, resource.ResourceClaimTemplate)
     if old is not None:
+        # ValidateResourceClaimTemplateUpdate (1.36): the spec is immutable, and validated again as
+        # "stored" (CEL in the stored-expressions environment, opaque parameters of any length);
+        # checked against kube-apiserver 1.36.2 by tests/kube/test_stored_objects.py.
         errs = _meta(obj, old, True, recheck_on_update=False)
-        return errs + immutable(obj.spec, old.spec, SPEC, lambda: gosyntax.template_spec(obj.spec))
+        errs += immutable(obj.spec, old.spec, SPEC, lambda: gosyntax.template_spec(obj.spec))
+        errs += validate_template_object_meta(obj.spec.metadata, SPEC.child("metadata"))
+        return errs + validate_claim_spec(obj.spec.spec, SPEC.child("spec"), stored=True)
     errs = _admin_requests(obj.spec.spec, obj.namespace or DEFAULT_NAMESPACE, labels)
     errs += _meta(obj, None, True)
     errs += validate_template_object_meta(obj.spec.metadata, SPEC.child("metadata"))

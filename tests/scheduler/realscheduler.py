@@ -137,6 +137,20 @@ class Scene:
         )
         return self.n(short)
 
+    def stored_device_class(self, short: str, expression: str) -> str:
+        """A DeviceClass the cluster holds without the API server having validated it as new (it
+        was admitted under other feature gates): written straight into etcd
+        (:meth:`ControlPlane.write_stored`), deleted at close."""
+        name = self.n(short)
+        selector = f'device.driver == "{self.driver}" && {expression}'
+        body = {"selectors": [{"cel": {"expression": selector}}]}
+        self.plane.write_stored(
+            "deviceclasses",
+            {"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": name}, "spec": body},
+        )
+        self.made.append(f"/apis/resource.k8s.io/v1/deviceclasses/{name}")
+        return name
+
     def gpus(self, node: str, count: int, **attributes: Any) -> None:
         """A one-slice pool of ``count`` GPUs on ``node`` (its full name)."""
         devices = [

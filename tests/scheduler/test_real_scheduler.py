@@ -177,6 +177,32 @@ def test_template_claims_with_selectors_resources_and_taints(scene: Scene) -> No
     agree(decision, answer)
 
 
+def test_a_class_only_the_stored_expressions_environment_compiles(scene: Scene) -> None:
+    """A class written while DRAListTypeAttributes was on uses ``includes``, which only the
+    stored-expressions environment declares with the gate off: the API server holds it, and
+    kube-scheduler compiles it there and allocates with it. draguard allocate answers the same
+    (issue 24: it refused such a cluster as invalid input)."""
+    a = scene.node("a")
+    b = scene.node("b")
+    scene.gpus(a, 2, model="a100")
+    scene.gpus(b, 2, model="h100")
+    listed = scene.stored_device_class(
+        "listed", f'device.attributes["{scene.driver}"].model.includes("a100")'
+    )
+    scene.template("two", request("g", listed, 2))
+    decision, answer = scene.ask(
+        pod_manifest("train", claims=[{"name": "g", "resourceClaimTemplateName": "two"}])
+    )
+    assert decision.node == a
+    agree(decision, answer)
+    scene.template("three", request("g", listed, 3))
+    decision, answer = scene.ask(
+        pod_manifest("more", claims=[{"name": "g", "resourceClaimTemplateName": "three"}])
+    )
+    assert decision.node is None
+    agree(decision, answer)
+
+
 def test_partitions_of_one_gpu_share_its_counters(scene: Scene) -> None:
     a = scene.node("a")
     b = scene.node("b")

@@ -35,7 +35,7 @@ from certs.material import KeyPair, generate_ca, issue_client, issue_serving
 from certs.reloader import CertReloader
 from policies.api.kinds import decode
 from policies.snapshot import Snapshot
-from webhook import cli
+from webhook import cli, schemas
 from webhook import dryrun_api as api
 from webhook.dryrun_api import DryRunSettings, add_dryrun_routes
 from webhook.state import FileState
@@ -390,7 +390,8 @@ async def test_the_answer_is_the_allocate_commands_on_the_same_state(serve: Any,
     assert code == 0
     (answer,) = json.loads(out.getvalue())["pods"]
     assert {n["node"]: n for n in body["nodes"]} == {n["node"]: n for n in answer["nodes"]}
-    assert {k: v for k, v in body.items() if k not in ("nodes", "elapsedMs")} == {
+    assert (body["apiVersion"], body["kind"]) == ("draguard.io/v1alpha1", "DryRunResponse")
+    assert {k: v for k, v in body.items() if k not in ("nodes", "elapsedMs", "apiVersion", "kind")} == {
         k: v for k, v in answer.items() if k != "nodes"
     }
 
@@ -838,6 +839,9 @@ async def test_openapi_describes_real_answers_errors_and_requests(serve: Any) ->
         }
     )
     validator(schema_for(document, "DryRunResponse")).validate(refused)
+    published = json.loads((schemas.DIRECTORY / "DryRunResponse.json").read_text())
+    for answer in (body, refused):  # the schema published in the repository says the same
+        validator(published).validate(answer)
     _, error, _ = await served.post({"claims": "x"})
     validator(schema_for(document, "Error")).validate(error)
     validator(schema_for(document, "DryRunRequest")).validate(ONE_GPU_POD)

@@ -146,7 +146,9 @@ def test_initial_list_pages_decodes_trims_and_filters(
         assert reader.pages["deviceclasses"] == -(-total // 2)  # every class, in pages of 2
         listed = snapshot.nodes[node].to_json()
         assert "managedFields" not in listed["metadata"] and listed["metadata"]["labels"]["zone"] == "a"
-        assert set(listed["status"]) == {"capacity", "allocatable"}  # no images, no conditions
+        # no conditions; the images ImageLocality scores by
+        assert set(listed["status"]) == {"capacity", "allocatable", "images"}
+        assert listed["status"]["images"] == images["status"]["images"]
         # pods with claims and pods on a node (the dry run's filters count them), not pending ones
         assert (kube_namespace, "with-claims") in snapshot.pods
         assert (kube_namespace, "bound") in snapshot.pods

@@ -31,11 +31,11 @@ from policies.dryrun import (
     with_uid,
 )
 from policies.dryrun.answer import Timing
-from policies.priority import Priorities, admitted
+from policies.priority import admitted
 from policies.reading import Reading
 from policies.scheduler.claims import is_allocated
 from policies.snapshot import Snapshot
-from policies.validation.documents import ANY_NAMESPACE, judge, template_refusal
+from policies.validation.documents import admission_refusals, template_refusal
 from webhook.commands import add_command
 from webhook.commands.common import (
     TABLE_FORMATS,
@@ -47,7 +47,7 @@ from webhook.commands.common import (
     read_inputs,
     style,
 )
-from webhook.manifests import Entry
+from webhook.manifests import Entry, existing_warnings, latest, priority_classes
 from webhook.output import CUT_NOTE, PLAIN, Progress, Style, Table, dump, terminal_width
 
 DESCRIPTION = """\
@@ -65,8 +65,12 @@ priorityClassName as the API server resolves it (system-node-critical and system
 need no document); where it fits nowhere, the answer says which node preemption would nominate
 and which pods it would evict there.
 
-The input is read and validated as 'draguard validate' reads and validates it first: anything it
-refuses is printed as it prints it, and the exit code is 2.
+The input is read as 'draguard validate' reads it: a document it cannot read, or a pod the API
+server's Priority admission plugin would refuse (its priorityClassName is no class of the input),
+is printed as validate prints it, and the exit code is 2. The objects are a cluster as it stands:
+of two documents naming the same object the later one wins (a note says so), and what the API
+server's validation says of an object is a warning, since kube-scheduler evaluates the objects a
+cluster holds as they are (selectors in the stored-expressions environment).
 
 Exit codes: 0 every pod fits somewhere, 1 some pod fits nowhere, 2 unusable input."""
 
@@ -133,36 +137,33 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-# The cluster's inventory, as drivers and admins published it: read strictly, not re-validated
-# (what a cluster holds was admitted by its own API server).
-_INVENTORY = ("ResourceSlice", "Node", "DeviceTaintRule")
-
-
 def _read(args: argparse.Namespace) -> list[Entry]:
-    """The input, what is to be allocated validated as ``draguard validate`` validates it (admin
-    access aside: whether a namespace may use it is the cluster's to say, and this input need not
-    describe namespaces); :class:`InputError` with validate's lines on any problem."""
-    entries = read_inputs(args)
+    """The input, read as ``draguard validate`` reads it: what cannot be read is an
+    :class:`InputError` with validate's lines. The objects describe a cluster as it stands, so the
+    later of two documents naming the same object wins, and what validation says of an object is a
+    warning on stderr (kube-scheduler evaluates stored objects as they are), never a refusal. A pod
+    the Priority admission plugin refuses (a workload's pods too) is one: no cluster holds it."""
+    entries, notes = latest(read_inputs(args))
     print_notes(entries, sys.stderr)
-    priorities = Priorities.among(e.reading.obj for e in entries if e.reading is not None and e.reading.obj)
-    problems = []
-    for entry in entries:
-        if entry.reading is None:
-            problems.append(entry.problem or entry.where)
-            continue
-        found = entry.reading.errors
-        if not found and entry.reading.kind not in _INVENTORY:
-            found = judge(
-                entry.reading,
-                namespace_labels=ANY_NAMESPACE,
-                allow_privileged=args.allow_privileged,
-                priorities=priorities,
-            ) or template_refusal(entry.reading, priorities)
-        problems += [f"{entry.label}: {line}" for line in found]
+    problems = [entry.problem or entry.where for entry in entries if entry.reading is None]
+    problems += [f"{e.label}: {line}" for e in entries if e.reading is not None for line in e.reading.errors]
+    priorities = priority_classes(entries)
+    # A pod the Priority admission plugin would refuse is in no cluster, nor would a workload's
+    # pods be: where they would fit is no question.
+    problems += [
+        f"{e.label}: {line}"
+        for e in entries
+        if e.reading is not None
+        for line in admission_refusals(e.reading, priorities) or template_refusal(e.reading, priorities)
+    ]
     if problems:
-        raise InputError("invalid input (draguard validate says why):\n" + "\n".join(problems))
+        heading = "input that cannot be read or that the API server would refuse (draguard validate says why)"
+        raise InputError(heading + ":\n" + "\n".join(problems))
     if not any(e.reading is not None and e.reading.skipped is None for e in entries):
         raise InputError(f"no objects found in {', '.join(args.files)}")
+    warnings = existing_warnings(entries, allow_privileged=args.allow_privileged, priorities=priorities)
+    for line in [*notes, *warnings]:
+        print(line, file=sys.stderr)
     for entry in entries:
         reading = entry.reading
         if reading is not None and reading.template is not None:

@@ -26,10 +26,9 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
-from kubernetes.client import ApiClient
 from pydantic import ValidationError
 
 from certs.material import CertificateError, generate_ca, issue_serving
@@ -53,6 +52,9 @@ from webhook.metrics import Metrics, object_counts
 from webhook.output import plural
 from webhook.server import DEFAULT_DEADLINE, Admission, Listen, Ports, build_app, readiness, run, split_rules
 from webhook.state import ClusterState, FileState, State, relevance
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
 
 log = logging.getLogger(__name__)
 
@@ -306,7 +308,7 @@ def _load_state(
         return ClusterState(KubeReader(api), keep=keep), []
     if not args.demo:
         try:
-            return FileState.load(args.state, now, keep, read_options(args)), []
+            return FileState.load(args.state, now, keep, read_options(args), say=log.warning), []
         except (ManifestError, ReadingUsageError) as err:
             raise UsageError(f"--state: {err}") from None
     docs, pod = demo.split(demo.documents())

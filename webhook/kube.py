@@ -236,6 +236,17 @@ def _error(status: int, body: bytes, reason: str) -> KubeError:
     return _status_error(status, message)
 
 
+def _json(response: urllib3.BaseHTTPResponse, failure: str) -> Any:
+    """The response's body decoded; a :class:`KubeError` starting with ``failure`` when it cannot be
+    read whole or is no JSON. The connection goes back to the pool either way."""
+    try:
+        return json.loads(response.read())
+    except (urllib3.exceptions.HTTPError, OSError, ValueError) as err:
+        raise KubeError(0, f"{failure}: {err}") from None
+    finally:
+        response.release_conn()
+
+
 def _status_error(status: int, message: str) -> KubeError:
     if status == 410:
         return Gone(status, message)
@@ -312,13 +323,7 @@ class KubeReader:
 
     def version(self) -> dict[str, Any]:
         """``GET /version``: what any client may ask, so it tells whether the server answers at all."""
-        response = self._get("/version", {}, CONNECT_TIMEOUT)
-        try:
-            answer = json.loads(response.read())
-        except (urllib3.exceptions.HTTPError, OSError, ValueError) as err:
-            raise KubeError(0, f"/version did not answer with JSON: {err}") from None
-        finally:
-            response.release_conn()
+        answer = _json(self._get("/version", {}, CONNECT_TIMEOUT), "/version did not answer with JSON")
         return answer if isinstance(answer, dict) else {}
 
     def get(self, resource: ApiResource, namespace: str, name: str) -> dict[str, Any] | None:
@@ -328,12 +333,7 @@ class KubeReader:
             response = self._get(resource.object_path(namespace, name), {}, LIST_READ_TIMEOUT)
         except NotServed:
             return None
-        try:
-            found = json.loads(response.read())
-        except (urllib3.exceptions.HTTPError, OSError, ValueError) as err:
-            raise KubeError(0, f"get of {resource} {name} interrupted: {err}") from None
-        finally:
-            response.release_conn()
+        found = _json(response, f"get of {resource} {name} interrupted")
         return found if isinstance(found, dict) else None
 
     def list_pages(self, resource: ApiResource) -> Iterator[tuple[list[dict[str, Any]], str]]:

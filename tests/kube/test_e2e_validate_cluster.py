@@ -121,3 +121,42 @@ def test_a_forbidden_list_is_one_line_naming_the_resource_and_verb(
     assert "cannot get resourceclaims.resource.k8s.io: forbidden" in lines[0], lines[0]
     assert "draguard-reader" in lines[0], lines[0]
     assert "Traceback" not in done.stderr
+
+
+# includes() on a list attribute compiles only in the stored-expressions environment (the
+# DRAListTypeAttributes gate is off in 1.36): a create refuses it, an unchanged update keeps it.
+LISTED = f'device.attributes["{DRIVER}"].models.includes("a100")'
+
+
+def listed_class(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": name},
+        "spec": {"selectors": [{"cel": {"expression": LISTED}}]},
+    }
+
+
+def test_a_selector_only_the_stored_environment_compiles_is_kept_by_an_unchanged_update(
+    cluster: ControlPlane, tmp_path: Path
+) -> None:
+    stored = listed_class("e2e-validate-listed")
+    cluster.write_stored("deviceclasses", stored)  # as a cluster holds what another version admitted
+    path = f"/apis/resource.k8s.io/v1/deviceclasses/{stored['metadata']['name']}"
+    api = cluster.client()
+    try:
+        kept = validate(tmp_path, cluster.admin_kubeconfig, stored)
+        assert kept.returncode == 0, (kept.stdout, kept.stderr)
+        assert "1 update of a stored object" in kept.stderr, kept.stderr
+        # the API server agrees: the same object applied again is accepted...
+        current = call(api, "GET", path).body
+        assert call(api, "PUT", path, {**current, "spec": stored["spec"]}).status == 200
+        # ...and a new class with that selector is refused, by both
+        fresh = listed_class("e2e-validate-listed-new")
+        refused = validate(tmp_path, cluster.admin_kubeconfig, fresh)
+        assert refused.returncode == 1 and "spec.selectors[0].cel.expression" in refused.stdout, (
+            refused.stdout
+        )
+        assert call(api, "POST", "/apis/resource.k8s.io/v1/deviceclasses", fresh).status == 422
+    finally:
+        call(api, "DELETE", path)

@@ -606,6 +606,29 @@ def test_the_dry_run_role_grants_only_the_endpoint_and_is_bound_to_nobody(
     assert role["rules"][0] not in rbac_rules(default_objects)
 
 
+def test_the_reader_role_grants_get_and_list_of_what_the_commands_read_and_is_bound_to_nobody(
+    default_objects: list[dict[str, Any]], find: Find
+) -> None:
+    from webhook.cluster import READER_ROLE
+
+    role = find(default_objects, "ClusterRole", READER_ROLE)
+    granted = {
+        (group, resource, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    wanted = {
+        (r.api_version.rpartition("/")[0], r.plural, verb)
+        for r in STATE_RESOURCES
+        for verb in ("get", "list")
+    }
+    assert granted == wanted
+    refs = [o["roleRef"]["name"] for o in default_objects if o["kind"].endswith("RoleBinding")]
+    assert READER_ROLE not in refs
+
+
 def test_secrets_and_leases_are_only_writable_in_our_namespace(default_objects: list[dict[str, Any]]) -> None:
     for obj in default_objects:
         if obj["kind"] == "ClusterRole":

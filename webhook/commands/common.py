@@ -198,10 +198,9 @@ def wants_cluster(args: argparse.Namespace) -> bool:
 def default_namespace(args: argparse.Namespace, cluster: Cluster | None) -> DefaultNamespace | None:
     """Where documents naming no namespace go, as kubectl puts them: ``-n``; else, with a cluster,
     its context's namespace or ``default``; else nowhere (offline, an object without a namespace
-    is left as written, and keyed under ``default``). ``headroom`` has no ``-n``: it reads files only."""
-    namespace = getattr(args, "namespace", None)
-    if namespace:
-        return DefaultNamespace(namespace, explicit=True)
+    is left as written, and keyed under ``default``)."""
+    if args.namespace:
+        return DefaultNamespace(args.namespace, explicit=True)
     if cluster is None:
         return None
     return DefaultNamespace(cluster.context.namespace or DEFAULT_NAMESPACE)

@@ -70,7 +70,8 @@ def register(sub: Any) -> None:
     )
     add_search_flags(p)
     add_output(p, TABLE_FORMATS)
-    p.set_defaults(func=run)
+    # Files only: no cluster to take a default namespace from, so none given (allocate's -n).
+    p.set_defaults(func=run, namespace=None)
 
 
 def _check_numbers(args: argparse.Namespace) -> None:

@@ -1,20 +1,24 @@
 """The documents draguard gives programs, versioned as Kubernetes objects are.
 
 Every ``-o json`` / ``-o yaml`` document of ``validate``, ``allocate``, ``audit``, ``test``,
-``devices`` and ``headroom``, and the dry-run endpoint's answers, carry ``apiVersion:
-draguard.io/v1alpha1`` and a ``kind``, so that a script or a dashboard can tell which shape it reads
+``devices`` and ``headroom``, and the dry-run endpoint's answers, carry an ``apiVersion``
+(``draguard.io/v1alpha1``; ``draguard.io/v1alpha2`` for the kinds whose shape changed since) and
+a ``kind``, so that a script or a dashboard can tell which shape it reads
 instead of breaking silently when one changes (``allocate -o json`` changed shape with issue 17
 with nothing in it saying so). The shapes are pydantic models: these, the dry run's
 (:mod:`policies.dryrun.answer`), the device counts' (:mod:`policies.availability.answer`) and the
 headroom's (:mod:`policies.dryrun.headroom_answer`). Their JSON Schemas are generated from them and
 published in the repository's ``schemas/`` directory (:mod:`webhook.schemas`); a change of shape
-is a new version, stated in ``CHANGELOG.md``.
+is a new version, stated in ``CHANGELOG.md``. A kind's older version stays selectable
+(``--output-version``), as the API server serves an object in each version it has had: a script
+that reads the old shape keeps working until it asks for the new one.
 
 Pure data: the commands fill them in.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,6 +26,12 @@ from pydantic.alias_generators import to_camel
 
 Version = Literal["draguard.io/v1alpha1"]
 API_VERSION: Version = "draguard.io/v1alpha1"
+# The second version: ValidateReport says which objects were judged as updates, DryRunAnswer where
+# its objects came from (issue 27). Only the kinds that changed have it.
+Version2 = Literal["draguard.io/v1alpha2"]
+API_VERSION_2: Version2 = "draguard.io/v1alpha2"
+# What --output-version takes for the kinds with two versions, the newest (the default) last.
+OUTPUT_VERSIONS = (API_VERSION, API_VERSION_2)
 
 
 class OutputModel(BaseModel):
@@ -59,6 +69,13 @@ class ValidatedObject(OutputModel):
     )
 
 
+class ValidatedObjectV1alpha2(ValidatedObject):
+    update: bool = Field(
+        description="judged as an update of the object stored (in the cluster, or given with --old): "
+        "immutable fields, selectors left unchanged kept as stored; false: as a create"
+    )
+
+
 class ValidateSummary(OutputModel):
     objects: int = Field(ge=0)
     valid: int = Field(ge=0)
@@ -73,9 +90,22 @@ class ValidateReport(OutputModel):
 
     api_version: Version = API_VERSION
     kind: Literal["ValidateReport"] = "ValidateReport"
-    objects: list[ValidatedObject]
+    objects: Sequence[ValidatedObject]
     unreadable: list[str] = Field(description="why each unreadable file could not be read")
     summary: ValidateSummary
+
+
+class ValidateReportV1alpha2(ValidateReport):
+    """``draguard validate -o json|yaml`` since issue 27: each object says whether it was judged as
+    an update."""
+
+    api_version: Version2 = API_VERSION_2  # type: ignore[assignment]  # the kind's next version
+    objects: Sequence[ValidatedObjectV1alpha2]
+
+    def older(self) -> ValidateReport:
+        """The same report in ``draguard.io/v1alpha1``'s shape (``--output-version``)."""
+        objects = [ValidatedObject(**o.model_dump(exclude={"update"})) for o in self.objects]
+        return ValidateReport(objects=objects, unreadable=self.unreadable, summary=self.summary)
 
 
 # --- audit ----------------------------------------------------------------------------------------

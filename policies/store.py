@@ -137,6 +137,16 @@ class Store:
     def count(self, kind: str) -> int:
         return len(self._objects[kind])
 
+    def values(self, kind: str) -> list[Any]:
+        """The objects of ``kind`` as stored now, without publishing a snapshot (pods as
+        :class:`PodInfo`)."""
+        return list(self._objects[kind].values())
+
+    def holds(self, obj: TypedObject) -> bool:
+        """Whether an object of ``obj``'s kind and key is stored (writing ``obj`` replaces it)."""
+        objects = self._objects.get(type(obj).__name__)
+        return objects is not None and objects.get(key_of(obj)) is not None
+
     def version(self, kind: str, key: Key) -> str | None:
         """The resourceVersion of the stored object, None when there is none: a re-list reuses an
         object whose version did not change instead of decoding it again."""

@@ -1,5 +1,6 @@
 """The JSON Schemas of the documents draguard gives programs (:mod:`policies.outputs`), published in
-the repository as ``schemas/draguard.io/v1alpha1/<kind>.json``.
+the repository as ``schemas/<apiVersion>/<kind>.json`` (``schemas/draguard.io/v1alpha1/ValidateReport.json``),
+every version of every kind: an older version stays selectable.
 
 Generated from the pydantic models in serialization mode (what is printed: camelCase, optional
 fields left out when they do not apply), with ``apiVersion`` and ``kind`` required. Run
@@ -19,13 +20,15 @@ from typing import Any
 from pydantic import BaseModel
 
 from policies.availability.answer import DeviceAvailability
-from policies.dryrun.answer import DryRunAnswer, DryRunResponse
+from policies.dryrun.answer import DryRunAnswer, DryRunAnswerV1alpha2, DryRunResponse
 from policies.dryrun.headroom_answer import HeadroomAnswer, HeadroomResponse
-from policies.outputs import API_VERSION, AuditReport, TestReport, ValidateReport
+from policies.outputs import AuditReport, TestReport, ValidateReport, ValidateReportV1alpha2
 
 DOCUMENTS: tuple[type[BaseModel], ...] = (
     ValidateReport,
+    ValidateReportV1alpha2,
     DryRunAnswer,
+    DryRunAnswerV1alpha2,
     AuditReport,
     TestReport,
     DryRunResponse,
@@ -33,12 +36,22 @@ DOCUMENTS: tuple[type[BaseModel], ...] = (
     HeadroomAnswer,
     HeadroomResponse,
 )
-DIRECTORY = Path(__file__).resolve().parent.parent / "schemas" / API_VERSION
+DIRECTORY = Path(__file__).resolve().parent.parent / "schemas"
 
 
 def kind_of(model: type[BaseModel]) -> str:
     kind: str = model.model_fields["kind"].default
     return kind
+
+
+def version_of(model: type[BaseModel]) -> str:
+    version: str = model.model_fields["api_version"].default
+    return version
+
+
+def path(model: type[BaseModel], directory: Path = DIRECTORY) -> Path:
+    """``<directory>/<apiVersion>/<kind>.json``."""
+    return directory / version_of(model) / f"{kind_of(model)}.json"
 
 
 def schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -59,12 +72,12 @@ def text(model: type[BaseModel]) -> str:
 
 
 def stale(directory: Path = DIRECTORY) -> list[str]:
-    """The published files that differ from the models (or are missing)."""
+    """The published files that differ from the models (or are missing), as ``<apiVersion>/<kind>``."""
     return [
-        kind_of(model)
+        f"{version_of(model)}/{kind_of(model)}"
         for model in DOCUMENTS
-        if not (directory / f"{kind_of(model)}.json").is_file()
-        or (directory / f"{kind_of(model)}.json").read_text(encoding="utf-8") != text(model)
+        if not path(model, directory).is_file()
+        or path(model, directory).read_text(encoding="utf-8") != text(model)
     ]
 
 
@@ -74,12 +87,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.check:
         found = stale()
-        for kind in found:
-            print(f"{DIRECTORY / kind}.json: stale (run python -m webhook.schemas)", file=sys.stderr)
+        for name in found:
+            print(f"{DIRECTORY / name}.json: stale (run python -m webhook.schemas)", file=sys.stderr)
         return 1 if found else 0
-    DIRECTORY.mkdir(parents=True, exist_ok=True)
     for model in DOCUMENTS:
-        (DIRECTORY / f"{kind_of(model)}.json").write_text(text(model), encoding="utf-8")
+        path(model).parent.mkdir(parents=True, exist_ok=True)
+        path(model).write_text(text(model), encoding="utf-8")
     return 0
 
 

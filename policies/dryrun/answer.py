@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from policies.outputs import API_VERSION, OutputModel, Version
+from policies.outputs import API_VERSION, API_VERSION_2, OutputModel, Version, Version2
 
 
 class QuotaCharge(OutputModel):
@@ -100,6 +100,48 @@ class DryRunAnswer(OutputModel):
     kind: Literal["DryRunAnswer"] = "DryRunAnswer"
     pods: list[PodAnswer]
     features: list[str] = Field(default=[], description="feature gates changed from 1.36's defaults")
+
+
+class ClusterRead(OutputModel):
+    """The cluster ``allocate --kubeconfig`` read (listed once, no watch)."""
+
+    context: str = Field(description="the kubeconfig context")
+    server: str = Field(description="the API server's URL")
+    objects: dict[str, int] = Field(
+        description="resource -> objects listed and kept of it (pods: those bound to a node or using claims)"
+    )
+    seconds: float = Field(ge=0, description="how long listing took")
+
+
+class FileObject(OutputModel):
+    """An object of the files, written over the cluster's as ``kubectl apply`` would write it."""
+
+    source: str = Field(description="file: document N[, items[i]]")
+    kind: str
+    name: str = Field(description="namespace/name, or the name of a cluster-scoped object")
+    replaces: bool = Field(
+        description="whether it replaces an object the cluster holds (an apply's update); false offline"
+    )
+
+
+class Sources(OutputModel):
+    """Where the answer's objects came from: the cluster's (when one was read), with the files'
+    written over them."""
+
+    cluster: ClusterRead | None = Field(default=None, description="absent when no cluster was read")
+    files: list[FileObject] = Field(description="every object of the files, in input order")
+
+
+class DryRunAnswerV1alpha2(DryRunAnswer):
+    """``draguard allocate``'s document since issue 27: the pods' answers and where the objects
+    they were answered from came from."""
+
+    api_version: Version2 = API_VERSION_2  # type: ignore[assignment]  # the kind's next version
+    sources: Sources
+
+    def older(self) -> DryRunAnswer:
+        """The same answer in ``draguard.io/v1alpha1``'s shape (``--output-version``)."""
+        return DryRunAnswer(pods=self.pods, features=self.features)
 
 
 class DryRunResponse(PodAnswer):

@@ -4,6 +4,7 @@ reference (the test makes the same write and compares)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -58,13 +59,13 @@ def cluster(control_plane: ControlPlane) -> Iterator[ControlPlane]:
 
 
 def validate(
-    tmp_path: Path, kubeconfig: Path, *documents: dict[str, Any]
+    tmp_path: Path, kubeconfig: Path, *documents: dict[str, Any], flags: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess[str]:
     manifest = tmp_path / "manifest.yaml"
     manifest.write_text(yaml.safe_dump_all(documents))
     draguard = str(Path(sys.executable).parent / "draguard")
     return subprocess.run(
-        [draguard, "validate", "-f", str(manifest), f"--kubeconfig={kubeconfig}"],
+        [draguard, "validate", "-f", str(manifest), f"--kubeconfig={kubeconfig}", *flags],
         capture_output=True,
         text=True,
         timeout=120,
@@ -90,6 +91,11 @@ def test_the_stored_claim_applied_again_is_an_accepted_update(cluster: ControlPl
     # and a claim that is new there is a create: no immutability to refuse it
     fresh = {**claim(NS, H100), "metadata": {"name": "fresh", "namespace": NS}}
     assert validate(tmp_path, cluster.admin_kubeconfig, fresh).returncode == 0
+    # -o json says which was which (draguard.io/v1alpha2's update)
+    both = validate(tmp_path, cluster.admin_kubeconfig, claim(NS, A100), fresh, flags=("-o", "json"))
+    report = json.loads(both.stdout)
+    assert report["apiVersion"] == "draguard.io/v1alpha2", report
+    assert [(o["name"], o["update"]) for o in report["objects"]] == [(f"{NS}/gpu", True), (f"{NS}/fresh", False)]
 
 
 def test_admin_access_comes_from_the_namespace_labels_in_the_cluster(

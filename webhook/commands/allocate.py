@@ -11,6 +11,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -19,6 +20,7 @@ from policies.api.base import TypedObject
 from policies.api.core import Pod
 from policies.api.defaults import apply_defaults
 from policies.api.kinds import DEFAULT_NAMESPACE
+from policies.api.resource import ResourceClaim
 from policies.dryrun import (
     DryRun,
     DryRunAnswer,
@@ -30,11 +32,13 @@ from policies.dryrun import (
     synthetic_pod,
     with_uid,
 )
-from policies.dryrun.answer import Timing
+from policies.dryrun.answer import ClusterRead, DryRunAnswerV1alpha2, FileObject, Sources, Timing
+from policies.outputs import API_VERSION
 from policies.priority import Priorities
 from policies.reading import Reading
 from policies.scheduler.claims import is_allocated
-from policies.snapshot import Snapshot
+from policies.snapshot import Key, Snapshot
+from policies.store import key_of
 from policies.validation.documents import admission_refusals, template_refusal
 from webhook.commands import add_command
 from webhook.commands.common import (
@@ -44,6 +48,7 @@ from webhook.commands.common import (
     add_file_flags,
     add_namespace,
     add_output,
+    add_output_version,
     add_reading_flags,
     connect_cluster,
     default_namespace,
@@ -122,6 +127,7 @@ def register(sub: Any) -> None:
     )
     add_search_flags(p)
     add_output(p, (*TABLE_FORMATS, "name"))
+    add_output_version(p)
     p.add_argument(
         "--repeat",
         type=int,
@@ -226,30 +232,75 @@ def _as_created(reading: Reading) -> TypedObject | None:
     return obj.model_copy(update={"spec": obj.spec.model_copy(update={"volumes": claims + others})})
 
 
+@dataclass(frozen=True)
+class Asked:
+    """With a cluster, what the files ask about: their pending pods (a workload's template pod
+    among them), else their claims not yet allocated; never the cluster's own."""
+
+    pods: list[str]
+    claims: frozenset[Key]
+
+
+@dataclass(frozen=True)
+class Stored:
+    """The objects as stored (``snapshot``), where they came from, and with a cluster what the
+    files ask (None offline: every pending pod of the input is a question)."""
+
+    snapshot: Snapshot
+    sources: Sources
+    asked: Asked | None = None
+
+
 def stored_snapshot(
     args: argparse.Namespace, use: str = "allocating one pod of its template", cluster: Cluster | None = None
-) -> tuple[Snapshot, list[str]]:
+) -> Stored:
     """The objects as the API server stores them: defaulted, each pod's priority resolved (the
-    input was judged first, so no pod is refused here); with a cluster, written over its state,
-    and the files' pending pods (the questions: the cluster's own pending pods are not asked).
-    ``use``: what the note on a workload says is done with its template's pod."""
+    input was judged first, so no pod is refused here); with a cluster, written over its state
+    (listed once, its snapshot built once). ``use``: what the note on a workload says is done with
+    its template's pod."""
     now = datetime.now(UTC)
     listed = _list(cluster) if cluster is not None else None
-    held = Priorities.of(listed.store.snapshot().priority_classes.values()) if listed else Priorities.of(())
+    held = Priorities.of(listed.store.values("PriorityClass") if listed is not None else ())
     entries = _read(args, use, cluster, held)
-    objects = [
-        apply_defaults(obj, now)
-        for obj in (_as_created(e.reading) for e in entries if e.reading is not None and e.reading.obj)
-        if obj is not None
-    ]
+    created = [(e, _as_created(e.reading)) for e in entries if e.reading is not None and e.reading.obj]
+    files = [_file_object(entry, obj, listed) for entry, obj in created if obj is not None]
+    objects = [apply_defaults(obj, now) for _, obj in created if obj is not None]
     stored, _ = Priorities.among([*held.classes.values(), *objects]).store(objects)
-    if listed is None:
-        return Snapshot.build(stored), []
+    if listed is None or cluster is None:
+        return Stored(Snapshot.build(stored), Sources(files=files))
     from webhook.state import write_over
 
     write_over(listed.store, listed.reader, stored)
-    asked = [o.key for o in stored if isinstance(o, Pod) and not o.spec.node_name]
-    return listed.store.snapshot(), asked
+    read = ClusterRead(
+        context=cluster.context.name, server=cluster.server, objects=listed.counts, seconds=listed.seconds
+    )
+    asked = Asked(
+        pods=[o.key for o in stored if isinstance(o, Pod) and not o.spec.node_name],
+        claims=frozenset(key_of(o) for o in stored if isinstance(o, ResourceClaim)),
+    )
+    _note_replaced(files)
+    return Stored(listed.store.snapshot(), Sources(cluster=read, files=files), asked)
+
+
+def _file_object(entry: Entry, obj: TypedObject, listed: Listed | None) -> FileObject:
+    """Where ``obj`` came from, and whether it replaces the cluster's object of its name (a
+    workload's template pod replaces no pod)."""
+    reading = entry.reading
+    assert reading is not None
+    own = type(obj).__name__ == reading.kind
+    return FileObject(
+        source=entry.where,
+        kind=reading.kind,
+        name=reading.label.partition(" ")[2],
+        replaces=listed is not None and own and listed.store.holds(obj),
+    )
+
+
+def _note_replaced(files: list[FileObject]) -> None:
+    """A note on stderr naming the cluster's objects the files replace (an apply's updates)."""
+    replaced = [f"{f.kind} {f.name}" for f in files if f.replaces]
+    if replaced:
+        print(f"note: the files replace the cluster's {', '.join(replaced)}", file=sys.stderr)
 
 
 def _list(cluster: Cluster) -> Listed:
@@ -279,8 +330,10 @@ def _nodes(snapshot: Snapshot, wanted: list[str]) -> list[str] | None:
     return wanted or None
 
 
-def _questions(snapshot: Snapshot, wanted: list[str]) -> list[Question]:
-    """The pending pods (those picked), or one question about the unallocated claims."""
+def _questions(snapshot: Snapshot, wanted: list[str], asked: Asked | None) -> list[Question]:
+    """The pending pods picked (``--pod``); else the input's pending pods (with a cluster, the
+    files': ``asked``); else one question about the unallocated claims (with a cluster, the
+    files')."""
     pending = {p.key: p for p in snapshot.pending.values()}
     unknown = [w for w in wanted if w not in pending]
     if unknown:
@@ -288,13 +341,17 @@ def _questions(snapshot: Snapshot, wanted: list[str]) -> list[Question]:
             f"--pod {', '.join(unknown)}: no such pending pod in the input "
             f"(pending: {', '.join(pending) or 'none'})"
         )
-    if pending:
-        return [Question(with_uid(pending[k])) for k in (wanted or pending)]
-    claims = tuple(c for c in snapshot.all_claims if not is_allocated(c))
+    pods = wanted or (list(pending) if asked is None else asked.pods)
+    if pods:
+        return [Question(with_uid(pending[k])) for k in pods]
+    claims = tuple(
+        c for c in snapshot.all_claims if not is_allocated(c) and (asked is None or key_of(c) in asked.claims)
+    )
     if not claims:
+        where = "the input has" if asked is None else "the files have (the cluster's own are not asked)"
         raise InputError(
-            "nothing to ask: the input has no pending Pod (one without spec.nodeName) and no "
-            "unallocated ResourceClaim"
+            f"nothing to ask: {where} no pending Pod (one without spec.nodeName) and no unallocated "
+            "ResourceClaim"
         )
     namespace = claims[0].namespace or DEFAULT_NAMESPACE
     return [Question(synthetic_pod(namespace), claims)]
@@ -334,9 +391,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         _check_numbers(args)
         gates = FeatureGates() if args.features is None else FeatureGates.parse(args.features)
-        snapshot, asked = stored_snapshot(args, cluster=connect_cluster(args))
+        stored = stored_snapshot(args, cluster=connect_cluster(args))
+        snapshot = stored.snapshot
         nodes = _nodes(snapshot, args.nodes)
-        questions = _questions(snapshot, args.pods or asked)
+        questions = _questions(snapshot, args.pods, stored.asked)
     except (InputError, UsageError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -347,13 +405,14 @@ def run(args: argparse.Namespace) -> int:
         answers = dry.answer_all(questions, nodes, args.sequence)
     if args.repeat > 0 and not args.sequence:
         answers = [_timed(dry, q, a, args.repeat) for q, a in zip(questions, answers, strict=True)]
-    document = DryRunAnswer(pods=answers, features=gates.changed())
+    document = DryRunAnswerV1alpha2(pods=answers, features=gates.changed(), sources=stored.sources)
     if args.output == "table":
         print_answer(document, sys.stdout, style(args))
     elif args.output == "name":
         print_names(document, sys.stdout)
     else:
-        dump(document.to_json(), args.output, sys.stdout)
+        older = args.output_version == API_VERSION
+        dump((document.older() if older else document).to_json(), args.output, sys.stdout)
     if any(a.error for a in answers):
         return 2
     return 0 if all(a.fits for a in answers) else 1

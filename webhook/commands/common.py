@@ -4,7 +4,8 @@ Input: ``-f/--filename`` (repeatable, several paths each, ``-`` for stdin), ``-R
 ``--api-versions`` (the API server's ``--runtime-config`` entries),
 ``--unknown-fields``, ``--skip-kinds``, ``--strict-kinds`` and ``--allow-privileged`` (the API
 server's flag of that name); then one note per kind skipped, on stderr, as kubectl-style tools
-print them. Output: ``-o/--output`` with ``--no-color`` (every command that prints a result).
+print them. Output: ``-o/--output`` with ``--no-color`` (every command that prints a result), and
+``--output-version`` (the commands whose document has had two shapes).
 Cluster: ``--kubeconfig`` with ``--context`` (every command that can read a cluster). Each
 ``add_*`` helper adds flags to a command's parser; the other functions turn the parsed flags into
 what the command uses.
@@ -21,6 +22,7 @@ from policies.api import runtimeconfig
 from policies.api.conversion import CONVERTIBLE
 from policies.api.kinds import DEFAULT_NAMESPACE
 from policies.api.runtimeconfig import RuntimeConfig
+from policies.outputs import OUTPUT_VERSIONS
 from policies.reading import CUSTOM_RESOURCE, NOT_CHECKED, UNKNOWN_FIELD_MODES, ReadOptions
 from webhook.manifests import DefaultNamespace, Entry, read_entries, skipped_kinds
 from webhook.output import Style, plural, style_for
@@ -169,6 +171,18 @@ def add_output(parser: argparse.ArgumentParser, formats: Sequence[str] = TABLE_F
         "--no-color",
         action="store_true",
         help="no colour even on a terminal (setting the NO_COLOR environment variable does the same)",
+    )
+
+
+def add_output_version(parser: argparse.ArgumentParser) -> None:
+    """``--output-version``: a kind's older shape stays selectable for the scripts that read it."""
+    parser.add_argument(
+        "--output-version",
+        choices=OUTPUT_VERSIONS,
+        default=OUTPUT_VERSIONS[-1],
+        metavar="VERSION",
+        help=f"the apiVersion of the -o json|yaml document: {', '.join(OUTPUT_VERSIONS)} (default: "
+        f"{OUTPUT_VERSIONS[-1]}; CHANGELOG.md says what changed)",
     )
 
 

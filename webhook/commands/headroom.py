@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         _check_numbers(args)
         gates = FeatureGates() if args.features is None else FeatureGates.parse(args.features)
-        snapshot, _ = stored_snapshot(args, "placing copies of its template's pod")
+        snapshot = stored_snapshot(args, "placing copies of its template's pod").snapshot
         if not snapshot.nodes:
             raise InputError("the input has no Node objects: add the cluster's (see --help)")
         pod = pending_pod(snapshot, args.pod)

@@ -42,7 +42,12 @@ from policies.api.base import TypedObject
 from policies.api.core import Namespace, Pod
 from policies.api.defaults import apply_defaults
 from policies.api.resource import ADMIN_ACCESS_LABEL, ResourceSlice
-from policies.outputs import ValidatedObject, ValidateReport, ValidateSummary
+from policies.outputs import (
+    API_VERSION,
+    ValidatedObjectV1alpha2,
+    ValidateReportV1alpha2,
+    ValidateSummary,
+)
 from policies.priority import Priorities
 from policies.reading import Reading
 from policies.validation.documents import Identity, identity, judge, selector_notes, template_refusal
@@ -54,6 +59,7 @@ from webhook.commands.common import (
     add_file_flags,
     add_namespace,
     add_output,
+    add_output_version,
     add_reading_flags,
     connect_cluster,
     default_namespace,
@@ -149,6 +155,7 @@ def register(subparsers: Any) -> None:
         help="fail (exit 1) on warnings too: selectors matching no device, misspelled attribute names",
     )
     add_output(parser)
+    add_output_version(parser)
     parser.set_defaults(func=run)
 
 
@@ -195,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output == "table":
         print_text(results, sys.stdout, style(args))
     else:
-        dump(to_json(results), args.output, sys.stdout)
+        dump(to_json(results, args.output_version), args.output, sys.stdout)
     failed = any(r.errors for r in results) or (args.strict and any(r.warnings for r in results))
     return 1 if failed else 0
 
@@ -403,11 +410,12 @@ def print_text(results: Sequence[Result], out: TextIO, style: Style = PLAIN) -> 
     print(summary(results, style), file=out)
 
 
-def to_json(results: Sequence[Result]) -> dict[str, Any]:
-    """The ``ValidateReport`` document (:mod:`policies.outputs`)."""
-    return ValidateReport(
+def to_json(results: Sequence[Result], version: str) -> dict[str, Any]:
+    """The ``ValidateReport`` document (:mod:`policies.outputs`) in ``version``: since
+    ``draguard.io/v1alpha2`` each object says whether it was judged as an update."""
+    report = ValidateReportV1alpha2(
         objects=[
-            ValidatedObject(
+            ValidatedObjectV1alpha2(
                 source=r.where,
                 kind=r.kind,
                 name=r.name,
@@ -415,10 +423,12 @@ def to_json(results: Sequence[Result]) -> dict[str, Any]:
                 valid=not r.errors,
                 problems=r.errors,
                 warnings=r.warnings,
+                update=r.update,
             )
             for r in results
             if not r.unreadable
         ],
         unreadable=[r.errors[0] for r in results if r.unreadable],
         summary=ValidateSummary(**_summary(results)),
-    ).to_json()
+    )
+    return (report.older() if version == API_VERSION else report).to_json()

@@ -95,7 +95,8 @@ def test_the_stored_claim_applied_again_is_an_accepted_update(cluster: ControlPl
     both = validate(tmp_path, cluster.admin_kubeconfig, claim(NS, A100), fresh, flags=("-o", "json"))
     report = json.loads(both.stdout)
     assert report["apiVersion"] == "draguard.io/v1alpha2", report
-    assert [(o["name"], o["update"]) for o in report["objects"]] == [(f"{NS}/gpu", True), (f"{NS}/fresh", False)]
+    judged = [(o["name"], o["update"]) for o in report["objects"]]
+    assert judged == [(f"{NS}/gpu", True), (f"{NS}/fresh", False)], report
 
 
 def test_admin_access_comes_from_the_namespace_labels_in_the_cluster(

@@ -12,8 +12,8 @@ What is read, and how:
   take objects into them at all.
 
 Nothing is ever written. Every failure is one line (:class:`ClusterError`); a request the
-credentials may not make names the resource and the verb, and the chart's ClusterRole that grants
-every read made here.
+credentials may not make names the resource and the verb, and how to find the chart's ClusterRole
+that grants every read made here (by its label: its name follows the release).
 """
 
 from __future__ import annotations
@@ -33,9 +33,11 @@ from policies.validation.documents import Identity, identity
 from webhook.kube import ApiResource, ConnectError, KubeContext, KubeError, KubeReader, connect_kubeconfig
 from webhook.state import DEFAULT_RELEVANCE, RESOURCES, ListFailed, list_state
 
-# The ClusterRole of the chart (charts/draguard/templates/rbac.yaml, for the release "draguard")
-# that grants every read allocate and validate make of a cluster, and nothing else.
-READER_ROLE = "draguard-reader"
+# The label of the chart's ClusterRole (charts/draguard/templates/rbac.yaml) that grants every read
+# allocate and validate make of a cluster, and nothing else. Its name follows the release
+# (<release>-reader when the release's name contains "draguard", else <release>-draguard-reader,
+# or fullnameOverride's), so the error names the label that finds it whatever the release.
+READER_LABEL = "draguard.io/role=reader"
 FORBIDDEN = 403
 
 _BY_KIND = {(r.api_version.rpartition("/")[0], r.kind): r for r in RESOURCES}
@@ -181,8 +183,8 @@ class Cluster:
         what = f"{resource.plural}.{group}" if group else resource.plural
         if err.status == FORBIDDEN:
             return (
-                f"{self.where}: cannot {verb} {what}: forbidden: {err.message} (the ClusterRole "
-                f"{READER_ROLE} of draguard's chart grants every read draguard makes: bind it to these "
-                "credentials)"
+                f"{self.where}: cannot {verb} {what}: forbidden: {err.message} (draguard's Helm chart "
+                "installs a ClusterRole granting every read draguard makes, named after the release: "
+                f"'kubectl get clusterroles -l {READER_LABEL}' finds it; bind it to these credentials)"
             )
         return f"{self.where}: cannot {verb} {what}: {err}"

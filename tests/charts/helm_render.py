@@ -102,15 +102,18 @@ class HelmError(Exception):
     """Helm refused the chart or the values (schema, ``required``, template errors)."""
 
 
-def render(values: dict[str, Any] | None = None, chart: str = CHART) -> list[dict[str, Any]]:
-    """Every object ``helm install`` creates for ``values``, Helm's own release Secret excluded."""
+def render(
+    values: dict[str, Any] | None = None, chart: str = CHART, release: str = "draguard"
+) -> list[dict[str, Any]]:
+    """Every object ``helm install`` creates for ``values`` (as ``release``), Helm's own release
+    Secret excluded."""
     require_helm()
     with running() as apiserver:
         apiserver.store.put(apiserver.resource("Namespace"), "", {"metadata": {"name": NAMESPACE}})
         config = helm_sdkpy.Configuration(namespace=NAMESPACE, kubeconfig=kubeconfig(apiserver))
         install = helm_sdkpy.Install(config)
         try:
-            asyncio.run(install.run("draguard", chart, values=values or {}, wait=False, timeout=30))
+            asyncio.run(install.run(release, chart, values=values or {}, wait=False, timeout=30))
         except helm_sdkpy.HelmError as err:
             raise HelmError(str(err)) from None
         return [

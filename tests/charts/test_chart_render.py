@@ -609,9 +609,7 @@ def test_the_dry_run_role_grants_only_the_endpoint_and_is_bound_to_nobody(
 def test_the_reader_role_grants_get_and_list_of_what_the_commands_read_and_is_bound_to_nobody(
     default_objects: list[dict[str, Any]], find: Find
 ) -> None:
-    from webhook.cluster import READER_ROLE
-
-    role = find(default_objects, "ClusterRole", READER_ROLE)
+    role = find(default_objects, "ClusterRole", "draguard-reader")
     granted = {
         (group, resource, verb)
         for rule in role["rules"]
@@ -626,7 +624,32 @@ def test_the_reader_role_grants_get_and_list_of_what_the_commands_read_and_is_bo
     }
     assert granted == wanted
     refs = [o["roleRef"]["name"] for o in default_objects if o["kind"].endswith("RoleBinding")]
-    assert READER_ROLE not in refs
+    assert "draguard-reader" not in refs
+
+
+@pytest.mark.parametrize(
+    ("release", "values", "name"),
+    [
+        ("draguard", {}, "draguard-reader"),
+        ("prod", {}, "prod-draguard-reader"),
+        ("prod", {"fullnameOverride": "gpu-guard"}, "gpu-guard-reader"),
+    ],
+)
+def test_the_forbidden_error_finds_the_reader_role_whatever_the_release(
+    release: str, values: dict[str, Any], name: str
+) -> None:
+    """The one-line error of a forbidden read names a label selector, since the role's name follows
+    the release: in every rendering it selects exactly the reader role."""
+    from webhook.cluster import READER_LABEL
+
+    key, _, value = READER_LABEL.partition("=")
+    objects = render(values, release=release)
+    selected = [
+        o["metadata"]["name"]
+        for o in objects
+        if o["kind"] == "ClusterRole" and o["metadata"].get("labels", {}).get(key) == value
+    ]
+    assert selected == [name]
 
 
 def test_secrets_and_leases_are_only_writable_in_our_namespace(default_objects: list[dict[str, Any]]) -> None:

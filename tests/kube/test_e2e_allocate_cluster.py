@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from controlplane import ControlPlane
+from controlplane import ControlPlane, call, wait_for
 from deploy import apply, remove
 from kubernetes import client
 from workloads import (
@@ -28,6 +28,9 @@ from workloads import (
     pods,
     resource_slice,
 )
+
+from webhook.cluster import READER_LABEL
+from webhook.state import RESOURCES
 
 NS = "e2e-allocate"
 DRIVER = "allocate.example.com"
@@ -64,26 +67,22 @@ def cluster(control_plane: ControlPlane) -> Iterator[ControlPlane]:
             remove(admin, [*objects, *nodes])
 
 
-def allocate(plane: ControlPlane, tmp_path: Path, *documents: dict[str, Any]) -> dict[str, Any]:
+def run_allocate(
+    tmp_path: Path, kubeconfig: Path, *documents: dict[str, Any]
+) -> subprocess.CompletedProcess[str]:
     manifest = tmp_path / "pod.yaml"
     manifest.write_text(yaml.safe_dump_all(documents))
     draguard = str(Path(sys.executable).parent / "draguard")
-    done = subprocess.run(
-        [
-            draguard,
-            "allocate",
-            "-f",
-            str(manifest),
-            f"--kubeconfig={plane.admin_kubeconfig}",
-            "-n",
-            NS,
-            "-o",
-            "json",
-        ],
+    return subprocess.run(
+        [draguard, "allocate", "-f", str(manifest), f"--kubeconfig={kubeconfig}", "-n", NS, "-o", "json"],
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def allocate(plane: ControlPlane, tmp_path: Path, *documents: dict[str, Any]) -> dict[str, Any]:
+    done = run_allocate(tmp_path, plane.admin_kubeconfig, *documents)
     assert done.returncode in (0, 1), done.stderr
     assert "note: read from context test" in done.stderr, done.stderr
     answer: dict[str, Any] = json.loads(done.stdout)
@@ -131,3 +130,68 @@ def test_a_pod_that_fits_nowhere_gets_kube_schedulers_message(cluster: ControlPl
     assert scheduled["reason"] == asked["reason"]
     assert scheduled["message"] == asked["message"], (scheduled["message"], asked["message"])
     assert "cannot allocate all claims" in asked["message"], asked["message"]
+
+
+def test_without_a_pending_pod_only_the_files_claims_are_asked(cluster: ControlPlane, tmp_path: Path) -> None:
+    """The cluster's own unallocated claim and pending pod are load, never questions: with no pending
+    pod in the files, the question is the files' unallocated claims; the answer's sources say what
+    came from the cluster and which file objects replace its own."""
+    api = cluster.client()
+    create(api, claims(NS), claim("idle", DRIVER))  # used by no pod: nothing allocates it
+    create(api, pods(NS), {**pod("stuck", claims=["idle"], gated=True), "metadata": {"name": "stuck"}})
+    try:
+        mine = claim("mine", DRIVER)
+        answer = allocate(cluster, tmp_path, device_class(DRIVER), mine)
+        [asked] = answer["pods"]
+        assert asked["claims"] == [f"{NS}/mine"], asked  # not the cluster's idle claim
+        sources = answer["sources"]
+        assert sources["cluster"]["context"] == "test" and sources["cluster"]["server"] == cluster.url
+        assert sources["cluster"]["objects"]["resourceclaims"] >= 3, sources  # gpu-0, gpu-1, idle
+        files = [(f["kind"], f["name"], f["replaces"]) for f in sources["files"]]
+        assert files == [("DeviceClass", DRIVER, True), ("ResourceClaim", f"{NS}/mine", False)]
+        # nothing of the files to ask: an error, although the cluster holds a pending pod and a claim
+        done = run_allocate(tmp_path, cluster.admin_kubeconfig, device_class(DRIVER))
+        assert done.returncode == 2, done.stdout
+        assert "nothing to ask: the files have (the cluster's own are not asked)" in done.stderr, done.stderr
+    finally:
+        client.CoreV1Api(api).delete_namespaced_pod("stuck", NS, grace_period_seconds=0)
+        client.ResourceV1Api(api).delete_namespaced_resource_claim("idle", NS)
+
+
+def test_a_forbidden_list_is_one_line_naming_the_resource_and_verb(
+    cluster: ControlPlane, tmp_path: Path
+) -> None:
+    """Credentials granted every read but that of pods: allocate's list of pods is refused, in one
+    line naming the verb and the resource, and how to find the chart's reader role."""
+    user = "e2e-allocate-no-pods"
+    readable = [r for r in RESOURCES if r.plural != "pods"]
+    rules = [
+        {"apiGroups": [r.api_version.rpartition("/")[0]], "resources": [r.plural], "verbs": ["get", "list"]}
+        for r in readable
+    ]
+    group = "rbac.authorization.k8s.io"
+    rbac = [
+        {"apiVersion": f"{group}/v1", "kind": "ClusterRole", "metadata": {"name": user}, "rules": rules},
+        {
+            "apiVersion": f"{group}/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": user},
+            "roleRef": {"apiGroup": group, "kind": "ClusterRole", "name": user},
+            "subjects": [{"apiGroup": group, "kind": "User", "name": user}],
+        },
+    ]
+    admin = cluster.client()
+    apply(admin, rbac)
+    try:
+        as_user = cluster.client(user)
+        wait_for("the binding to take effect", lambda: call(as_user, "GET", "/api/v1/nodes").status == 200)
+        kubeconfig = cluster.kubeconfig(cert=cluster.client_certificate(user), name=user)
+        done = run_allocate(tmp_path, kubeconfig, *question("refused", "gpu-refused"))
+    finally:
+        remove(admin, rbac)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "cannot list pods: forbidden" in lines[0], lines[0]
+    assert f"kubectl get clusterroles -l {READER_LABEL}" in lines[0], lines[0]
+    assert "Traceback" not in done.stderr and done.stdout == ""

@@ -18,6 +18,8 @@ from deploy import apply, remove
 from kubernetes import client
 from workloads import device_class
 
+from webhook.cluster import READER_LABEL
+
 NS = "e2e-validate"
 ADMIN_NS = "e2e-validate-admin"
 DRIVER = "validate.example.com"
@@ -126,7 +128,7 @@ def test_a_forbidden_list_is_one_line_naming_the_resource_and_verb(
     assert len(lines) == 1, done.stderr
     # validate first GETs the object each document names
     assert "cannot get resourceclaims.resource.k8s.io: forbidden" in lines[0], lines[0]
-    assert "draguard-reader" in lines[0], lines[0]
+    assert f"kubectl get clusterroles -l {READER_LABEL}" in lines[0], lines[0]
     assert "Traceback" not in done.stderr
 
 

@@ -142,10 +142,11 @@ class Store:
         :class:`PodInfo`)."""
         return list(self._objects[kind].values())
 
-    def holds(self, obj: TypedObject) -> bool:
-        """Whether an object of ``obj``'s kind and key is stored (writing ``obj`` replaces it)."""
+    def held(self, obj: TypedObject) -> Any:
+        """The stored object of ``obj``'s kind and key (a pod as :class:`PodInfo`), which writing
+        ``obj`` replaces; None when there is none."""
         objects = self._objects.get(type(obj).__name__)
-        return objects is not None and objects.get(key_of(obj)) is not None
+        return None if objects is None else objects.get(key_of(obj))
 
     def version(self, kind: str, key: Key) -> str | None:
         """The resourceVersion of the stored object, None when there is none: a re-list reuses an

@@ -195,3 +195,22 @@ def test_a_forbidden_list_is_one_line_naming_the_resource_and_verb(
     assert "cannot list pods: forbidden" in lines[0], lines[0]
     assert f"kubectl get clusterroles -l {READER_LABEL}" in lines[0], lines[0]
     assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+def test_a_claim_the_cluster_holds_keeps_its_allocation_when_the_files_name_it(
+    cluster: ControlPlane, tmp_path: Path
+) -> None:
+    """kubectl apply of a claim the cluster holds keeps the stored status (the API server's update
+    never writes a claim's status): holder-0's claim, as its author wrote it, still holds its GPU."""
+    api = cluster.client()
+    taken = {bound_node(api, NS, f"holder-{i}") for i in range(2)}
+    answer = allocate(cluster, tmp_path, claim("gpu-0", DRIVER), *question("again", "gpu-again"))
+    [asked] = answer["pods"]
+    fitting = {n["node"] for n in asked["nodes"] if n["fits"]}
+    assert not fitting & taken, asked
+    assert answer["sources"]["files"][0] == {
+        "source": f"{tmp_path / 'pod.yaml'}: document 1",
+        "kind": "ResourceClaim",
+        "name": f"{NS}/gpu-0",
+        "replaces": True,
+    }

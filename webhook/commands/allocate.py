@@ -60,6 +60,7 @@ from webhook.manifests import Entry, existing_warnings, latest
 from webhook.output import CUT_NOTE, PLAIN, Progress, Style, Table, dump, terminal_width
 
 if TYPE_CHECKING:  # the Kubernetes client is imported only when a cluster is asked
+    from policies.store import Store
     from webhook.cluster import Cluster, Listed
 
 DESCRIPTION = """\
@@ -87,7 +88,10 @@ cluster holds as they are (selectors in the stored-expressions environment).
 Given a cluster (--kubeconfig FILE or --context NAME; read-only, never written to), its state is
 listed from the API server as 'serve' lists it, and the files add the questions (pods, workloads,
 their claims and templates), each written over the cluster's object of the same name as 'kubectl
-apply' would; documents naming no namespace go to -n, else the context's namespace, else default.
+apply' would (a claim the cluster holds keeps its allocation); documents naming no namespace go to
+-n, else the context's namespace, else default. The questions are the files' pending pods, else
+their unallocated claims: the cluster's own are load (--pod may still name one). The answer's
+sources (-o json|yaml) say what was listed and which of the files' objects replace the cluster's.
 Without either flag no cluster is read (not even ~/.kube/config).
 
 Exit codes: 0 every pod fits somewhere, 1 some pod fits nowhere, 2 unusable input."""
@@ -270,7 +274,7 @@ def stored_snapshot(
         return Stored(Snapshot.build(stored), Sources(files=files))
     from webhook.state import write_over
 
-    write_over(listed.store, listed.reader, stored)
+    write_over(listed.store, listed.reader, [_as_applied(o, listed.store) for o in stored])
     read = ClusterRead(
         context=cluster.context.name, server=cluster.server, objects=listed.counts, seconds=listed.seconds
     )
@@ -280,6 +284,18 @@ def stored_snapshot(
     )
     _note_replaced(files)
     return Stored(listed.store.snapshot(), Sources(cluster=read, files=files), asked)
+
+
+def _as_applied(obj: TypedObject, store: Store) -> TypedObject:
+    """``obj`` as ``kubectl apply`` of it leaves the cluster: a ResourceClaim's status is its status
+    subresource's, which a write of the claim never sets: an update keeps the stored status (its
+    allocation and reservations), a create starts without one (upstream
+    ``pkg/registry/resource/resourceclaim/strategy.go``, PrepareForUpdate and PrepareForCreate)."""
+    if not isinstance(obj, ResourceClaim):
+        return obj
+    held = store.held(obj)
+    status = held.status if isinstance(held, ResourceClaim) else None
+    return obj if obj.status == status else obj.model_copy(update={"status": status})
 
 
 def _file_object(entry: Entry, obj: TypedObject, listed: Listed | None) -> FileObject:
@@ -292,7 +308,7 @@ def _file_object(entry: Entry, obj: TypedObject, listed: Listed | None) -> FileO
         source=entry.where,
         kind=reading.kind,
         name=reading.label.partition(" ")[2],
-        replaces=listed is not None and own and listed.store.holds(obj),
+        replaces=listed is not None and own and listed.store.held(obj) is not None,
     )
 
 

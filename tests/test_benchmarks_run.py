@@ -70,8 +70,8 @@ def test_cli_benchmark_runs_every_measure() -> None:
 
 
 def test_scale_benchmark_runs_every_part() -> None:
-    """The quick mode is a fiftieth of the cluster; part (c) needs the control plane's binaries
-    and says it is skipped without them."""
+    """The quick mode is a fiftieth of the cluster; parts (c) and (d) need the control plane's
+    binaries and say they are skipped without them."""
     done = run("scale.py")
     assert done.returncode == 0, done.stdout + done.stderr
     for name in (
@@ -87,6 +87,7 @@ def test_scale_benchmark_runs_every_part() -> None:
     if "(c) skipped" not in done.stdout:
         assert "(c) the real kube-apiserver" in done.stdout, done.stdout
         assert "after a 410 and a re-list (pods.v1 listed again: 300 objects" in done.stdout, done.stdout
+        assert "allocate's first answer / serve's sync (best of 1 each)" in done.stdout, done.stdout
 
 
 def test_headroom_benchmark_runs_and_counts_every_gpu() -> None:

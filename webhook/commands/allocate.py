@@ -57,7 +57,7 @@ from webhook.commands.common import (
     style,
 )
 from webhook.manifests import Entry, existing_warnings, latest
-from webhook.output import CUT_NOTE, PLAIN, Progress, Style, Table, dump, terminal_width
+from webhook.output import CUT_NOTE, PLAIN, Progress, Style, Table, dump_model, terminal_width
 
 if TYPE_CHECKING:  # the Kubernetes client is imported only when a cluster is asked
     from policies.store import Store
@@ -428,7 +428,7 @@ def run(args: argparse.Namespace) -> int:
         print_names(document, sys.stdout)
     else:
         older = args.output_version == API_VERSION
-        dump((document.older() if older else document).to_json(), args.output, sys.stdout)
+        dump_model(document.older() if older else document, args.output, sys.stdout)
     if any(a.error for a in answers):
         return 2
     return 0 if all(a.fits for a in answers) else 1

@@ -297,6 +297,20 @@ def test_old_objects_are_matched_by_kind_namespace_and_name(
     assert run(capsys, "-f", new, "--old", old)[0] == 0
 
 
+def test_json_says_which_documents_were_judged_as_updates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """draguard.io/v1alpha2: ``update`` per object (the matching --old object, or none)."""
+    old = write(tmp_path, "old.yaml", CLAIM.format(count=1))
+    renamed = CLAIM.format(count=1).replace("name: gpus", "name: other")
+    new = write(tmp_path, "new.yaml", CLAIM.format(count=1) + "---\n" + renamed)
+    code, out, _ = run(capsys, "-f", new, "--old", old, "-o", "json")
+    assert code == 0
+    report = json.loads("\n".join(out))
+    judged = [(o["name"], o["update"]) for o in report["objects"]]
+    assert judged == [("team-a/gpus", True), ("team-a/other", False)]
+
+
 def test_old_objects_that_cannot_be_read_are_unusable_input(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

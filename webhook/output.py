@@ -15,9 +15,10 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from policies.outputs import OutputModel
+if TYPE_CHECKING:  # the commands that print a table need no pydantic
+    from policies.outputs import OutputModel
 
 # On a terminal the last column keeps at least this much, even when the others fill the line;
 # they are cut to make room for it, each down to MIN_COLUMN.

@@ -93,7 +93,15 @@ class Priorities:
 
     @classmethod
     def among(cls, objects: Iterable[TypedObject]) -> Priorities:
-        """The classes a cluster holds after creating the PriorityClasses among ``objects`` in
+        """The classes of a cluster that holds the PriorityClasses among ``objects`` (read in
+        order). A second ``globalDefault`` class is kept: a cluster holds it after a race of two
+        creates, pods may name it, and :attr:`default` picks the lower value, as the API server
+        does (the field's documentation in ``staging/src/k8s.io/api/scheduling/v1/types.go``)."""
+        return cls.of(o for o in objects if isinstance(o, PriorityClass))
+
+    @classmethod
+    def created(cls, objects: Iterable[TypedObject]) -> Priorities:
+        """The classes a cluster holds after the PriorityClasses among ``objects`` are created in
         order: a ``globalDefault`` class after the first is refused (:meth:`class_refusal`), so
         it is not among them."""
         classes = [o for o in objects if isinstance(o, PriorityClass)]

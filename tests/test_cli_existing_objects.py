@@ -223,7 +223,8 @@ def test_a_second_default_class_a_cluster_holds_is_a_warning_a_pod_it_refuses_an
 ) -> None:
     """The Priority plugin refuses a second globalDefault class on create, but a cluster may hold one
     (a race of two creates): audit warns of it and audits it. A pod naming a class the cluster lacks
-    it refuses outright, so no cluster holds it: an error, in allocate too (issues 24 and 29)."""
+    it refuses outright, so no cluster holds it: an error, in allocate too (issues 24 and 29); one
+    naming the second default is allocated."""
     classes = write(tmp_path, "classes.yaml", """\
 apiVersion: scheduling.k8s.io/v1
 kind: PriorityClass
@@ -261,3 +262,7 @@ globalDefault: true
     assert refused in error["message"]
     code, out, err = run(capsys, "allocate", "-f", *INVENTORY, classes, pod)
     assert (code, out) == (2, "") and f"Pod team-a/etl: {refused}" in err
+    # The class the cluster holds besides the first default is one a pod may name.
+    Path(pod).write_text(Path(pod).read_text().replace("nightly", "cheap"))
+    code, out, err = run(capsys, "allocate", "-f", *INVENTORY, classes, pod)
+    assert code == 0 and "POD team-a/etl: fits on 3 of 3 nodes" in out, err

@@ -131,16 +131,28 @@ def test_a_pod_the_server_stored_is_not_admitted_again() -> None:
     assert later.refusal(written) is not None
 
 
-def test_a_second_default_is_refused_and_not_among_the_classes() -> None:
+def test_a_second_default_is_refused_on_create_and_not_among_the_classes_created() -> None:
     first = priority_class("standard", 0, globalDefault=True)
     second = priority_class("cheap", -5, globalDefault=True)
-    priorities = Priorities.among([first, second, BATCH])
+    priorities = Priorities.created([first, second, BATCH])
     assert priorities.class_refusal(first) is None
     assert priorities.class_refusal(second) == (
         'priorityclasses.scheduling.k8s.io "cheap" is forbidden: PriorityClass standard is already marked as '
         "default. Only one default can exist"
     )
     assert priorities.default == first and "cheap" not in priorities.classes
+
+
+def test_a_cluster_holding_two_defaults_keeps_both_and_defaults_to_the_lower() -> None:
+    """A race of two creates leaves two defaults: pods may name either, and a pod naming none gets
+    the lower value, as the API server's getDefaultPriorityClass gives it."""
+    first = priority_class("standard", 0, globalDefault=True)
+    second = priority_class("cheap", -5, globalDefault=True)
+    held = Priorities.among([first, second, BATCH])
+    assert held.class_refusal(second) is not None  # still what a create of it would be told
+    assert held.default == second
+    assert held.admit(pod("a", priorityClassName="cheap")).spec.priority == -5
+    assert held.admit(pod("b")).spec.priority_class_name == "cheap"
 
 
 def test_admitted_resolves_the_pods_of_a_manifest_set_and_says_which_are_refused() -> None:

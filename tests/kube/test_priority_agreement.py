@@ -106,7 +106,7 @@ def test_draguard_refuses_and_resolves_as_the_api_server(
     entries = read_entries([str(file)])
     results = check(entries, [], {kube_namespace: {}})
     objects = [e.reading.obj for e in entries if e.reading is not None and e.reading.obj is not None]
-    priorities = Priorities.among(objects)
+    priorities = Priorities.created(objects)
     disagreements = []
     statuses = set()
     for doc, result, obj in zip(docs, results, objects, strict=True):

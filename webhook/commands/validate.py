@@ -285,7 +285,7 @@ def check(
     readings = [e.reading for e in checked if e.reading is not None and e.reading.obj is not None]
     objects = [r.obj for r in readings if r.obj is not None]
     stored_classes = listed.store.values("PriorityClass") if listed is not None else ()
-    priorities = Priorities.among([*stored_classes, *olds.values(), *objects])
+    priorities = Priorities.created([*stored_classes, *olds.values(), *objects])
     warned = iter(_selector_warnings(objects, [_old(olds, r) for r in readings], listed))
     again = {
         id(later): [applied_twice(later, earlier)]

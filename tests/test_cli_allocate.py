@@ -48,8 +48,14 @@ def test_json_shape_is_exactly_the_documented_one(capsys: pytest.CaptureFixture[
     code, out, _ = run(capsys, "-f", CLUSTER, "-o", "json")
     assert code == 0
     doc = json.loads(out)
-    assert list(doc) == ["apiVersion", "kind", "pods", "features"]
-    assert (doc["apiVersion"], doc["kind"]) == ("draguard.io/v1alpha1", "DryRunAnswer")
+    assert list(doc) == ["apiVersion", "kind", "pods", "features", "sources"]
+    assert (doc["apiVersion"], doc["kind"]) == ("draguard.io/v1alpha2", "DryRunAnswer")
+    assert list(doc["sources"]) == ["files"]  # no cluster read
+    # the first version's shape, asked for
+    code, out, _ = run(capsys, "-f", CLUSTER, "-o", "json", "--output-version", "draguard.io/v1alpha1")
+    older = json.loads(out)
+    assert list(older) == ["apiVersion", "kind", "pods", "features"]
+    assert older == {k: v for k, v in doc.items() if k != "sources"} | {"apiVersion": "draguard.io/v1alpha1"}
     (pod,) = doc["pods"]
     assert (pod["pod"], pod["claims"], pod["fits"]) == ("team-a/dryrun", ["team-a/three-a100"], True)
     assert [n["node"] for n in pod["nodes"]] == ["node-1", "node-2", "node-3"]

@@ -327,12 +327,18 @@ def test_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     body = json.loads("\n".join(out))
     assert code == 1
     assert list(body) == ["apiVersion", "kind", "objects", "unreadable", "summary"]
-    assert (body["apiVersion"], body["kind"]) == ("draguard.io/v1alpha1", "ValidateReport")
+    assert (body["apiVersion"], body["kind"]) == ("draguard.io/v1alpha2", "ValidateReport")
     assert body["summary"] == {
         "objects": 2, "valid": 1, "invalid": 1, "problems": 1, "warnings": 0, "unreadable": 0
     }
     first = body["objects"][0]
-    assert list(first) == ["source", "kind", "name", "checked", "valid", "problems", "warnings"]
+    assert list(first) == ["source", "kind", "name", "checked", "valid", "problems", "warnings", "update"]
+    assert first["update"] is False  # no --old, no cluster: a create
+    # the first version's shape, asked for: the same without update
+    _, out, _ = run(capsys, "-f", f, "-o", "json", "--output-version", "draguard.io/v1alpha1")
+    older = json.loads("\n".join(out))
+    assert older["apiVersion"] == "draguard.io/v1alpha1"
+    assert older["objects"] == [{k: v for k, v in o.items() if k != "update"} for o in body["objects"]]
     assert (first["kind"], first["name"], first["checked"], first["valid"]) == (
         "ResourceClaim",
         "team-a/gpus",

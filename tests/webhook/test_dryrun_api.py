@@ -34,6 +34,7 @@ from kubernetes import client as kube
 from certs.material import KeyPair, generate_ca, issue_client, issue_serving
 from certs.reloader import CertReloader
 from policies.api.kinds import decode
+from policies.dryrun.answer import DryRunResponse
 from policies.snapshot import Snapshot
 from webhook import cli, schemas
 from webhook import dryrun_api as api
@@ -839,7 +840,7 @@ async def test_openapi_describes_real_answers_errors_and_requests(serve: Any) ->
         }
     )
     validator(schema_for(document, "DryRunResponse")).validate(refused)
-    published = json.loads((schemas.DIRECTORY / "DryRunResponse.json").read_text())
+    published = json.loads(schemas.path(DryRunResponse).read_text())
     for answer in (body, refused):  # the schema published in the repository says the same
         validator(published).validate(answer)
     _, error, _ = await served.post({"claims": "x"})

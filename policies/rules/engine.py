@@ -80,6 +80,11 @@ class Context:
     ``compile``: how a rule compiles a CEL expression it may not have seen: the webhook passes one
     that compiles long expressions in a worker process (``webhook.celworker``), where the time they
     take does not hold up its event loop.
+
+    ``waiting_on_api``: a rule calls it when the rest of its check mostly waits on the API server
+    (the quota ledger's write): the webhook then gives the check's turn at computing to the next
+    costly check in line, so that checks waiting together for one write do not hold up the ones that
+    compute, and arrive together at the ledger.
     """
 
     snapshot: Snapshot
@@ -89,6 +94,7 @@ class Context:
     deadline: float | None = None
     cancelled: Callable[[], bool] = lambda: False
     compile: Callable[[str, Environment], Program] = compile_expression
+    waiting_on_api: Callable[[], None] = lambda: None
 
 
 class RuleUnavailable(Exception):

@@ -126,6 +126,7 @@ class QuotaRule:
             return first_exceeded(quotas, requested, ledger.usage(namespace)) if requested else None
 
         if self.store is not None and not request.dry_run:
+            ctx.waiting_on_api()  # the rest is the ledger's read and write
             try:
                 exceeded = self.store.charge(namespace, uid, charge, problem, ctx.deadline)
             except LedgerUnavailable:

@@ -80,6 +80,12 @@ class Conflict(Exception):
     """409: someone else wrote the ledger (or created it) since it was read."""
 
 
+class NotAnswered(LedgerUnavailable):
+    """The API server gave no answer (no connection, a timeout, no time left to ask), or 429 or
+    5xx: another round may succeed, for the charges with time left. Whether a write so answered was
+    applied is unknown until the ledger is read again."""
+
+
 Stored = Mapping[str, Any]
 """The ledger ConfigMap as the API server returned it."""
 
@@ -132,7 +138,7 @@ class ConfigMaps:
             return self._timeouts
         left = deadline - self._monotonic()
         if left < MIN_CALL:
-            raise LedgerUnavailable(f"{what}: no time left before the webhook answers")
+            raise NotAnswered(f"{what}: no time left before the webhook answers")
         return (min(self._timeouts[0], left), min(self._timeouts[1], left))
 
     def _call(
@@ -151,11 +157,14 @@ class ConfigMaps:
         except ApiException as err:
             raise LedgerUnavailable(f"{method} {path}: {err.reason}") from None
         except (urllib3.exceptions.HTTPError, OSError) as err:
-            raise LedgerUnavailable(f"{method} {path}: cannot reach the API server: {err}") from None
+            raise NotAnswered(f"{method} {path}: cannot reach the API server: {err}") from None
         try:
-            return answer.status, json.loads(data) if data else None
+            body = json.loads(data) if data else None
         except ValueError:
-            return answer.status, None
+            body = None
+        if answer.status == 429 or answer.status >= 500:
+            raise NotAnswered(f"{method} {path}: HTTP {answer.status}: {_message(body)}")
+        return answer.status, body
 
     def _path(self, namespace: str, name: str = "") -> str:
         path = f"/api/v1/namespaces/{namespace}/configmaps"
@@ -216,17 +225,23 @@ class _Pending:
 class ApiLedgerStore:
     """:class:`policies.quota.LedgerStore` on the API server (the quota rule's shared ledger).
 
-    Charges for one namespace that arrive while a write is in flight wait and go together into the
-    next read-check-write, checked one after the other, as upstream's quota admission batches the
-    requests waiting on a namespace: within a replica they never conflict with each other, only
-    with other replicas. A batch is run by the thread of its first request, so a request waits at
-    most for the batch in flight and its own.
+    Group commit: charges and releases for one namespace that arrive while a write is in flight
+    wait and go together into the next read-check-write, checked one after the other on the ledger
+    as read and written in one compare-and-swap update, as upstream's quota admission batches the
+    requests waiting on a namespace; each is answered once the update holding it is stored. Within
+    a replica they never conflict with each other, only with other replicas: a conflict (or an API
+    server that did not answer) starts the batch over from a fresh read, joined by the charges that
+    arrived meanwhile. Whatever one replica wrote, the other reads before deciding, since its write
+    is accepted only at the resourceVersion it read. A batch is run by the thread of its first
+    request, so a request waits at most for the batch in flight and its own (issue 30: 200
+    reservations at once took 6 updates instead of 200).
 
     Each charge comes with the deadline of its webhook answer. A charge that lands after the answer
     went out (refused as "no answer within the deadline") is a phantom: quota held for a claim nobody
     reserved, until reconcile drops it a grace period later. So every read and write of a batch is
-    cut to end by the earliest deadline in it, and a write whose outcome is unknown is not re-read
-    once that time is up (it is answered as unavailable: fail closed).
+    cut to end by the earliest deadline in it, a charge with no time left for another round is
+    answered unavailable and left out of the next, and a write whose outcome is unknown is only
+    looked for in the next round's read, never past the deadline (fail closed).
     """
 
     def __init__(
@@ -282,13 +297,13 @@ class ApiLedgerStore:
             batch = self._waiting.pop(namespace, [])
         failure: LedgerUnavailable | None = None
         try:
-            self._commit(namespace, batch)
+            self._commit(namespace, batch)  # adds to the batch the charges that join it
         except LedgerUnavailable as err:
             failure = err
         except Exception as err:  # e.g. a bug in a check: the batch must still finish, or its waiters hang
             failure = LedgerUnavailable(f"{type(err).__name__}: {err}")
         for pending in batch:
-            if failure is not None and pending.result is None:
+            if failure is not None and pending.result is None and pending.error is None:
                 pending.error = failure
         with self._lock:
             for pending in batch:
@@ -302,47 +317,53 @@ class ApiLedgerStore:
                 self._busy.discard(namespace)
 
     def _commit(self, namespace: str, batch: list[_Pending]) -> None:
-        """Check each charge of the batch in order on the stored ledger and write the ones that
-        fit in one compare-and-swap; on a conflict, start over from a fresh read. Everything ends by
-        the earliest deadline of the batch."""
-        deadline = min((p.deadline for p in batch if p.deadline is not None), default=None)
+        """Round after round until one is stored: a conflict or an API server that did not answer
+        starts over, with the charges that arrived meanwhile added to ``batch``."""
+        failure: LedgerUnavailable | None = None
         for attempt in range(self._max_attempts):
-            entries, stored = self._read(namespace, deadline)
-            ledger = _ledger(namespace, entries)
-            changed = False
-            for pending in batch:
-                pending.result = pending.check(ledger)
-                if pending.result is not None or ledger.charged(namespace, pending.uid) == pending.charge:
-                    continue  # refused, or already recorded (a retry whose answer was lost)
-                ledger = ledger.with_charge(namespace, pending.uid, pending.charge)
-                entries[pending.uid] = (pending.charge, self._clock())  # empty: a release's tombstone
-                changed = True
-            if not changed:
+            if attempt:
+                self._backoff(attempt - 1)
+                with self._lock:
+                    batch.extend(self._waiting.pop(namespace, []))
+            active = _in_time(batch, failure)
+            if not active:
                 return
             try:
-                self._maps.write(namespace, _encode(entries), stored, deadline)
-                return
-            except Conflict:
-                self._backoff(attempt)
-            except LedgerUnavailable:
-                if self._landed(namespace, ledger, batch, deadline):
+                if self._round(namespace, active):
                     return
-                raise
+                failure = None
+            except NotAnswered as err:
+                failure = err
+        if failure is not None:
+            raise failure
         raise LedgerUnavailable(
             f"ConfigMap {namespace}/{self._maps.name} kept changing: gave up after "
             f"{self._max_attempts} conflicts"
         )
 
-    def _landed(self, namespace: str, wrote: Ledger, batch: list[_Pending], deadline: float | None) -> bool:
-        """After a write whose answer did not come: did it happen anyway? (If the read fails too, or
-        there is no time left to ask, the requests are answered per the failure policy; a charge
-        that landed is idempotent for a retry, and reconcile removes it if the claim is never
-        reserved.)"""
+    def _round(self, namespace: str, batch: list[_Pending]) -> bool:
+        """Check each charge of the batch in order on the stored ledger and write the ones that fit
+        in one compare-and-swap, every call ending by the earliest deadline of the batch; False on
+        a conflict. A charge already stored as asked (a write whose answer was lost) is not written
+        again."""
+        deadline = min((p.deadline for p in batch if p.deadline is not None), default=None)
+        entries, stored = self._read(namespace, deadline)
+        ledger = _ledger(namespace, entries)
+        changed = False
+        for pending in batch:
+            pending.result = pending.check(ledger)
+            if pending.result is not None or ledger.charged(namespace, pending.uid) == pending.charge:
+                continue  # refused, or already recorded
+            ledger = ledger.with_charge(namespace, pending.uid, pending.charge)
+            entries[pending.uid] = (pending.charge, self._clock())  # empty: a release's tombstone
+            changed = True
+        if not changed:
+            return True
         try:
-            now = self.current(namespace, deadline)
-        except LedgerUnavailable:
+            self._maps.write(namespace, _encode(entries), stored, deadline)
+        except Conflict:
             return False
-        return all(now.charged(namespace, p.uid) == wrote.charged(namespace, p.uid) for p in batch)
+        return True
 
     def reconcile(self, namespace: str, expected: Ledger) -> bool:
         """Make the stored ledger what ``expected`` (computed from the snapshot) says: add lost
@@ -370,6 +391,20 @@ class ApiLedgerStore:
             f"ConfigMap {namespace}/{self._maps.name} kept changing: reconcile gave up after "
             f"{self._max_attempts} conflicts"
         )
+
+
+def _in_time(batch: Sequence[_Pending], failure: LedgerUnavailable | None) -> list[_Pending]:
+    """The charges of the batch still to be answered that have time for a round; the others are
+    answered unavailable (with the last round's failure, if any), so that their deadline does not
+    cut the others' calls short."""
+    now = time.monotonic()
+    active = []
+    for pending in batch:
+        if pending.error is None and pending.deadline is not None and pending.deadline - now < MIN_CALL:
+            pending.error = failure or LedgerUnavailable("no time left before the webhook answers")
+        if pending.error is None:
+            active.append(pending)
+    return active
 
 
 def _jittered(attempt: int) -> None:

@@ -193,13 +193,24 @@ def test_reconcile_restores_lost_charges_and_fixes_changed_ones(real: Real) -> N
 # --- faults -----------------------------------------------------------------------------------------
 
 
-def test_dropped_write_is_unavailable_and_charges_nothing(apiserver: FaultyApiserver) -> None:
+def test_a_refused_write_is_tried_again_and_charges_once(apiserver: FaultyApiserver) -> None:
     store, check = faulty_store(apiserver), room(5)
     apiserver.faults = ["drop"]
+    assert store.charge(NS, "uid-1", cpu("1"), check("uid-1", cpu("1")), time.monotonic() + 2) is None
+    assert apiserver.writes == 2
+    assert store.current(NS).usage(NS) == cpu("1")
+
+
+def test_a_write_refused_until_the_deadline_is_unavailable_and_charges_nothing(
+    apiserver: FaultyApiserver,
+) -> None:
+    store, check = faulty_store(apiserver), room(5)
+    apiserver.faults = ["drop"] * 1000
     with pytest.raises(LedgerUnavailable, match="HTTP 503: etcdserver: leader changed"):
-        store.charge(NS, "uid-1", cpu("1"), check("uid-1", cpu("1")))
+        store.charge(NS, "uid-1", cpu("1"), check("uid-1", cpu("1")), time.monotonic() + 0.3)
+    apiserver.faults = []
     assert store.current(NS).usage(NS) == {}
-    assert store.charge(NS, "uid-1", cpu("1"), check("uid-1", cpu("1"))) is None  # the retry
+    assert store.charge(NS, "uid-1", cpu("1"), check("uid-1", cpu("1"))) is None  # the client's retry
     assert store.current(NS).usage(NS) == cpu("1")
 
 
@@ -214,10 +225,10 @@ def test_lost_answer_is_noticed_and_a_retry_never_charges_twice(apiserver: Fault
 
 
 def test_delayed_write_times_out_lands_later_and_reconcile_heals_it(apiserver: FaultyApiserver) -> None:
-    store, check = faulty_store(apiserver, read_timeout=0.2), room(5)
+    store, check = faulty_store(apiserver), room(5)
     apiserver.faults, apiserver.delay_seconds = ["delay"], 0.5
-    with pytest.raises(LedgerUnavailable):
-        store.charge(NS, "uid-1", cpu("2"), check("uid-1", cpu("2")))
+    with pytest.raises(LedgerUnavailable, match="Read timed out"):  # and no time left for another round
+        store.charge(NS, "uid-1", cpu("2"), check("uid-1", cpu("2")), time.monotonic() + 0.2)
     deadline = time.monotonic() + 3
     while not store.current(NS).usage(NS) and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -265,6 +276,85 @@ def test_one_replica_batches_concurrent_charges_and_never_conflicts_with_itself(
     assert store.current(NS).usage(NS) == cpu("20")
     assert maps.conflicts == 0
     assert real.writes < 20  # batched: fewer writes than charges
+
+
+def queued(store: ApiLedgerStore, count: int) -> None:
+    """Wait until ``count`` charges wait for the namespace's next batch."""
+    deadline = time.monotonic() + 10
+    while len(store._waiting.get(NS, [])) < count:
+        assert time.monotonic() < deadline, "the charges did not queue"
+        time.sleep(0.005)
+
+
+def charging(pool: ThreadPoolExecutor, store: ApiLedgerStore, uids: list[str], **more: Any) -> list[Any]:
+    check = room(100)
+    return [pool.submit(store.charge, NS, uid, cpu("1"), check(uid, cpu("1")), **more) for uid in uids]
+
+
+def test_charges_arriving_during_a_write_are_stored_together_in_the_next_one(real: Real) -> None:
+    """Group commit: ten reservations arriving while the first is being written take one more
+    write, not ten, and each is answered once that write is stored."""
+    store = real.store_for()
+    later = [f"uid-{i}" for i in range(1, 11)]
+    with ThreadPoolExecutor(11) as pool:
+
+        def ten_arrive(method: str, path: str, body: Any) -> None:
+            if method == "POST" and real.before is not None:
+                real.before = None
+                waiting.extend(charging(pool, store, later))
+                queued(store, len(later))
+
+        waiting: list[Any] = []
+        real.before = ten_arrive
+        assert charging(pool, store, ["uid-0"])[0].result() is None
+        assert [future.result() for future in waiting] == [None] * 10
+    assert [m for m, _ in real.requests if m in ("POST", "PUT")] == ["POST", "PUT"]
+    assert store.current(NS).usage(NS) == cpu("11")
+
+
+def test_a_conflict_retries_the_batch_with_the_charges_that_arrived_meanwhile(real: Real) -> None:
+    store, other = real.store_for(), real.store_for()
+    store.charge(NS, "uid-0", cpu("1"), lambda ledger: None)
+    later = ["uid-2", "uid-3", "uid-4"]
+    with ThreadPoolExecutor(4) as pool:
+
+        def replica_b_and_three_more(method: str, path: str, body: Any) -> None:
+            if method == "PUT" and real.before is not None:
+                real.before = None  # another replica commits right before ours, and three more arrive
+                assert other.charge(NS, "uid-b", cpu("1"), lambda ledger: None) is None
+                waiting.extend(charging(pool, store, later))
+                queued(store, len(later))
+
+        waiting: list[Any] = []
+        real.before = replica_b_and_three_more
+        assert charging(pool, store, ["uid-1"])[0].result() is None
+        assert [future.result() for future in waiting] == [None] * 3
+    puts = [m for m, _ in real.requests if m == "PUT"]
+    assert len(puts) == 3  # b's, our conflicting one, then ours again holding all four
+    assert sorted(store.current(NS).namespace(NS)) == ["uid-0", "uid-1", "uid-2", "uid-3", "uid-4", "uid-b"]
+
+
+def test_a_charge_out_of_time_is_left_out_and_the_rest_of_its_batch_is_written(real: Real) -> None:
+    store = real.store_for()
+    with ThreadPoolExecutor(3) as pool:
+        due = time.monotonic() + 0.2
+
+        def two_arrive_and_time_passes(method: str, path: str, body: Any) -> None:
+            if method == "POST" and real.before is not None:
+                real.before = None
+                waiting.extend(charging(pool, store, ["uid-due"], deadline=due))
+                waiting.extend(charging(pool, store, ["uid-later"], deadline=time.monotonic() + 5))
+                queued(store, 2)
+                while time.monotonic() < due:  # the first write is slow: uid-due's time runs out
+                    time.sleep(0.01)
+
+        waiting: list[Any] = []
+        real.before = two_arrive_and_time_passes
+        assert charging(pool, store, ["uid-first"])[0].result() is None
+        with pytest.raises(LedgerUnavailable, match="no time left before the webhook answers"):
+            waiting[0].result()
+        assert waiting[1].result() is None
+    assert sorted(store.current(NS).namespace(NS)) == ["uid-first", "uid-later"]
 
 
 def test_a_failing_check_fails_its_batch_without_leaving_anyone_waiting(real: Real) -> None:

@@ -195,12 +195,13 @@ def test_reservations_are_charged_to_the_shared_ledger_until_the_quota_is_full(
 def test_an_unreachable_ledger_is_answered_per_the_failure_policy(
     apiserver: FaultyApiserver, policy: str, allowed: bool
 ) -> None:
-    apiserver.faults = ["drop"]
+    apiserver.faults = ["drop"] * 1000  # refused again on every try, until the deadline
     stand_in = ConfigMaps(client.ApiClient(client.Configuration(host=apiserver.url)))
     rules = with_ledger(RULES, store_on(stand_in))
-    decision = decide(
-        reservation("first", "8", "a"), rules, ctx(snapshot(claim("first", "8")), failurePolicy=policy)
+    checking = replace(
+        ctx(snapshot(claim("first", "8")), failurePolicy=policy), deadline=time.monotonic() + 0.3
     )
+    decision = decide(reservation("first", "8", "a"), rules, checking)
     said = decision.message if not allowed else " ".join(decision.warnings)
     assert decision.allowed is allowed
     assert "draguard could not check rule quota: the DRA quota ledger is unavailable" in said

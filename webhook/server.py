@@ -206,7 +206,7 @@ class Line:
     once, an ordinary Job) with hundreds of "draguard is busy" refusals, each a failed API request
     for a controller to back off from, although nearly all could have been decided within their
     deadline. A check now waits for its turn until its deadline less what a check of its kind
-    (webhook path) has lately taken (the median of the last ``NEED_SAMPLES``), so that it does not
+    (:func:`_kind`) has lately taken (the median of the last ``NEED_SAMPLES``), so that it does not
     start what it cannot finish; only then is it answered per the failure policy.
 
     A turn is held until the thread is done with the work, not until the caller stops waiting (a
@@ -315,6 +315,14 @@ class Line:
         self._release(job)
 
 
+def _kind(webhook: str, request: Request) -> str:
+    """What a costly check's time is estimated by: the webhook path and the operation on a
+    resource. The quota webhook's dry run of a pod and ledger write for a reservation take
+    different times, and a slow ledger must not make a pod's check look hopeless."""
+    resource = f"{request.resource}/{request.sub_resource}" if request.sub_resource else request.resource
+    return f"{webhook}: {request.operation} {resource}"
+
+
 def _threads(workers: int, name: str) -> Callable[[], ThreadPoolExecutor]:
     return lambda: ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
 
@@ -416,7 +424,7 @@ class Admission:
             return engine.decide_applicable(request, chosen, checking)
 
         try:
-            answer = await self.costly.run(webhook, self._left(started), work)
+            answer = await self.costly.run(_kind(webhook, request), self._left(started), work)
             return await asyncio.wait_for(answer, self._left(started))
         except Late as late:
             return engine.decide_unavailable(chosen, self._late(late))

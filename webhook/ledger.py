@@ -69,6 +69,7 @@ MANAGED_BY = {"app.kubernetes.io/managed-by": "draguard"}
 # answered per the rule's failure policy rather than spinning past the webhook deadline (4 s).
 MAX_ATTEMPTS = 40
 CONNECT_TIMEOUT = 1.0
+# Without a deadline (reconcile): how long an answer is waited for.
 READ_TIMEOUT = 1.0
 # How long a charge may be missing from the snapshot before reconcile believes the snapshot.
 GRACE = timedelta(seconds=60)
@@ -133,13 +134,15 @@ class ConfigMaps:
         self._monotonic = monotonic
 
     def _timeouts_until(self, deadline: float | None, what: str) -> tuple[float, float]:
-        """The request's timeouts, cut to end by ``deadline``; LedgerUnavailable when none is left."""
+        """The request's timeouts: with a ``deadline``, the answer is waited for until then (an
+        API server slowed by a burst answered a ledger read in 1.5 s: given up at the read timeout
+        and sent again, it queued behind itself), and :class:`NotAnswered` when no time is left."""
         if deadline is None:
             return self._timeouts
         left = deadline - self._monotonic()
         if left < MIN_CALL:
             raise NotAnswered(f"{what}: no time left before the webhook answers")
-        return (min(self._timeouts[0], left), min(self._timeouts[1], left))
+        return (min(self._timeouts[0], left), left)
 
     def _call(
         self, method: str, path: str, body: dict[str, Any] | None = None, deadline: float | None = None

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pytest
-from burst import DEVICES_KEY, Burst, Clients, Outcome, Worker, median, percentile, prepared, run
+from burst import DEVICES_KEY, Access, Burst, Clients, Outcome, Worker, median, percentile, prepared, run
 from controlplane import ControlPlane, call, wait_for
 from deploy import Draguard
 from workloads import claims, pods
@@ -32,6 +32,7 @@ ONE_CORE = {"cpu": "1", "requests.cpu": "1"}
 class Cluster:
     draguard: Draguard
     plane: ControlPlane
+    access: Access
     clients: Clients
     outcome: Outcome = field(default_factory=Outcome)
     reserved: dict[int, str] = field(default_factory=dict)  # worker -> uid of its reserved claim
@@ -43,7 +44,8 @@ def cluster(node_allocatable_plane: ControlPlane) -> Iterator[Cluster]:
     values = {"rules": {"quota": {"reconcileSeconds": 1}}}
     with prepared(node_allocatable_plane, BURST, values) as draguard:
         assert draguard is not None
-        yield Cluster(draguard, node_allocatable_plane, Clients.of(node_allocatable_plane, BURST.workers))
+        access = Access.of(node_allocatable_plane)
+        yield Cluster(draguard, node_allocatable_plane, access, access.clients(1))
 
 
 def stored(plane: ControlPlane) -> dict[str, dict[str, str]]:
@@ -59,7 +61,7 @@ def ledger(plane: ControlPlane) -> dict[str, dict[str, str]]:
 
 
 def test_concurrent_reservations_are_all_decided_and_never_overcommit_the_quota(cluster: Cluster) -> None:
-    outcome = cluster.outcome = run(BURST, cluster.clients)
+    outcome = cluster.outcome = run(BURST, cluster.access)
     cluster.reserved, cluster.quota_refusals = outcome.reserved(), outcome.quota_refused()
     admitted = len(cluster.reserved)
     overcommit = max(0, admitted - BURST.cpu)

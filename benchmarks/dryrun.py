@@ -1,7 +1,8 @@
 """``POST /v1/dryrun`` on a whole cluster over HTTPS, against the same dry run done in-process (issue 7).
 
-Run: ``python benchmarks/dryrun.py [--quick] [--profile]`` (about 2 minutes; ``--quick``,
-500 nodes and fewer repetitions, about 10 s).
+Run: ``python benchmarks/dryrun.py [--quick] [--profile] [--pods N]`` (about 2 minutes; ``--quick``,
+500 nodes and fewer repetitions, about 10 s; ``--pods 100000`` adds the running pods of a cluster at
+Kubernetes' scale limit as load, issue 23, about 8 minutes).
 
 The cluster, written as one manifest file: 5,000 nodes (cpu, memory and pods allocatable, in three
 zones) with one ResourceSlice of 8 GPUs each (a100 and h100 alternating), a DeviceClass, and 40% of
@@ -82,6 +83,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[0] = str(ROOT)
 
 
+from benchmarks import clustergen  # noqa: E402
 from benchmarks.harness import gpu_node, start_serve, two_claim_pod  # noqa: E402
 from certs.material import generate_ca, issue_client, issue_serving  # noqa: E402
 
@@ -125,9 +127,11 @@ def resource_claim(name: str, *requests: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def cluster(nodes: int, seed: int = 7) -> dict[str, Any]:
+def cluster(nodes: int, seed: int = 7, pods: int = 0) -> dict[str, Any]:
     """A List manifest: the DeviceClass, the namespace, nodes with their slice and their allocated
-    claim (40% of all devices, exactly, spread 3 or 4 per node), and the pod's two claims."""
+    claim (40% of all devices, exactly, spread 3 or 4 per node), and the pod's two claims; with
+    ``pods``, that many running pods as well, as :mod:`benchmarks.clustergen` makes them (about
+    4.6 KB each, every fourth with pod anti-affinity or spreading), spread over the nodes."""
     rng = random.Random(seed)
     items: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
@@ -162,6 +166,10 @@ def cluster(nodes: int, seed: int = 7) -> dict[str, Any]:
             }
         }
         items.append(busy)
+    for i in range(pods):
+        app = clustergen.APPS[i % len(clustergen.APPS)]
+        name, namespace = f"{app}-{i:06d}", clustergen.namespace_name(i % 200)
+        items.append(clustergen.pod(name, namespace, f"node-{i % nodes:05d}", app, f"load-{i}", None, rng))
     items.append(resource_claim("train-a", request("a100s", 2, A100)))
     items.append(resource_claim("train-b", request("any", 1)))
     return {"apiVersion": "v1", "kind": "List", "items": items}
@@ -444,6 +452,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, default=None, help="default 5000 (500 with --quick)")
     parser.add_argument("--repeat", type=int, default=None, help="requests per measure (default 15, 3 quick)")
     parser.add_argument(
+        "--pods", type=int, default=0, help="running pods as load on the nodes (issue 23: 100000)"
+    )
+    parser.add_argument(
         "--profile", action="store_true", help="cProfile the endpoint's work in-process, then stop"
     )
     args = parser.parse_args(argv)
@@ -454,13 +465,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="draguard-bench-") as tmp:
         state, pod_file = os.path.join(tmp, "cluster.json"), os.path.join(tmp, "pod.json")
-        Path(state).write_text(json.dumps(cluster(nodes)))
+        Path(state).write_text(json.dumps(cluster(nodes, pods=args.pods)))
         Path(pod_file).write_text(json.dumps(pod()))
         if args.profile:
             profile(InProcess(state, pod()))
             return 0
         material = Material(tmp)
-        print(f"draguard serve: {nodes} nodes x {GPUS} GPUs, {ALLOCATED:.0%} allocated, pod with two claims")
+        print(
+            f"draguard serve: {nodes} nodes x {GPUS} GPUs, {ALLOCATED:.0%} allocated, {args.pods} running "
+            "pods as load, pod with two claims"
+        )
         load_before = load_average()
         flags = dryrun_flags(material, nodes)
         server, port, load_seconds = start_serve(state, material.cert, material.key, *flags)

@@ -27,9 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cryptography.hazmat.primitives import serialization
-from kubernetes.client.exceptions import ApiException
 
-from certs.kube import Kube, cluster, namespaced
+from certs.kube import Kube, KubeApiError, cluster, namespaced
 from certs.leader import LeaseElector
 from certs.material import KeyPair, make_bundle, parse_bundle
 from certs.rotation import CaState, RotationPolicy, bootstrap_ca, next_check, plan_ca, plan_serving
@@ -211,7 +210,7 @@ class CertController:
                 metadata["annotations"] = annotations
             merged = {**body, "metadata": metadata}
             return self._kube.replace(namespaced("v1", namespace, "secrets", name), merged)
-        except ApiException as err:
+        except KubeApiError as err:
             if err.status == 409:
                 raise Conflict(f"Secret {namespace}/{name} changed while we rotated it") from None
             raise
@@ -254,7 +253,7 @@ class CertController:
         ]
         try:
             self._kube.replace(path, {**config, "webhooks": webhooks})
-        except ApiException as err:
+        except KubeApiError as err:
             if err.status == 409:
                 raise Conflict(f"{path} changed while we injected caBundle") from None
             raise
@@ -288,12 +287,12 @@ def run(
                 due = min(controller.reconcile(now), now + recheck)
         except Conflict as err:
             log.info("certificate rotation lost a race, retrying: %s", err)
-        except ApiException as err:
+        except KubeApiError as err:
             log.error(
                 "certificate rotation failed (HTTP %s %s), retrying: %s", err.status, err.reason, err.body
             )
         stop.wait(retry_period.total_seconds())
     try:
         elector.release(clock())
-    except ApiException as err:
+    except KubeApiError as err:
         log.warning("could not release the certificate lease: HTTP %s %s", err.status, err.reason)

@@ -5,16 +5,27 @@ The client's typed methods validate a request body into their generated model fi
 would erase fields added by a newer API server, and (b) turns ``metav1.MicroTime`` strings into
 ``datetime`` and back with ``isoformat()``, which omits the fraction when it is zero and then
 fails the API server's RFC 3339-with-microseconds parser. So objects travel as plain JSON here;
-the client still provides configuration, authentication, TLS and error types.
+the client still provides configuration, authentication and TLS; its errors come back as
+:class:`KubeApiError`, so that nothing else in ``certs`` imports the client (its generated models
+are 35 MiB, which ``serve --state`` and the offline commands never need).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kubernetes.client import ApiClient
-from kubernetes.client.exceptions import ApiException
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
+
+class KubeApiError(Exception):
+    """The API server refused a request (``status`` its HTTP status; 0 when there was no answer,
+    e.g. a TLS failure)."""
+
+    def __init__(self, status: int, reason: str, body: str) -> None:
+        super().__init__(f"HTTP {status} {reason}: {body}")
+        self.status, self.reason, self.body = status, reason, body
 
 
 class Kube:
@@ -24,18 +35,21 @@ class Kube:
         self._api = api
 
     def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        from kubernetes.client.exceptions import ApiException
+
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = "application/json"
         params = self._api.param_serialize(
             method=method, resource_path=path, header_params=headers, body=body, auth_settings=["BearerToken"]
         )
-        response = self._api.call_api(*params)
+        try:
+            response = self._api.call_api(*params)
+        except ApiException as err:  # no answer (TLS, connection): status 0
+            raise KubeApiError(err.status or 0, str(err.reason or ""), str(err.body or "")) from None
         data: bytes = response.read()  # type: ignore[no-untyped-call]
         if not 200 <= response.status <= 299:
-            raise ApiException.from_response(
-                http_resp=response, body=data.decode("utf-8", "replace"), data=None
-            )
+            raise KubeApiError(response.status, str(response.reason or ""), data.decode("utf-8", "replace"))
         found: dict[str, Any] = json.loads(data)
         return found
 
@@ -43,13 +57,13 @@ class Kube:
         """The object at ``path``, or ``None`` if it does not exist (404)."""
         try:
             return self._request("GET", path)
-        except ApiException as err:
+        except KubeApiError as err:
             if err.status == 404:
                 return None
             raise
 
     def create(self, collection: str, body: dict[str, Any]) -> dict[str, Any]:
-        """POST ``body`` to ``collection``; 409 AlreadyExists raises :class:`ApiException`."""
+        """POST ``body`` to ``collection``; 409 AlreadyExists raises :class:`KubeApiError`."""
         return self._request("POST", collection, body)
 
     def replace(self, path: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -23,9 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubernetes.client.exceptions import ApiException
-
-from certs.kube import Kube, namespaced
+from certs.kube import Kube, KubeApiError, namespaced
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +121,7 @@ class LeaseElector:
         }
         try:
             self._kube.create(self._collection, body)
-        except ApiException as err:
+        except KubeApiError as err:
             if err.status == 409:  # another replica created it first
                 return False
             raise
@@ -149,7 +147,7 @@ class LeaseElector:
         """Conditional update: ``body`` carries the resourceVersion we read; False on 409."""
         try:
             self._kube.replace(self._path, body)
-        except ApiException as err:
+        except KubeApiError as err:
             if err.status == 409:
                 return False
             raise

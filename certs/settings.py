@@ -15,15 +15,16 @@ import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from kubernetes.client import ApiClient
+from typing import TYPE_CHECKING, Any
 
 from certs.controller import CertController, Targets, run
 from certs.kube import Kube
 from certs.leader import LeaseConfig, LeaseElector
 from certs.material import KeyAlgorithm, service_hosts
 from certs.rotation import RotationPolicy
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
 
 MODES = ("selfManaged", "certManager", "secret")
 DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")

@@ -39,6 +39,7 @@ from policies.api.resource import (
 )
 from policies.cel import CompileError, DeviceBinding, EvalError, Program, SelectorCache, compile_expression
 from policies.config import Config
+from policies.priority import admitted
 from policies.reading import Reading
 from policies.rules.common import LISTED, a_few
 from policies.rules.engine import Context, Outcome, Rule, admit, rule_config
@@ -68,6 +69,7 @@ CLAIMS_ON_MISSING_NODES = "claims-on-missing-nodes"
 UNSCHEDULABLE_PODS = "unschedulable-pods"
 NOEXECUTE_TAINTS = "noexecute-taints"
 UNDECODABLE = "undecodable-objects"
+INVALID_OBJECTS = "invalid-objects"
 
 _RESULTS: Mapping[str, Result] = {"deny": "fail", "warn": "warn", "audit": "warn", "error": "error"}
 
@@ -162,9 +164,19 @@ def undecodable_document(reading: Reading, problems: Sequence[str]) -> Finding:
 
 
 def invalid_document(reading: Reading, problems: Sequence[str]) -> Finding:
-    """A document of a manifest that the API server's validation refuses: no cluster holds it."""
+    """A document that the API server would refuse to create and that no cluster therefore holds
+    (a pod the Priority admission plugin refuses): an error, and it is not audited."""
     ref = ResourceRef(reading.api_version, reading.kind, reading.name, reading.namespace)
     return Finding("policy", UNDECODABLE, "error", f"{ref} is not valid: {'; '.join(problems)}", (ref,))
+
+
+def invalid_object(reading: Reading, warnings: Sequence[str]) -> Finding:
+    """What the API server's validation says of an object the cluster holds
+    (:func:`policies.validation.documents.judge_existing`): a warning, the object is audited all
+    the same, as kube-scheduler evaluates it as it is."""
+    ref = ResourceRef(reading.api_version, reading.kind, reading.name, reading.namespace)
+    message = f"{ref}: the API server's validation says: {'; '.join(warnings)}"
+    return Finding("policy", INVALID_OBJECTS, "warn", message, (ref,))
 
 
 # --- policy: the rules on every object, as if it were created now ------------------------------
@@ -497,9 +509,7 @@ def noexecute_taints(snapshot: Snapshot) -> list[Finding]:
 
 def _pending(snapshot: Snapshot) -> list[Pod]:
     """Pods waiting for the scheduler with claims: no node yet, not finished, not being deleted."""
-    from policies.scheduler.cluster import is_pending
-
-    return [p for p in snapshot.pods.values() if is_pending(p) and p.spec.resource_claims]
+    return [p for p in snapshot.pending.values() if p.spec.resource_claims]
 
 
 def _one_line(text: str) -> str:
@@ -532,7 +542,7 @@ def pending_pod(pod: Pod, prepared: Prepared, unread: Collection[ResourceRef] = 
     if missing:
         message = (
             f"pod {pod.key} is not judged: {', '.join(missing)}, in the input, could not be read "
-            f"or is not valid (see {UNDECODABLE})"
+            f"(see {UNDECODABLE})"
         )
         return [_health(UNSCHEDULABLE_PODS, "skip", message, pod)]
     answer = DryRun(prepared).answer(Question(with_uid(pod)))
@@ -584,9 +594,10 @@ def audit(
     progress: Progress | None = None,
     unread: Collection[ResourceRef] = (),
 ) -> Report:
-    """Every finding about ``objects`` (as read from files or the API server; defaulted here);
-    ``unread``: the documents of the input that could not be read."""
-    defaulted = [apply_defaults(o, now) for o in objects]
+    """Every finding about ``objects`` (as read from files or the API server; defaulted here, and
+    each pod's priority resolved as the API server resolves it: a pod it would refuse is among the
+    caller's errors already); ``unread``: the documents of the input that could not be read."""
+    defaulted, _ = admitted([apply_defaults(o, now) for o in objects])
     ctx = Context(Snapshot.build(defaulted), _audit_config(config), now)
     steps = list(_steps(defaulted, rules, ctx, gates, unread))
     findings: list[Finding] = []

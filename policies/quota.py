@@ -43,6 +43,7 @@ from policies.footprint import (
     pod_requests,
     referencing_containers,
 )
+from policies.scheduler.podinfo import Key, PodInfo
 from policies.snapshot import Snapshot
 
 # Upstream quota names (core/v1 types.go; the pod evaluator in pkg/quota/v1/evaluator/core/pods.go).
@@ -88,20 +89,18 @@ def dra_charge(pod: Pod | None, use: ClaimUse) -> dict[str, Quantity]:
     return difference(more, less)
 
 
-def _pod_claim_containers(pod: Pod, claim: ResourceClaim) -> tuple[str, ...]:
+def _pod_claim_containers(pod: PodInfo, claim: ResourceClaim) -> tuple[str, ...]:
     """The pod's containers that use the claim object, through any of the pod's claim names."""
-    statuses = (pod.status.resource_claim_statuses or []) if pod.status is not None else []
-    generated = {s.name: s.resource_claim_name for s in statuses}
     return tuple(
         container
-        for ref in pod.spec.resource_claims or ()
-        if (ref.resource_claim_name or generated.get(ref.name)) == claim.name
-        for container in referencing_containers(pod, ref.name)
+        for pod_claim, name in pod.claims
+        if name == claim.name
+        for container in referencing_containers(pod.shape, pod_claim)
     )
 
 
 def claim_charge(
-    claim: ResourceClaim, devices: Mapping[DeviceKey, Device], pods: Mapping[tuple[str, str], Pod]
+    claim: ResourceClaim, devices: Mapping[DeviceKey, Device], pods: Mapping[Key, PodInfo]
 ) -> dict[str, Quantity]:
     """The claim's charge: its footprint for each pod in ``reservedFor``; nothing while no pod uses it."""
     if claim.status is None or claim.status.allocation is None:
@@ -115,7 +114,7 @@ def claim_charge(
             continue
         pod = pods.get((claim.namespace, ref.name))
         containers = _pod_claim_containers(pod, claim) if pod is not None else ()
-        charges.append(dra_charge(pod, ClaimUse(footprint, containers)))
+        charges.append(dra_charge(pod.shape if pod is not None else None, ClaimUse(footprint, containers)))
     return add_lists(*charges)
 
 
@@ -194,7 +193,7 @@ class Ledger:
         cls,
         claims: Iterable[ResourceClaim],
         devices: Mapping[DeviceKey, Device],
-        pods: Mapping[tuple[str, str], Pod],
+        pods: Mapping[Key, PodInfo],
     ) -> Ledger:
         """The charges as they should be: every allocated claim's charge from its reservedFor."""
         charges: dict[str, dict[str, Charge]] = {}
@@ -291,8 +290,13 @@ def snapshot_ledger(snapshot: Snapshot, namespace: str | None = None) -> Ledger:
     """The DRA charges as the snapshot shows them, of one namespace or of all: the ledger offline,
     the prediction base on pod create, what the shared ledger is reconciled to, and the seed of
     the in-memory one (``serve --state``)."""
-    claims = (c for c in snapshot.allocated_claims() if namespace is None or c.namespace == namespace)
-    return Ledger.compute(claims, snapshot.devices, snapshot.pods)
+    if not snapshot.devices.yield_node_resources:
+        return Ledger()  # every charge is a footprint of node-allocatable resources: none here
+    if namespace is None:
+        return Ledger.compute(snapshot.allocated_claims(), snapshot.devices, snapshot.pods)
+    claims = snapshot.claims.namespace(namespace).values()
+    allocated = (c for c in claims if c.status is not None and c.status.allocation is not None)
+    return Ledger.compute(allocated, snapshot.devices, snapshot.pods)
 
 
 class LedgerUnavailable(Exception):

@@ -3,17 +3,20 @@
 Every document is accounted for, the way ``kubectl apply`` against a default 1.36 server would
 account for it:
 
-* a kind draguard checks (the DRA kinds, Pod, Node, Namespace, ResourceQuota) is decoded
-  strictly (:mod:`policies.validation.strict`: unknown and duplicate fields, wrong JSON types) and
-  becomes a model;
+* a kind draguard checks (the DRA kinds, Pod, Node, Namespace, ResourceQuota, PriorityClass) is
+  decoded strictly (:mod:`policies.validation.strict`: unknown and duplicate fields, wrong JSON
+  types) and becomes a model;
 * a workload (Deployment, Job, ...; :mod:`policies.api.workloads`) is decoded strictly as a whole,
   and its pod template becomes the Pod it stands for;
-* an older DRA version is refused as a default server refuses it (not served), naming the fix;
-  with ``api_versions`` (the server's ``--runtime-config``) it is converted to the version 1.36
-  stores (:mod:`policies.api.conversion`) and then read as that; a version or a field that 1.36
-  no longer has at all is refused naming what replaced it;
-* any other kind Kubernetes serves, and any custom resource, is skipped: the caller notes it once
-  per kind (``strict_kinds`` makes that an error instead);
+* a version (or one kind of it) the server does not serve is refused as a default server refuses
+  it, naming the fix; ``api_versions`` (the server's ``--runtime-config``,
+  :mod:`policies.api.runtimeconfig`) says what it serves; an older DRA version it serves is
+  converted to the version 1.36 stores (:mod:`policies.api.conversion`) and then read as that; a
+  version or a field that 1.36 no longer has at all is refused naming what replaced it;
+* any other kind Kubernetes serves, and any custom resource, is skipped but for its metadata,
+  which every kind shares: that is decoded strictly, for the API server's checks of any object
+  (:mod:`policies.validation.othermeta`); the caller notes the kind once (``strict_kinds`` makes
+  such a document an error instead);
 * a kind or a version of Kubernetes' own groups that 1.36 does not serve is an error, as the
   server answers it (no such kind), with the versions that do serve it.
 
@@ -27,14 +30,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from policies.api import conversion, schema, workloads
-from policies.api.base import TypedObject
+from pydantic import ValidationError
+
+from policies.api import conversion, runtimeconfig, schema, workloads
+from policies.api.base import ObjectMeta, TypedObject
 from policies.api.core import Pod
-from policies.api.kinds import DecodeError, decode, decode_as
+from policies.api.kinds import DecodeError, decode, decode_as, under, validation_problems
 from policies.validation.fielderrors import Path, go_quote, invalid, render
 from policies.validation.strict import is_strict, strict_errors
 
 UnknownFields = Literal["error", "warn", "ignore"]
+_OBJECT_META = "meta.v1.ObjectMeta"
 UNKNOWN_FIELD_MODES: tuple[UnknownFields, ...] = ("error", "warn", "ignore")
 
 # The kinds resource.k8s.io/v1alpha2 (classic DRA, removed in 1.31) had, and what to write instead.
@@ -58,10 +64,12 @@ _V1ALPHA2_REPLACEMENTS = {
 class ReadOptions:
     """How strictly to read: the command-line flags every command shares."""
 
-    api_versions: frozenset[str] = frozenset()
+    api_versions: runtimeconfig.RuntimeConfig = runtimeconfig.DEFAULT
     unknown_fields: UnknownFields = "error"
     skip_kinds: frozenset[str] = frozenset()
     strict_kinds: bool = False
+    # The API server's --allow-privileged, for the validation that follows the reading.
+    allow_privileged: bool = True
 
 
 DEFAULTS = ReadOptions()
@@ -78,7 +86,8 @@ class Reading:
 
     For a workload, ``obj`` is its template's Pod (named after the workload), ``template`` where
     the template is in it and ``workload`` the workload's JSON (its own rules need it).
-    ``skipped`` says why a document is not checked (one note per kind is the caller's to print).
+    ``skipped`` says why a document is not checked beyond its metadata (one note per kind is the
+    caller's to print); ``meta`` is that metadata, when it could be read.
     """
 
     api_version: str
@@ -91,6 +100,12 @@ class Reading:
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     skipped: str | None = None
+    meta: ObjectMeta | None = None
+
+    @property
+    def metadata_only(self) -> bool:
+        """A document of which only the metadata is checked (a kind draguard does not check)."""
+        return self.skipped in (NOT_CHECKED, CUSTOM_RESOURCE)
 
     @property
     def namespaced(self) -> bool:
@@ -139,6 +154,8 @@ def read(raw: Any, options: ReadOptions = DEFAULTS) -> Reading:
     type_name = schema.object_type(reading.api_version, reading.kind)
     if type_name is None:
         _skip(reading, options)
+        if reading.skipped is not None:
+            _read_metadata(raw.get("metadata"), reading, options)
         return reading
     if not _decoded_strictly(raw, type_name, reading, options):
         return reading
@@ -166,9 +183,21 @@ def _skip(reading: Reading, options: ReadOptions) -> None:
         reading.skipped = why
 
 
-def _decoded_strictly(raw: Mapping[str, Any], type_name: str, reading: Reading, options: ReadOptions) -> bool:
+def _read_metadata(raw: Any, reading: Reading, options: ReadOptions) -> None:
+    """The metadata of a document otherwise skipped, decoded strictly as every kind's is."""
+    if not _decoded_strictly(raw, _OBJECT_META, reading, options, at="metadata"):
+        return
+    try:
+        reading.meta = ObjectMeta.model_validate(raw or {}, by_alias=True, by_name=False)
+    except ValidationError as err:
+        reading.errors += [under("metadata", p) for p in validation_problems(err)]
+
+
+def _decoded_strictly(
+    raw: Any, type_name: str, reading: Reading, options: ReadOptions, at: str = ""
+) -> bool:
     """Strict decoding's problems into ``reading``; False when the server would stop there."""
-    errs = strict_errors(raw, type_name)
+    errs = strict_errors(raw, type_name, at)
     strict = [e for e in errs if is_strict(e)]
     fatal = [e for e in errs if not is_strict(e)]
     if options.unknown_fields == "error" or fatal:
@@ -180,7 +209,8 @@ def _decoded_strictly(raw: Mapping[str, Any], type_name: str, reading: Reading, 
 
 
 def _refusal(api_version: str, kind: str, options: ReadOptions) -> str | None:
-    """Why a default 1.36 server (given ``options.api_versions``) refuses this apiVersion and kind."""
+    """Why a 1.36 server (with ``options.api_versions`` as its ``--runtime-config``) refuses this
+    apiVersion and kind."""
     group = schema.group_of(api_version)
     if api_version == f"{conversion.GROUP}/v1alpha2" and kind in _V1ALPHA2_REPLACEMENTS:
         return (
@@ -190,8 +220,8 @@ def _refusal(api_version: str, kind: str, options: ReadOptions) -> str | None:
     kinds = schema.served_kinds(api_version)
     if kinds is None or kind not in kinds:
         return _not_served(api_version, kind, group) if schema.builtin_group(group) else None
-    if api_version in schema.OFF_BY_DEFAULT and api_version not in options.api_versions:
-        return _off_by_default(api_version, kind)
+    if not options.api_versions.serves(api_version, kind):
+        return _not_enabled(api_version, kind, options.api_versions)
     return None
 
 
@@ -210,8 +240,20 @@ def _not_served(api_version: str, kind: str, group: str) -> str:
     return f"kind: Unsupported value: {go_quote(kind)}: no such kind in {api_version}{hint}"
 
 
-def _off_by_default(api_version: str, kind: str) -> str:
-    flag = f"--api-versions {api_version}"
+def _not_enabled(api_version: str, kind: str, config: runtimeconfig.RuntimeConfig) -> str:
+    """A kind the server knows in this version but does not serve: for the older DRA versions a
+    default server keeps off, how to convert or serve them; otherwise kubectl's words (its
+    discovery has no such kind there) and which ``--api-versions`` entry made it so."""
+    resource = runtimeconfig.resource_of(kind)
+    entry = f"{api_version}/{resource}=true"
+    enabled = config.enabled_resources(api_version)
+    if config.versions.get(api_version) or enabled or api_version not in schema.OFF_BY_DEFAULT:
+        flag = f"--api-versions {','.join(config.entries)}"
+        why = f"{flag} serves only {', '.join(enabled)} of it" if enabled else f"{flag} turns it off"
+        return (
+            f"apiVersion: Unsupported value: {go_quote(api_version)}: no matches for kind {go_quote(kind)} "
+            f"in version {go_quote(api_version)}: {why} (add {entry} if your API server serves it)"
+        )
     target = conversion.target_version(api_version, kind) or api_version
     if kind == "DeviceTaintRule":
         converted = f" (read as {target}: see `draguard convert -f FILE`)" if target != api_version else ""
@@ -219,10 +261,11 @@ def _off_by_default(api_version: str, kind: str) -> str:
             f"apiVersion: Unsupported value: {go_quote(api_version)}: a default 1.36 API server does not "
             f"serve DeviceTaintRule (it is {conversion.V1BETA2} in 1.36, behind the DRADeviceTaintRules "
             "feature gate, which is off by default); if your cluster serves it "
-            f"(--runtime-config={api_version}/devicetaintrules=true), pass {flag}{converted}"
+            f"(--runtime-config={entry}), pass --api-versions {entry}{converted}"
         )
     return (
         f"apiVersion: Unsupported value: {go_quote(api_version)}: not served by default by Kubernetes "
         f"1.36 since {conversion.V1} went GA; write it as {target} (`draguard convert -f FILE` prints "
-        f"it converted), or pass {flag} if your API server serves it (--runtime-config)"
+        f"it converted), or pass --api-versions {api_version} if your API server serves it "
+        "(--runtime-config)"
     )

@@ -63,6 +63,7 @@ from policies.dryrun import (
     synthetic_pod,
     with_uid,
 )
+from policies.priority import Priorities, PriorityRefused, admitted
 from policies.reading import read as read_document
 from policies.rules.engine import Context, Decision, Request, Rule, admit
 from policies.rules.request import RequestError, UndecodableObject, request_from
@@ -327,7 +328,9 @@ def _unmodelled(raw: Any) -> bool:
     return isinstance(raw, Mapping) and (raw.get("apiVersion"), raw.get("kind")) not in KINDS
 
 
-def _admission_case(where: str, test: AdmissionTest, read: Reader, now: datetime) -> AdmissionCase:
+def _admission_case(
+    where: str, test: AdmissionTest, state: Sequence[TypedObject], read: Reader, now: datetime
+) -> AdmissionCase:
     raw = _one(test.object, f"{where}.object", read)
     raw_old = _one(test.old_object, f"{where}.oldObject", read)
     # A kind draguard does not model is passed to the rules as is, and they let it through: one
@@ -351,11 +354,15 @@ def _admission_case(where: str, test: AdmissionTest, read: Reader, now: datetime
         raise SuiteError([f"{where}.{p}" for p in err.problems]) from None
     except RequestError as err:
         raise SuiteError([f"{where}: {err}"]) from None
-    # The API server defaults an object before any webhook sees it.
-    defaulted = request._replace(
-        obj=None if request.obj is None else apply_defaults(request.obj, now),
-        old=None if request.old is None else apply_defaults(request.old, now),
-    )
+    # The API server defaults an object, and resolves a new pod's priority, before any webhook sees it.
+    obj = None if request.obj is None else apply_defaults(request.obj, now)
+    if isinstance(obj, Pod) and request.operation == "CREATE" and not request.sub_resource:
+        try:
+            obj = Priorities.among(state).admit(obj)
+        except PriorityRefused as err:
+            raise SuiteError([f"{where}.object: refused before any webhook is called: {err}"]) from None
+    old = None if request.old is None else apply_defaults(request.old, now)
+    defaulted = request._replace(obj=obj, old=old)
     return AdmissionCase(test, defaulted)
 
 
@@ -371,6 +378,9 @@ def _allocation_case(
             raise SuiteError([f"{where}.allocate: document {i}: {p}" for p in reading.errors])
         if reading.obj is not None:
             objects.append(apply_defaults(reading.obj, now))
+    objects, refused = Priorities.among([*state, *objects]).store(objects)
+    if refused:
+        raise SuiteError([f"{where}.allocate: {line}" for line in refused])
     snapshot = Snapshot.build([*state, *objects])
     pods = [o for o in objects if isinstance(o, Pod)]
     claims = [o for o in objects if isinstance(o, ResourceClaim)]
@@ -403,7 +413,7 @@ def _case(
     now: datetime,
 ) -> AdmissionCase | AllocationCase:
     if isinstance(test, AdmissionTest):
-        return _admission_case(where, test, read, now)
+        return _admission_case(where, test, state, read, now)
     return _allocation_case(where, test, state, read, now)
 
 
@@ -422,7 +432,8 @@ def prepare(suite: Suite, state: Sequence[TypedObject], read: Reader, now: datet
     problems: list[str] = []
     config = _gather(problems, lambda: _config(suite, read), Config())
     features = _gather(problems, lambda: _features(suite), FeatureGates())
-    objects = [apply_defaults(o, now) for o in state]
+    objects, refused = admitted([apply_defaults(o, now) for o in state])
+    problems += [f"state: {line}" for line in refused]
     cases = [
         _gather(problems, partial(_case, f"tests[{i}]", test, objects, read, now), None)
         for i, test in enumerate(suite.tests)

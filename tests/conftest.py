@@ -6,24 +6,25 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "kube"))
 
-from controlplane import ASSETS_VAR, ControlPlane, missing_binaries
+from controlplane import ASSETS_VAR, DEVICE_TAINT_RULES, ControlPlane, missing_binaries
 
 
-def _running(feature_gates: dict[str, bool]) -> Iterator[ControlPlane]:
-    """A control plane for the rest of the test session. Without the binaries the tests that use it
-    skip with one line saying how to provide them; under CI (``CI=true``) that is a failure, since
-    CI is where they must run."""
+def _running(feature_gates: dict[str, bool], **options: Any) -> Iterator[ControlPlane]:
+    """A control plane for the fixture's scope (most: the rest of the test session). Without the
+    binaries the tests that use it skip with one line saying how to provide them; under CI
+    (``CI=true``) that is a failure, since CI is where they must run."""
     missing = missing_binaries()
     if missing:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(missing, pytrace=False)
         pytest.skip(missing)
-    plane = ControlPlane(Path(os.environ[ASSETS_VAR]), feature_gates=feature_gates)
+    plane = ControlPlane(Path(os.environ[ASSETS_VAR]), feature_gates=feature_gates, **options)
     plane.start()
     try:
         yield plane
@@ -45,6 +46,17 @@ def node_allocatable_plane() -> Iterator[ControlPlane]:
     ``nodeAllocatableResourceMappings`` only with it, and the quota and sharing rules read them.
     Started only when a test asks for it, once per session."""
     yield from _running({"DRANodeAllocatableResources": True})
+
+
+@pytest.fixture(scope="module")
+def kubeadm_plane() -> Iterator[ControlPlane]:
+    """A control plane whose kube-apiserver runs as kubeadm starts it (privileged containers
+    allowed), with DeviceTaintRule served (the DRADeviceTaintRules gate and its --runtime-config
+    entry): the cluster the demo folders are applied to. Started only when a test asks for it, and
+    stopped after its module: on 2 cores an idle API server and etcd slow the rest of the suite."""
+    yield from _running(
+        {"DRADeviceTaintRules": True}, runtime_config=[DEVICE_TAINT_RULES], allow_privileged=True
+    )
 
 
 @pytest.fixture

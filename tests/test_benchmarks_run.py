@@ -67,3 +67,23 @@ def test_cli_benchmark_runs_every_measure() -> None:
     assert done.returncode in (0, 1), done.stdout + done.stderr
     for name in ("baseline: python -c pass", "draguard --help", "example cluster", "MB YAML List", "as JSON"):
         assert name in done.stdout, done.stdout
+
+
+def test_scale_benchmark_runs_every_part() -> None:
+    """The quick mode is a fiftieth of the cluster; part (c) needs the control plane's binaries
+    and says it is skipped without them."""
+    done = run("scale.py")
+    assert done.returncode == 0, done.stdout + done.stderr
+    for name in (
+        "(a) draguard serve --state",
+        "Pod CREATE, fresh connection each",
+        "ResourceClaim CREATE, fresh connection each",
+        "dry run, every one of 100 nodes",
+        "(b) churn in process",
+        "upkeep",
+        "claim decision, under churn",
+    ):
+        assert name in done.stdout, done.stdout
+    if "(c) skipped" not in done.stdout:
+        assert "(c) the real kube-apiserver" in done.stdout, done.stdout
+        assert "after a 410 and a re-list (pods.v1 listed again: 300 objects" in done.stdout, done.stdout

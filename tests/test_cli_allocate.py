@@ -2,8 +2,10 @@
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from webhook.cli import main
 
@@ -46,7 +48,8 @@ def test_json_shape_is_exactly_the_documented_one(capsys: pytest.CaptureFixture[
     code, out, _ = run(capsys, "-f", CLUSTER, "-o", "json")
     assert code == 0
     doc = json.loads(out)
-    assert list(doc) == ["pods", "features"]
+    assert list(doc) == ["apiVersion", "kind", "pods", "features"]
+    assert (doc["apiVersion"], doc["kind"]) == ("draguard.io/v1alpha1", "DryRunAnswer")
     (pod,) = doc["pods"]
     assert (pod["pod"], pod["claims"], pod["fits"]) == ("team-a/dryrun", ["team-a/three-a100"], True)
     assert [n["node"] for n in pod["nodes"]] == ["node-1", "node-2", "node-3"]
@@ -249,8 +252,8 @@ def test_an_input_without_the_cluster_says_how_to_get_it(capsys: pytest.CaptureF
     assert (code, out) == (2, "")
     assert err.splitlines()[-1] == (
         "error: the input has no Node objects: add the cluster's, e.g. 'kubectl get nodes,deviceclasses,"
-        "resourceslices,resourceclaims,resourceclaimtemplates,pods -A -o yaml > cluster.yaml' "
-        "and -f cluster.yaml"
+        "resourceslices,resourceclaims,resourceclaimtemplates,priorityclasses,pods -A -o yaml > "
+        "cluster.yaml' and -f cluster.yaml"
     )
 
 
@@ -268,3 +271,116 @@ def test_numbers_out_of_range_are_one_line_and_exit_2(
     """--max-steps 0 ended in a traceback; a timeout of 0 or a negative repeat were taken."""
     code, out, err = run(capsys, "-f", CLUSTER, flag, value)
     assert (code, out, err) == (2, "", f"error: {message}\n")
+
+
+# A training team's nodes full of batch pods, and the PriorityClasses that say who may evict whom.
+PRIORITIES = [
+    {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+        **more,
+    }
+    for name, value, more in (
+        ("batch", 100, {}),
+        ("training", 1000, {}),
+        ("training-waits", 1000, {"preemptionPolicy": "Never"}),
+    )
+]
+CLASSES = (
+    "the PriorityClasses are batch, system-cluster-critical, system-node-critical, training, training-waits"
+)
+
+
+def node(name: str) -> dict[str, Any]:
+    allocatable = {"cpu": "4", "memory": "16Gi", "pods": "110"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name},
+        "status": {"allocatable": allocatable},
+    }
+
+
+def pod(name: str, cpu: str, **spec: str) -> dict[str, Any]:
+    container = {
+        "name": "main",
+        "image": "registry.example.com/train:2",
+        "resources": {"requests": {"cpu": cpu}},
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ml"},
+        "spec": {**spec, "containers": [container]},
+    }
+
+
+def write_all(path: Path, *docs: dict[str, Any]) -> Path:
+    path.write_text(yaml.safe_dump_all(docs))
+    return path
+
+
+@pytest.fixture
+def full_nodes(tmp_path: Path) -> Path:
+    """node-a runs one batch pod of 3 CPUs, node-b two of 2 CPUs."""
+    return write_all(
+        tmp_path / "cluster.yaml",
+        *PRIORITIES,
+        node("node-a"),
+        node("node-b"),
+        pod("etl", "3", nodeName="node-a", priorityClassName="batch"),
+        pod("report-1", "2", nodeName="node-b", priorityClassName="batch"),
+        pod("report-2", "2", nodeName="node-b", priorityClassName="batch"),
+    )
+
+
+def test_preemption_names_the_node_and_the_pods_evicted(
+    capsys: pytest.CaptureFixture[str], full_nodes: Path, tmp_path: Path
+) -> None:
+    """Written with priorityClassName only, as people write pods: the class decides. On node-a one
+    batch pod frees enough, on node-b both would have to go: node-a is nominated."""
+    asked = write_all(
+        tmp_path / "asked.yaml",
+        pod("train", "2", priorityClassName="training"),
+        pod("wait", "2", priorityClassName="training-waits"),
+    )
+    code, out, _ = run(capsys, "-f", str(full_nodes), "-f", str(asked))
+    assert code == 1
+    train, wait = (block.splitlines() for block in out.split("\n\n")[:2])
+    assert train[:2] == [
+        "POD ml/train: 0/2 nodes are available: 2 Insufficient cpu.",
+        "  preemption: nominates node-a, evicting ml/etl",
+    ]
+    assert wait[0] == (
+        "POD ml/wait: 0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, "
+        "preemption: not eligible due to preemptionPolicy=Never."
+    )
+    assert not wait[1].startswith("  preemption")
+    _, out, _ = run(capsys, "-f", str(full_nodes), "-f", str(asked), "-o", "json", "--pod", "ml/train")
+    (answer,) = json.loads(out)["pods"]
+    assert (answer["nominated"], answer["victims"]) == ("node-a", ["ml/etl"])
+
+
+def test_a_pod_of_a_class_the_input_lacks_is_refused_as_the_api_server_refuses_it(
+    capsys: pytest.CaptureFixture[str], full_nodes: Path, tmp_path: Path
+) -> None:
+    template = {
+        "metadata": {"labels": {"app": "serve"}},
+        "spec": {"priorityClassName": "online", "containers": [{"name": "main", "image": "serve:1"}]},
+    }
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "serve", "namespace": "ml"},
+        "spec": {"selector": {"matchLabels": {"app": "serve"}}, "template": template},
+    }
+    asked = write_all(tmp_path / "asked.yaml", pod("train", "2", priorityClassName="trainig"), deployment)
+    code, out, err = run(capsys, "-f", str(full_nodes), "-f", str(asked))
+    assert (code, out) == (2, "")
+    refused = 'pods "train" is forbidden: no PriorityClass with name trainig was found'
+    assert f"Pod ml/train: {refused} ({CLASSES})" in err
+    # The API server takes the Deployment; the pods its controller makes are what it refuses.
+    would = "its pods would be refused: no PriorityClass with name online was found"
+    assert f"Deployment ml/serve: spec.template: {would} ({CLASSES})" in err

@@ -390,8 +390,8 @@ def taint_rule(name: str, selector: dict[str, Any] | None, effect: str = "NoSche
 
 
 # DeviceTaintRule is served only where the cluster turns it on (v1beta2, the DRADeviceTaintRules gate):
-# the input says so, as the API server's --runtime-config does.
-TAINT_RULES_SERVED = ("--api-versions", "resource.k8s.io/v1beta2")
+# the input says so with the API server's own --runtime-config entry.
+TAINT_RULES_SERVED = ("--api-versions", "resource.k8s.io/v1beta2/devicetaintrules=true")
 
 
 def taint_docs(*rules: dict[str, Any], **exactly: Any) -> list[dict[str, Any]]:
@@ -812,30 +812,34 @@ def test_claim_limit_counts_the_smallest_alternative(
     assert "claim default/c: number of requested devices 33 exceeds the claim limit of 32" in entry["error"]
 
 
-def test_objects_sharing_a_name_are_refused_as_the_api_server_refuses_them(
+def test_objects_sharing_a_name_the_later_one_wins_as_in_the_cluster(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # The upstream allocator takes slices and claims as lists and never keys them by name, but a
-    # cluster cannot hold two objects of one kind, namespace and name (the second create is
-    # AlreadyExists): such input is a mistake, and allocating from it answered with a confusing
-    # "pool is incomplete". allocate refuses it, naming both places, as validate does (exit 2).
+    # cluster holds one object of a kind, namespace and name: kubectl apply of both leaves the
+    # later one. allocate answers for that cluster and says which document replaced which (allocating
+    # from both once answered with a confusing "pool is incomplete").
     docs = [
         node("node-1"),
         device_class("gpu", GPU),
         resource_slice("slice-1", GPU, "pool-a", ["gpu-a"], nodeName="node-1"),
         resource_slice("slice-1", GPU, "pool-b", ["gpu-b"], nodeName="node-1"),
-        claim("claim-0", request("gpu", "gpu")),
+        claim("claim-0", request("gpu", "gpu", count=2)),
         claim("claim-0", request("gpu", "gpu")),
     ]
     path = tmp_path / "input.yaml"
     path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
-    assert main(["allocate", "-f", str(path)]) == 2
-    err = capsys.readouterr().err
-    assert (
-        f'{path}: document 4: ResourceSlice slice-1: metadata.name: Duplicate value: "slice-1": the same '
-        f"ResourceSlice is also in {path}: document 3"
-    ) in err
-    assert 'document 6: ResourceClaim default/claim-0: metadata.name: Duplicate value: "claim-0"' in err
+    assert main(["allocate", "-f", str(path), "-o", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert [line for line in err.splitlines() if "replaces" in line] == [
+        f"note: {path}: document 4: ResourceSlice slice-1 replaces the one in {path}: document 3 "
+        "(the later document wins, as with kubectl apply)",
+        f"note: {path}: document 6: ResourceClaim default/claim-0 replaces the one in {path}: document 5 "
+        "(the later document wins, as with kubectl apply)",
+    ]
+    (pod,) = json.loads(out)["pods"]
+    assert pod["claims"] == ["default/claim-0"]
+    assert [r["device"] for r in only(pod)["results"][0]["devices"]["results"]] == ["gpu-b"]
 
 
 def test_binds_to_node_pins_the_result_even_without_the_binding_feature(
@@ -1053,11 +1057,13 @@ def test_explaining_one_node_does_not_change_the_next_nodes_answer(
     assert on_node2["fits"] is False and on_node2.get("error") is None
 
 
-def test_selector_compile_error_is_invalid_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # The API server refuses a claim whose selector does not compile, so allocate validates its
-    # input first and refuses it with validate's line (exit 2, as the README promises) instead of
-    # answering "fits nowhere" per node as the allocator's CEL cache would (selectorsMatch compiles
-    # only when a device is first checked).
+def test_a_selector_that_compiles_nowhere_fails_as_in_the_scheduler(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A claim is never validated again once stored, so the cluster may hold one whose selector does
+    # not compile: kube-scheduler compiles it when it first checks a device (selectorsMatch) and
+    # fails the node there; a node without devices of the class refuses for want of devices. allocate
+    # answers the same, and warns with validate's line and what it means for the stored claim.
     broken = {"cel": {"expression": "device.attributes[1 +"}}
     docs = [
         node("node-1"),
@@ -1068,13 +1074,19 @@ def test_selector_compile_error_is_invalid_input(tmp_path: Path, capsys: pytest.
     ]
     path = tmp_path / "input.yaml"
     path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
-    assert main(["allocate", "-f", str(path)]) == 2
+    assert main(["allocate", "-f", str(path), "-o", "json"]) == 1
     out, err = capsys.readouterr()
-    assert out == ""
     assert (
-        f"{path}: document 5: ResourceClaim default/c: spec.devices.requests[0].exactly.selectors[0].cel."
-        'expression: Invalid value: "device.attributes[1 +": compilation failed'
+        f"warning: {path}: document 5: ResourceClaim default/c: spec.devices.requests[0].exactly."
+        'selectors[0].cel.expression: Invalid value: "device.attributes[1 +": compilation failed'
     ) in err
+    assert "an existing ResourceClaim with this selector does not work either" in err
+    (pod,) = json.loads(out)["pods"]
+    assert pod["message"].startswith('running "DynamicResources" filter plugin: claim default/c: selector #0')
+    node1, node2 = pod["nodes"]
+    assert node1["error"].startswith("claim default/c: selector #0: CEL compile error: compilation failed")
+    assert (node2["fits"], node2["reasons"]) == (False, ["cannot allocate all claims"])
+    assert "error" not in node2
 
 
 def test_invalid_pool_fails_only_that_node_with_an_error(

@@ -101,7 +101,8 @@ def test_json_holds_every_result(capsys: pytest.CaptureFixture[str], troubled: P
     code, out, _ = run(capsys, "-f", str(CLUSTER), "-f", str(troubled), "-o", "json")
     assert code == 1
     doc = json.loads(out)
-    assert list(doc) == ["objects", "summary", "findings"]
+    assert list(doc) == ["apiVersion", "kind", "objects", "summary", "findings"]
+    assert (doc["apiVersion"], doc["kind"]) == ("draguard.io/v1alpha1", "AuditReport")
     counted = {r: sum(f["result"] == r for f in doc["findings"]) for r in doc["summary"]}
     assert doc["summary"] == counted and counted["pass"] > 0 and counted["fail"] == 2
     first = doc["findings"][0]
@@ -148,29 +149,64 @@ def test_a_pod_whose_template_could_not_be_read_is_not_said_to_miss_it(
     assert pod["result"] == "skip" and "not found" not in pod["message"]
     assert pod["message"] == (
         "pod team-a/p is not judged: ResourceClaimTemplate team-a/one-gpu, in the input, could not be "
-        "read or is not valid (see undecodable-objects)"
+        "read (see undecodable-objects)"
     )
 
 
-def test_an_object_the_api_server_refuses_is_an_error_as_validate_says_it(
+def audited_and_validated(
+    capsys: pytest.CaptureFixture[str], file: Path, label: str
+) -> tuple[int, list[dict[str, Any]], str]:
+    """audit -f of the example cluster and ``file``: its exit code and findings; and what validate
+    of ``file`` alone says first of the object ``label`` (validate must refuse it)."""
+    code, out, _ = run(capsys, "-f", str(CLUSTER), "-f", str(file), "-o", "json")
+    validated = main(["validate", "-f", str(file)])
+    problem = capsys.readouterr().out.splitlines()[0].split(f": {label}: ")[1]
+    assert validated == 1
+    return code, json.loads(out)["findings"], problem
+
+
+def test_a_pod_the_priority_plugin_refuses_is_an_error_as_validate_says_it(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """No cluster holds it, so it is not audited: audit and validate agree on the same file (audit
-    said "no findings")."""
+    """No cluster holds a pod its API server would not admit, so it is not audited: audit and
+    validate agree on the same file. Unlike what validation says of an object (a warning below), the
+    Priority admission plugin's refusal stays an error (the class listed before it is audited too)."""
+    refused = tmp_path / "refused.yaml"
+    refused.write_text(
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: batch}\nvalue: 100\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: etl, namespace: team-a}\n"
+        "spec: {priorityClassName: nightly, containers: [{name: main, image: etl:1}]}\n"
+    )
+    code, findings, problem = audited_and_validated(capsys, refused, "Pod team-a/etl")
+    assert code == 1
+    (finding,) = [f for f in findings if f["result"] != "pass"]
+    assert (finding["rule"], finding["result"]) == ("undecodable-objects", "error")
+    assert finding["message"] == f"Pod team-a/etl is not valid: {refused}: document 2: {problem}"
+
+
+def test_what_validate_refuses_of_an_existing_object_is_a_warning_and_it_is_audited(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The cluster holds it, so it is audited as kube-scheduler sees it, and what the API server's
+    validation says of it is an invalid-objects warning, worded as validate words it, saying that
+    a claim's spec is not validated again once stored (audit said "no findings" before issue 15,
+    and refused to audit it as an error before issue 24)."""
     claim = tmp_path / "claim.yaml"
     claim.write_text(
         "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c, namespace: team-a}\n"
         "spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com, "
         "allocationMode: Exactcount}}]}}\n"
     )
-    code, out, _ = run(capsys, "-f", str(CLUSTER), "-f", str(claim), "-o", "json")
-    assert code == 1
-    (finding,) = [f for f in json.loads(out)["findings"] if f["result"] != "pass"]
-    validated = main(["validate", "-f", str(claim)])
-    problem = capsys.readouterr().out.splitlines()[0].split(": ResourceClaim team-a/c: ")[1]
-    assert validated == 1
-    assert (finding["rule"], finding["result"]) == ("undecodable-objects", "error")
-    assert finding["message"] == f"ResourceClaim team-a/c is not valid: {claim}: document 1: {problem}"
+    code, findings, problem = audited_and_validated(capsys, claim, "ResourceClaim team-a/c")
+    (finding,) = [f for f in findings if f["rule"] == "invalid-objects"]
+    assert finding["result"] == "warn"
+    assert finding["message"] == (
+        f"ResourceClaim team-a/c: the API server's validation says: {claim}: document 1: {problem} "
+        "(on create only: the API server lets an object it already holds keep it)"
+    )
+    audited = {f["rule"] for f in findings if f["resources"][0]["name"] == "c"}
+    assert {"selectors", "unmatched-selectors"} <= audited
+    assert code == (1 if any(f["result"] in ("fail", "error") for f in findings) else 0)
 
 
 def test_unusable_input_is_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -206,6 +242,7 @@ PATHS = {
     "ResourceQuota": "/api/v1/resourcequotas",
     "Namespace": "/api/v1/namespaces",
     "Node": "/api/v1/nodes",
+    "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
 }
 
 
@@ -356,3 +393,4 @@ def test_kubeconfig_env_lists_several_files_and_context_picks_one(
     code, out, err = run(capsys, "--context", "test")
     assert code == 0, err
     assert out.splitlines()[-1].startswith("audited 12 objects")
+

@@ -108,31 +108,113 @@ def test_other_kinds_get_one_note_per_kind(capsys: pytest.CaptureFixture[str], t
         tmp_path, "mixed.yaml", "---\n".join([CUSTOM, CUSTOM.replace("name: domain", "name: d2"), TEMPLATE])
     )
     code, out, err = run(capsys, "validate", "-f", f)
-    assert (code, out) == (0, "1 object: 1 valid, 0 invalid (0 problems)\n")
+    assert (code, out) == (0, "3 objects: 3 valid, 0 invalid (0 problems)\n")
     assert err.splitlines() == [
-        "note: skipped 2 ComputeDomain documents: a custom resource (--skip-kinds ComputeDomain to silence "
-        "this, --strict-kinds to make it an error)"
+        "note: 2 ComputeDomain documents: only the metadata checked, a custom resource (--skip-kinds "
+        "ComputeDomain to skip them silently, --strict-kinds to make them errors)"
     ]
-    assert run(capsys, "validate", "-f", f, "--skip-kinds", "ComputeDomain")[2] == ""
+    code, out, err = run(capsys, "validate", "-f", f, "--skip-kinds", "ComputeDomain")
+    assert (code, out, err) == (0, "1 object: 1 valid, 0 invalid (0 problems)\n", "")
     code, out, _ = run(capsys, "validate", "-f", f, "--strict-kinds")
     assert code == 1 and 'kind: Unsupported value: "ComputeDomain": a custom resource (--strict-kinds)' in out
 
 
-def test_duplicates_across_files_are_reported_by_every_command(
+OTHER_KINDS = """\
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: resourceslices-policy-{{ include "gpu-driver.fullname" . }}
+spec: {}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: system:gpu-driver_reader
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: gpu.driver.metrics
+  namespace: gpu-operator
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  generateName: Driver-Config-
+  namespace: gpu-operator
+  labels: {app.kubernetes.io/name: "gpu driver"}
+---
+apiVersion: gpu.example.com/v1alpha1
+kind: GpuConfig
+metadata:
+  name: shared_time_slicing
+  namespace: gpu-operator
+"""
+
+
+def test_the_metadata_of_other_kinds_is_validated_by_the_kinds_rules(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    a = write(tmp_path, "a.yaml", TEMPLATE)
-    b = write(tmp_path, "b.yaml", TEMPLATE)
-    duplicate = (
-        'metadata.name: Duplicate value: "one-gpu": the same ResourceClaimTemplate is also in '
-        f"{a}: document 1"
+    """Every kind's metadata is validated as the API server validates any object's: the name by
+    the kind's own rule (an RBAC role's is a path segment, a Service's a DNS label, a custom
+    resource's a DNS subdomain), generateName likewise, labels; the kind's spec is not looked at."""
+    f = write(tmp_path, "other.yaml", OTHER_KINDS)
+    code, out, _ = run(capsys, "validate", "-f", f)
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[-1] == "5 objects: 1 valid, 4 invalid (5 problems)"
+    by_document = {line.split(": ")[1]: line.split(": ", 3)[3] for line in lines[:-1]}
+    assert by_document["document 1"].startswith(
+        'metadata.name: Invalid value: "resourceslices-policy-{{ include \\"gpu-driver.fullname\\" . }}": '
+        "a lowercase RFC 1123 subdomain must consist of"
     )
+    assert "document 2" not in by_document  # "system:gpu-driver_reader" is a fine path segment
+    assert (
+        by_document["document 3"]
+        == 'metadata.name: Invalid value: "gpu.driver.metrics": must not contain dots'
+    )
+    assert [
+        line.split(": Invalid value: ")[0].split(": ", 3)[3] for line in lines if "document 4" in line
+    ] == [
+        "metadata.generateName",
+        "metadata.labels",
+    ]
+    assert by_document["document 5"].startswith(
+        'metadata.name: Invalid value: "shared_time_slicing": a lowercase'
+    )
+
+
+def test_the_same_object_twice_is_a_warning_in_validate_and_the_later_one_elsewhere(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """kubectl apply of both applies both, the second as an update of the first: validate warns,
+    naming both places; the commands that describe one cluster keep the later document, as the
+    cluster would, and say so naming both places."""
+    a = write(tmp_path, "a.yaml", TEMPLATE)
+    b = write(tmp_path, "b.yaml", TEMPLATE.replace("gpu.example.com", "nic.example.com"))
     code, out, _ = run(capsys, "validate", "-f", a, b)
-    assert code == 1 and f"{b}: document 1: ResourceClaimTemplate team-a/one-gpu: {duplicate}" in out
-    code, _, err = run(capsys, "allocate", "-f", str(CLUSTER), a, b)
-    assert code == 2 and duplicate in err
-    code, out, _ = run(capsys, "audit", "-f", str(CLUSTER), a, b)
-    assert code == 1 and duplicate in out
+    assert code == 0
+    assert out.splitlines() == [
+        f"{b}: document 1: ResourceClaimTemplate team-a/one-gpu: warning: the same ResourceClaimTemplate is "
+        f"also in {a}: document 1: kubectl apply applies both, this one as an update of that one",
+        "2 objects: 2 valid, 0 invalid (0 problems, 1 warning)",
+    ]
+    note = (
+        f"note: {b}: document 1: ResourceClaimTemplate team-a/one-gpu replaces the one in {a}: document 1 "
+        "(the later document wins, as with kubectl apply)"
+    )
+    deployment = write(tmp_path, "deployment.yaml", DEPLOYMENT)
+    code, out, err = run(capsys, "allocate", "-f", str(CLUSTER), a, b, deployment, "-o", "json")
+    assert code == 1 and note in err.splitlines()
+    # The later template asks for a NIC class the cluster has no device of: nothing fits.
+    (pod,) = json.loads(out)["pods"]
+    assert not pod["fits"] and "nic.example.com" in pod["message"]
+    code, out, err = run(capsys, "allocate", "-f", str(CLUSTER), b, a, deployment, "-o", "json")
+    assert code == 0 and note.replace(a, "A").replace(b, a).replace("A", b) in err.splitlines()
+    code, out, err = run(capsys, "audit", "-f", str(CLUSTER), a, b, "-o", "json")
+    assert note in err.splitlines()
+    audited = [f["resources"][0]["name"] for f in json.loads(out)["findings"] if f["rule"] == "selectors"]
+    assert audited.count("one-gpu") == 1
 
 
 def test_a_duplicate_key_is_a_duplicate_field(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -185,22 +267,81 @@ def test_older_versions_through_every_command(capsys: pytest.CaptureFixture[str]
         {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com", "count": 1}}
     ]
     code, _, err = run(capsys, "validate", "-f", old, "--api-versions", "resource.k8s.io/v9")
-    assert code == 2 and "--api-versions resource.k8s.io/v9: not an older resource.k8s.io version" in err
+    assert code == 2 and "--api-versions resource.k8s.io/v9: Kubernetes 1.36 has no group version" in err
 
 
-def test_allocate_refuses_what_validate_refuses(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_api_versions_takes_runtime_config_entries(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The one entry a 1.36 server needs for DeviceTaintRule serves DeviceTaintRule only: a v1beta2
+    DeviceClass stays refused, in kubectl's words, with the entry that would serve it."""
+    rule = {
+        "apiVersion": "resource.k8s.io/v1beta2",
+        "kind": "DeviceTaintRule",
+        "metadata": {"name": "drain-gpu-0"},
+        "spec": {
+            "deviceSelector": {"driver": "gpu.example.com", "pool": "node-1", "device": "gpu-0"},
+            "taint": {"key": "example.com/maintenance", "effect": "NoSchedule"},
+        },
+    }
+    device_class = {
+        "apiVersion": "resource.k8s.io/v1beta2",
+        "kind": "DeviceClass",
+        "metadata": {"name": "gpu.example.com"},
+        "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]},
+    }
+    f = write(tmp_path, "v1beta2.yaml", yaml.safe_dump_all([rule, device_class]))
+    entry = "resource.k8s.io/v1beta2/devicetaintrules=true"
+    code, out, _ = run(capsys, "validate", "-f", f, "--api-versions", entry)
+    assert code == 1
+    (line,) = [line for line in out.splitlines() if "DeviceClass" in line]
+    assert line == (
+        f"{f}: document 2: DeviceClass gpu.example.com: apiVersion: Unsupported value: "
+        '"resource.k8s.io/v1beta2": no matches for kind "DeviceClass" in version "resource.k8s.io/v1beta2": '
+        f"--api-versions {entry} serves only devicetaintrules of it (add "
+        "resource.k8s.io/v1beta2/deviceclasses=true if your API server serves it)"
+    )
+    both = f"{entry},resource.k8s.io/v1beta2/deviceclasses=true"
+    assert run(capsys, "validate", "-f", f, "--api-versions", both)[0] == 0
+    assert run(capsys, "validate", "-f", f, "--api-versions", "resource.k8s.io/v1beta2")[0] == 0
+    turned_off = "resource.k8s.io/v1beta2,resource.k8s.io/v1beta2/deviceclasses=false"
+    code, out, _ = run(capsys, "validate", "-f", f, "--api-versions", turned_off)
+    assert code == 1 and f"--api-versions {turned_off} turns it off" in out
+    code, _, err = run(capsys, "validate", "-f", f, "--api-versions", "resource.k8s.io/v1beta2/DeviceClasses")
+    assert code == 2 and "resource is always lowercase plural" in err
+
+
+def test_allocate_and_audit_warn_of_what_validate_refuses_in_existing_objects(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The commands that read a cluster as it stands never refuse to answer for an object the
+    cluster holds: validate's refusal is their warning, saying whether the API server would refuse
+    even an unchanged update (a template's spec is validated again on every update)."""
     bad = write(
         tmp_path,
         "bad.yaml",
         TEMPLATE.replace(
             "exactly: {deviceClassName: gpu.example.com}",
-            "exactly: {deviceClassName: gpu.example.com, allocationMode: Exactcount}",
+            "exactly: {deviceClassName: gpu.example.com, count: -1}",
         ),
     )
+    code, validated, _ = run(capsys, "validate", "-f", bad)
+    problem = validated.splitlines()[0].split(": ResourceClaimTemplate team-a/one-gpu: ")[1]
+    assert code == 1 and problem.startswith("spec.spec.devices.requests[0].exactly.count: Invalid value: -1")
     code, out, err = run(capsys, "allocate", "-f", str(CLUSTER), bad)
-    assert (code, out) == (2, "")
-    _, validated, _ = run(capsys, "validate", "-f", bad)
-    assert validated.splitlines()[0] in err
+    assert code in (0, 1) and out
+    warning = (
+        f"warning: {bad}: document 1: ResourceClaimTemplate team-a/one-gpu: {problem} (even as stored: the "
+        "API server refuses every update that leaves it so)"
+    )
+    assert warning in err.splitlines()
+    code, out, _ = run(capsys, "audit", "-f", str(CLUSTER), bad, "-o", "json")
+    (finding,) = [f for f in json.loads(out)["findings"] if f["rule"] == "invalid-objects"]
+    assert finding["result"] == "warn"
+    assert finding["message"] == (
+        f"ResourceClaimTemplate team-a/one-gpu: the API server's validation says: {bad}: document 1: "
+        f"{problem} (even as stored: the API server refuses every update that leaves it so)"
+    )
 
 
 def test_a_created_object_is_judged_without_its_status(

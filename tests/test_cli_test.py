@@ -99,6 +99,8 @@ def test_json_output(capsys: pytest.CaptureFixture[str], failing: Path) -> None:
     code, out, _ = run(capsys, str(failing), "-o", "json")
     assert code == 1
     doc = json.loads(out)
+    assert list(doc) == ["apiVersion", "kind", "suites", "passed", "failed"]
+    assert (doc["apiVersion"], doc["kind"]) == ("draguard.io/v1alpha1", "TestReport")
     assert (doc["passed"], doc["failed"]) == (1, 1)
     (suite,) = doc["suites"]
     assert (suite["name"], suite["file"], suite["passed"], suite["failed"]) == ("failing", str(failing), 1, 1)
@@ -190,3 +192,49 @@ def test_paths_without_suites_are_unusable(capsys: pytest.CaptureFixture[str], t
     assert (code, err) == (2, f"error: {tmp_path / 'nope'}: no such file or directory\n")
     code, _, err = run(capsys, str(EXAMPLES / "gpu-cluster"))
     assert code == 2 and "no test suites here" in err
+
+
+def test_a_pod_the_api_server_refuses_before_any_webhook_is_a_broken_suite(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The Priority admission plugin runs before the webhooks: a pod it refuses never reaches a rule,
+    so a test of one would pass or fail for nothing. Pods of the state and of an allocation test are
+    created by the same server."""
+    write(tmp_path, "state/classes.yaml", """\
+        apiVersion: scheduling.k8s.io/v1
+        kind: PriorityClass
+        metadata: {name: batch}
+        value: 100
+        ---
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: etl, namespace: team-a}
+        spec: {priorityClassName: nightly, containers: [{name: main}]}
+    """)
+    suite = write(tmp_path, "s.yaml", f"""\
+        name: s
+        state: [{tmp_path / "state"}]
+        tests:
+        - name: a pod of an unknown class
+          operation: CREATE
+          object: {{apiVersion: v1, kind: Pod, metadata: {{name: train, namespace: team-a}},
+                   spec: {{priorityClassName: trianing, containers: [{{name: main}}]}}}}
+          expect: allow
+        - name: a pod of a known class
+          operation: CREATE
+          object: {{apiVersion: v1, kind: Pod, metadata: {{name: report, namespace: team-a}},
+                   spec: {{priorityClassName: batch, priority: 5, containers: [{{name: main}}]}}}}
+          expect: allow
+    """)
+    code, out, err = run(capsys, str(suite))
+    assert (code, out) == (2, "")
+    classes = "the PriorityClasses are batch, system-cluster-critical, system-node-critical"
+    refused = f"error: {suite}: tests[{{}}].object: refused before any webhook is called: pods"
+    assert err.splitlines() == [
+        f'error: {suite}: state: pods "etl" is forbidden: no PriorityClass with name nightly was found '
+        f"({classes})",
+        f'{refused.format(0)} "train" is forbidden: no PriorityClass with name trianing was found '
+        f"({classes})",
+        f'{refused.format(1)} "report" is forbidden: the integer value of priority (5) must not be provided '
+        "in pod spec; priority admission controller computed 100 from the given PriorityClass name",
+    ]

@@ -312,11 +312,19 @@ def test_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     code, out, _ = run(capsys, "-f", f, "-o", "json")
     body = json.loads("\n".join(out))
     assert code == 1
+    assert list(body) == ["apiVersion", "kind", "objects", "unreadable", "summary"]
+    assert (body["apiVersion"], body["kind"]) == ("draguard.io/v1alpha1", "ValidateReport")
     assert body["summary"] == {
         "objects": 2, "valid": 1, "invalid": 1, "problems": 1, "warnings": 0, "unreadable": 0
     }
     first = body["objects"][0]
-    assert (first["kind"], first["name"], first["valid"]) == ("ResourceClaim", "team-a/gpus", False)
+    assert list(first) == ["source", "kind", "name", "checked", "valid", "problems", "warnings"]
+    assert (first["kind"], first["name"], first["checked"], first["valid"]) == (
+        "ResourceClaim",
+        "team-a/gpus",
+        "object",
+        False,
+    )
     assert first["problems"] == [
         "spec.devices.requests[0].exactly.count: Invalid value: -1: must be greater than zero"
     ]
@@ -356,3 +364,31 @@ def test_a_validation_bug_is_reported_not_raised(
         f"{f}: document 1: ResourceSlice node-1: <root>: Internal error: draguard could not validate this "
         "object: ZeroDivisionError('boom')"
     )
+
+
+def test_a_workload_whose_pods_name_a_missing_class_is_taken_with_a_warning(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The API server takes the Deployment (it admits pods, not templates); the pods its controller
+    makes would be refused, which is worth a warning, and an error with --strict."""
+    deployment = write(tmp_path, "serve.yaml", """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: serve, namespace: ml}
+spec:
+  selector: {matchLabels: {app: serve}}
+  template:
+    metadata: {labels: {app: serve}}
+    spec:
+      priorityClassName: onlien
+      containers: [{name: main, image: registry.example.com/serve:1}]
+""")
+    code, out, _ = run(capsys, "-f", deployment)
+    assert code == 0
+    assert out[0] == (
+        f"{deployment}: document 1: Deployment ml/serve: warning: spec.template: its pods would be refused: "
+        "no PriorityClass with name onlien was found (the PriorityClasses are system-cluster-critical, "
+        "system-node-critical)"
+    )
+    code, _, _ = run(capsys, "-f", deployment, "--strict")
+    assert code == 1

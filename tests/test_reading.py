@@ -9,6 +9,7 @@ import pytest
 
 from policies.api.core import Pod
 from policies.api.resource import DeviceTaintRule, ResourceClaim
+from policies.api.runtimeconfig import RuntimeConfig
 from policies.reading import CUSTOM_RESOURCE, NOT_CHECKED, ReadOptions, read
 
 CLAIM_V1BETA1 = {
@@ -39,7 +40,7 @@ def test_older_dra_versions_are_refused_naming_the_version_and_the_fix() -> None
 
 
 def test_api_versions_accepts_them_converted() -> None:
-    reading = read(CLAIM_V1BETA1, ReadOptions(api_versions=frozenset({"resource.k8s.io/v1beta1"})))
+    reading = read(CLAIM_V1BETA1, ReadOptions(api_versions=RuntimeConfig.parse(["resource.k8s.io/v1beta1"])))
     assert reading.errors == []
     assert isinstance(reading.obj, ResourceClaim) and reading.obj.api_version == "resource.k8s.io/v1"
     exactly = reading.obj.spec.devices.requests[0].exactly  # type: ignore[index]
@@ -50,7 +51,7 @@ def test_strict_decoding_happens_in_the_version_written() -> None:
     """A v1beta1 request is flat: its fields are known there, and unknown fields are named with
     the path the user wrote, before any conversion."""
     raw = {**CLAIM_V1BETA1, "spec": {"devices": {"requests": [{"name": "g", "deviceClassNam": "x"}]}}}
-    reading = read(raw, ReadOptions(api_versions=frozenset({"resource.k8s.io/v1beta1"})))
+    reading = read(raw, ReadOptions(api_versions=RuntimeConfig.parse(["resource.k8s.io/v1beta1"])))
     assert reading.errors == ['unknown field "spec.devices.requests[0].deviceClassNam"']
 
 
@@ -62,12 +63,13 @@ def test_device_taint_rules_need_their_version_turned_on() -> None:
         "spec": {"taint": {"key": "k", "effect": "NoSchedule"}},
     }
     (error,) = read(rule).errors
-    assert "DRADeviceTaintRules" in error and "--api-versions resource.k8s.io/v1beta2" in error
+    assert "DRADeviceTaintRules" in error
+    assert "--api-versions resource.k8s.io/v1beta2/devicetaintrules=true" in error
     assert isinstance(
-        read(rule, ReadOptions(api_versions=frozenset({rule["apiVersion"]}))).obj, DeviceTaintRule
+        read(rule, ReadOptions(api_versions=RuntimeConfig.parse([rule["apiVersion"]]))).obj, DeviceTaintRule
     )
     alpha = {**rule, "apiVersion": "resource.k8s.io/v1alpha3"}
-    converted = read(alpha, ReadOptions(api_versions=frozenset({"resource.k8s.io/v1alpha3"}))).obj
+    converted = read(alpha, ReadOptions(api_versions=RuntimeConfig.parse(["resource.k8s.io/v1alpha3"]))).obj
     assert isinstance(converted, DeviceTaintRule) and converted.api_version == "resource.k8s.io/v1beta2"
 
 

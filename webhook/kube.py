@@ -8,6 +8,9 @@ line by line from the chunked response, one event per line, as the API server wr
 
 Errors come back as :class:`KubeError` with the HTTP status; 410 Gone and 404 Not Found have their
 own classes because the caller acts on them (re-list; skip a resource the cluster does not serve).
+
+The client is imported where a connection is made: its generated models are 35 MiB, which
+``serve --state`` and the offline commands, never talking to a cluster, do not load.
 """
 
 from __future__ import annotations
@@ -17,14 +20,13 @@ import os
 from collections.abc import Iterator
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import urllib3
 import yaml
-from kubernetes import client, config
-from kubernetes.client import ApiClient
-from kubernetes.client.exceptions import ApiException
-from kubernetes.config.config_exception import ConfigException
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient, Configuration
 
 # Enough pooled connections for one long-lived watch per resource plus the lists running beside them:
 # a smaller pool makes urllib3 open and drop extra connections on every reconnect.
@@ -126,6 +128,9 @@ def connect(kubeconfig: str | None, in_cluster: bool, context: str | None = None
     Every problem is a :class:`ConnectError` of one line: no file, a file that is not one YAML
     mapping, a missing context, credentials the client cannot use.
     """
+    from kubernetes import client, config
+    from kubernetes.config.config_exception import ConfigException
+
     configuration = client.Configuration()
     if in_cluster:
         try:
@@ -135,12 +140,13 @@ def connect(kubeconfig: str | None, in_cluster: bool, context: str | None = None
     else:
         _load_kubeconfig(kubeconfig, context, configuration)
     configuration.connection_pool_maxsize = POOL_SIZE
-    return ApiClient(configuration)
+    return client.ApiClient(configuration)
 
 
-def _load_kubeconfig(
-    kubeconfig: str | None, context: str | None, configuration: client.Configuration
-) -> None:
+def _load_kubeconfig(kubeconfig: str | None, context: str | None, configuration: Configuration) -> None:
+    from kubernetes import config
+    from kubernetes.config.config_exception import ConfigException
+
     # Files $KUBECONFIG lists that do not exist are passed over, as kubectl does; a file named
     # with --kubeconfig must be there.
     paths = [p for p in kubeconfig_paths(kubeconfig) if kubeconfig or os.path.exists(p)]
@@ -244,6 +250,8 @@ class KubeReader:
         self._page_size = page_size
 
     def _get(self, path: str, query: dict[str, str], read_timeout: float) -> urllib3.BaseHTTPResponse:
+        from kubernetes.client.exceptions import ApiException
+
         params = self._api.param_serialize(
             method="GET",
             resource_path=path,

@@ -42,11 +42,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import urllib3
-from kubernetes.client import ApiClient
-from kubernetes.client.exceptions import ApiException
 
 from policies.api.quantity import Quantity, QuantityError
 from policies.quota import (
@@ -62,6 +60,9 @@ from policies.quota import (
 from policies.rules.engine import Rule
 from policies.rules.quota import QuotaRule
 from policies.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
 
 LEDGER_NAME = "draguard-quota-ledger"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "draguard"}
@@ -147,6 +148,8 @@ class ConfigMaps:
     def _call(
         self, method: str, path: str, body: dict[str, Any] | None = None, deadline: float | None = None
     ) -> tuple[int, Any]:
+        from kubernetes.client.exceptions import ApiException  # only a cluster-backed ledger calls
+
         timeouts = self._timeouts_until(deadline, f"{method} {path}")
         headers = {"Accept": "application/json"}
         if body is not None:

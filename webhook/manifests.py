@@ -18,7 +18,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO, TypeVar
 
@@ -27,10 +27,14 @@ import yaml
 from policies.api.base import TypedObject
 from policies.api.kinds import DecodeError, decode
 from policies.api.schema import DuplicateKeys
+from policies.priority import Priorities
 from policies.reading import DEFAULTS, Reading, ReadOptions, read
-from policies.validation.documents import duplicates
+from policies.validation.documents import duplicates, judge_existing
+from webhook import jsonstream
 
 SUFFIXES = (".yaml", ".yml", ".json")
+# JSON files larger than this are read piece by piece (:mod:`webhook.jsonstream`), never whole.
+STREAM_BYTES = 16 << 20
 STDIN = "-"
 STDIN_NAME = "<stdin>"
 
@@ -200,10 +204,11 @@ def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return DuplicateKeys(data, tuple(_repeated([k for k, _ in pairs])))
 
 
-def _parse(name: str, text: str) -> list[Any]:
+def _parse(name: str, text: str, keys: bool = True) -> list[Any]:
+    """The documents of a file's text; ``keys``: remember keys written twice (strict decoding)."""
     try:
         if name.endswith(".json"):
-            return [json.loads(text, object_pairs_hook=_json_object)]
+            return [json.loads(text, object_pairs_hook=_json_object if keys else None)]
         return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
     except (yaml.YAMLError, json.JSONDecodeError) as err:
         mark = getattr(err, "problem_mark", None)
@@ -222,6 +227,42 @@ def _released(values: list[Any]) -> Iterator[Any]:
         yield value
 
 
+def _streamed(file: str) -> bool:
+    """A JSON file too large to parse whole (``kubectl get pods -A -o json`` of a large cluster)."""
+    try:
+        return file.endswith(".json") and os.path.getsize(file) > STREAM_BYTES
+    except OSError:
+        return False
+
+
+def _stream(file: str, keys: bool) -> Iterator[Document | Unreadable]:
+    """A large JSON file's documents as it is read: a List's items one at a time (its top-level
+    object is taken for a List when it has an ``items`` array: only Lists do), anything else whole.
+    A syntax error ends the file with one :class:`Unreadable`, after the items before it."""
+    try:
+        with open(file, encoding="utf-8") as fh:
+            items = 0
+            members: list[tuple[str, Any]] = []  # the top-level object's, but the items
+            for key, value in jsonstream.stream(fh, object_pairs_hook=_json_object if keys else None):
+                if key == "items[]":
+                    yield Document(value, Source(file, 1, items))
+                    items += 1
+                else:
+                    members.append((key, value))
+    except (OSError, UnicodeDecodeError) as err:
+        yield Unreadable(file, f"{file}: cannot read: {err}")
+        return
+    except json.JSONDecodeError as err:
+        where = f"line {err.lineno}, column {err.colno}"
+        yield Unreadable(file, f"{file}: not valid YAML or JSON ({where}): {err.msg}")
+        return
+    rest = _json_object(members) if keys else dict(members)
+    if "" in rest:
+        yield from _expand(rest[""], Source(file, 1))
+    elif not items:
+        yield from _expand(rest, Source(file, 1))
+
+
 def _expand(raw: Any, source: Source) -> Iterator[Document]:
     # "List" and typed lists ("ResourceSliceList", as kubectl get -o yaml prints) both carry items.
     if (
@@ -236,18 +277,22 @@ def _expand(raw: Any, source: Source) -> Iterator[Document]:
 
 
 def iter_inputs(
-    paths: Sequence[str], recursive: bool = False, stdin: TextIO | None = None
+    paths: Sequence[str], recursive: bool = False, stdin: TextIO | None = None, keys: bool = True
 ) -> Iterator[Document | Unreadable]:
     """Every document under ``paths``, in order, one at a time; a path or file that gives none is
-    one :class:`Unreadable`, and the others are still read."""
+    one :class:`Unreadable`, and the others are still read. ``keys=False``: a JSON key written
+    twice is not looked for (a third faster, for input read as stored, not strictly)."""
     for path in paths:
         files = _files(path, recursive)
         if not files:
             yield Unreadable(path, f"{path}: a directory with no .yaml, .yml or .json files")
         for file in files:
             name = STDIN_NAME if file == STDIN else file
+            if _streamed(file):
+                yield from _stream(file, keys)
+                continue
             try:
-                parsed = _parse(name, _text(file, stdin or sys.stdin))
+                parsed = _parse(name, _text(file, stdin or sys.stdin), keys)
             except ManifestError as err:
                 yield Unreadable(name, str(err))
                 continue
@@ -311,18 +356,54 @@ def read_entries(
     stdin: TextIO | None = None,
 ) -> list[Entry]:
     """Every document under ``paths`` read as the API server would read it, and every path that
-    could not be read; a document naming an object an earlier one names gets the duplicate error."""
-    entries = [
+    could not be read."""
+    return [
         Entry(path=item.path, problem=item.message)
         if isinstance(item, Unreadable)
         else Entry(item.source, read(item.raw, options))
         for item in iter_inputs(paths, recursive, stdin)
     ]
+
+
+def duplicated(entries: Sequence[Entry]) -> list[tuple[Entry, Entry]]:
+    """(later, earlier) for each document naming the same object as an earlier one (kind,
+    namespace, name): ``kubectl apply`` of both applies the later one as an update of the earlier."""
     documents = [e for e in entries if e.reading is not None]
-    readings = [e.reading for e in documents if e.reading is not None]
-    for i, line in duplicates(readings, [e.where for e in documents]).items():
-        readings[i].errors.append(line)
-    return entries
+    found = duplicates([e.reading for e in documents if e.reading is not None])
+    return [(documents[later], documents[earlier]) for later, earlier in found.items()]
+
+
+def latest(entries: Sequence[Entry]) -> tuple[list[Entry], list[str]]:
+    """The entries describing one cluster: a document naming the same object as a later one is
+    replaced by it, as ``kubectl apply`` of both leaves the later one in the cluster; with a note
+    naming both places for each, so that no answer depends silently on the order of the files."""
+    pairs = duplicated(entries)
+    replaced = {id(earlier) for _, earlier in pairs}
+    notes = [
+        f"note: {later.label} replaces the one in {earlier.where} (the later document wins, as with "
+        "kubectl apply)"
+        for later, earlier in pairs
+    ]
+    return [e for e in entries if id(e) not in replaced], notes
+
+
+def priority_classes(entries: Iterable[Entry]) -> Priorities:
+    """The PriorityClasses a cluster holds after the entries' are created in order."""
+    return Priorities.among(e.reading.obj for e in entries if e.reading is not None and e.reading.obj)
+
+
+def existing_warnings(
+    entries: Iterable[Entry], *, allow_privileged: bool = True, priorities: Priorities | None = None
+) -> list[str]:
+    """What validation says of documents describing objects a cluster already holds
+    (:func:`policies.validation.documents.judge_existing`; ``priorities``: the cluster's
+    PriorityClasses), as ``warning: where: kind name: ...`` lines."""
+    return [
+        f"warning: {entry.label}: {line}"
+        for entry in entries
+        if entry.reading is not None
+        for line in judge_existing(entry.reading, allow_privileged=allow_privileged, priorities=priorities)
+    ]
 
 
 def problems(entries: Iterable[Entry]) -> list[str]:
@@ -346,14 +427,26 @@ def skipped_kinds(entries: Iterable[Entry]) -> dict[str, str]:
     return found
 
 
-def load(paths: Sequence[str], options: ReadOptions = DEFAULTS, recursive: bool = True) -> list[Loaded]:
+def load(
+    paths: Sequence[str],
+    options: ReadOptions = DEFAULTS,
+    recursive: bool = True,
+    say: Callable[[str], None] | None = None,
+) -> list[Loaded]:
     """The objects of a cluster state (``serve --state``, a test suite's state): read as the
-    commands read them, workloads' templates left out (they are not pods of the cluster); any
-    problem is a :class:`ManifestError` listing them all."""
-    entries = read_entries(paths, options, recursive)
+    commands read them, the later of two documents naming the same object winning, workloads'
+    templates left out (they are not pods of the cluster); a problem reading them is a
+    :class:`ManifestError` listing them all. ``say`` is told the notes about replaced documents and
+    what validation says of the objects (warnings: the cluster holds them already)."""
+    entries, notes = latest(read_entries(paths, options, recursive))
     found = problems(entries)
     if found:
         raise ManifestError("\n".join(found))
+    if say is not None:
+        privileged, priorities = options.allow_privileged, priority_classes(entries)
+        warnings = existing_warnings(entries, allow_privileged=privileged, priorities=priorities)
+        for line in [*notes, *warnings]:
+            say(line)
     return [
         Loaded(e.reading.obj, e.source)
         for e in entries

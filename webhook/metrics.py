@@ -45,6 +45,7 @@ def object_counts(snapshot: Snapshot) -> dict[str, int]:
         "Namespace": len(snapshot.namespaces),
         "ResourceQuota": len(snapshot.quotas),
         "DeviceTaintRule": len(snapshot.taint_rules),
+        "PriorityClass": len(snapshot.priority_classes),
     }
 
 

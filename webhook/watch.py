@@ -13,8 +13,10 @@ This is client-go's reflector, reduced to what draguard needs (upstream
   timeouts, 5xx, 403) is retried after an exponential backoff with jitter, capped;
 * an optional resource the cluster does not serve (404 on the list) is skipped.
 
-Objects are trimmed of what no rule reads and can be large (``metadata.managedFields``, a node's
-image list and conditions) before they are decoded with :func:`policies.api.kinds.decode`.
+The reflector keeps no objects of its own: it hands each one to its :class:`Sink` (the cluster
+state's store), which decodes and keeps it. A re-list hands over only the objects whose
+``resourceVersion`` changed (the sink has the others already), then tells the sink which keys it
+saw, so that a 410 costs what changed meanwhile, not a second copy of the cluster.
 """
 
 from __future__ import annotations
@@ -25,10 +27,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from policies.api.base import TypedObject
-from policies.api.kinds import DecodeError, decode
 from policies.snapshot import Key
 from webhook.kube import ApiResource, Gone, KubeError, KubeReader, NotServed, WatchStream, status_error
 
@@ -60,16 +60,20 @@ class Backoff:
         self._next = 0.0
 
 
-def _trim(resource: ApiResource, raw: dict[str, Any]) -> dict[str, Any]:
-    """The object with ``apiVersion``/``kind`` set and the bulky fields nothing reads removed."""
-    obj = {**raw, "apiVersion": resource.api_version, "kind": resource.kind}
-    metadata = obj.get("metadata")
-    if isinstance(metadata, dict) and "managedFields" in metadata:
-        obj["metadata"] = {k: v for k, v in metadata.items() if k != "managedFields"}
-    status = obj.get("status")
-    if resource.kind == "Node" and isinstance(status, dict):
-        obj["status"] = {k: v for k, v in status.items() if k in ("allocatable", "capacity")}
-    return obj
+class Sink(Protocol):
+    """Where a reflector's objects go (:class:`webhook.state.ClusterState`)."""
+
+    def version(self, kind: str, key: Key) -> str | None:
+        """The resourceVersion of the object held for ``key``, None when none is."""
+
+    def apply(self, kind: str, key: Key, raw: dict[str, Any] | None) -> None:
+        """The object as it is now (None: deleted)."""
+
+    def retain(self, kind: str, keys: Iterable[Key]) -> None:
+        """A list is complete: objects of ``kind`` not in ``keys`` are gone."""
+
+    def skipped(self) -> None:
+        """The resource is not served; nothing will come."""
 
 
 def _key(raw: dict[str, Any]) -> Key:
@@ -82,18 +86,13 @@ def _version(raw: dict[str, Any]) -> str:
 
 
 class Reflector:
-    """One resource's objects (by namespace and name), kept current by a thread running :meth:`run`.
-
-    ``keep`` says which decoded objects to hold at all (pods that reference claims, for instance);
-    ``on_change`` is called after every change, from the reflector's thread.
-    """
+    """One resource kept current in a :class:`Sink` by a thread running :meth:`run`."""
 
     def __init__(
         self,
         reader: KubeReader,
         resource: ApiResource,
-        on_change: Callable[[], None],
-        keep: Callable[[TypedObject], bool] = lambda _: True,
+        sink: Sink,
         backoff: Backoff | None = None,
         read_timeout: float = READ_TIMEOUT,
         watch_timeout: tuple[int, int] = WATCH_TIMEOUT,
@@ -101,14 +100,11 @@ class Reflector:
     ) -> None:
         self.resource = resource
         self._reader = reader
-        self._on_change = on_change
-        self._keep = keep
+        self._sink = sink
         self._backoff = backoff or Backoff()
         self._read_timeout = read_timeout
         self._watch_timeout = watch_timeout
         self._clock = clock
-        self._items: dict[Key, TypedObject] = {}
-        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._stream: WatchStream | None = None
         self.resource_version = ""
@@ -116,10 +112,6 @@ class Reflector:
         self.skipped = False
         self.connected = False
         self.last_contact: float | None = None
-
-    def objects(self) -> list[TypedObject]:
-        with self._lock:
-            return list(self._items.values())
 
     def fresh_as_of(self) -> float | None:
         """When this resource was last known to be current: now while a watch is open, else the
@@ -147,7 +139,7 @@ class Reflector:
                 if self.resource.optional and not self.listed:
                     log.info("the cluster does not serve %s (%s); not watching it", self.resource, err)
                     self.skipped = True
-                    self._on_change()
+                    self._sink.skipped()
                     return
                 self._failed(err)
             except Gone as err:
@@ -173,39 +165,42 @@ class Reflector:
     def _contact(self) -> None:
         self.last_contact = self._clock()
 
-    def _decode(self, raw: Any) -> TypedObject | None:
+    def _raw(self, raw: Any) -> dict[str, Any] | None:
+        """An item with ``apiVersion``/``kind`` set (list items carry none); None, logged, for an
+        item that is not a JSON object."""
         if not isinstance(raw, dict):
             log.warning("%s: an item is not a JSON object; ignored", self.resource)
             return None
-        try:
-            return decode(_trim(self.resource, raw))
-        except DecodeError as err:
-            namespace, name = _key(raw)
-            where = f"{namespace}/{name}" if namespace else name
-            kind = self.resource.kind
-            log.warning("%s %s cannot be decoded, left out of the snapshot: %s", kind, where, err)
-            return None
+        return {**raw, "apiVersion": self.resource.api_version, "kind": self.resource.kind}
 
     def _list(self) -> None:
-        items: dict[Key, TypedObject] = {}
+        """List page by page; each item handed to the sink as it is read, unless the sink holds it
+        at the same resourceVersion already (a re-list after a 410 or a dropped watch)."""
+        kind = self.resource.kind
+        seen: set[Key] = set()
+        changed = 0
         version = ""
         for page, page_version in self._reader.list_pages(self.resource):
-            self._add(items, page)
+            items: list[Any] = page
+            for i in range(len(items)):
+                raw, items[i] = self._raw(items[i]), None  # the page lets go of each item in turn
+                if raw is None:
+                    continue
+                key = _key(raw)
+                seen.add(key)
+                held = self._sink.version(kind, key)
+                if not held or held != _version(raw):
+                    self._sink.apply(kind, key, raw)
+                    changed += 1
             version = page_version
             if self._stop.is_set():
                 return
-        with self._lock:
-            self._items = items
+        self._sink.retain(kind, seen)
         self.resource_version = version
+        if self.listed:  # what a re-list cost: the objects that changed while the watch was down
+            log.info("%s listed again: %d objects, %d new or changed", self.resource, len(seen), changed)
         self.listed = True
         self._contact()
-        self._on_change()
-
-    def _add(self, items: dict[Key, TypedObject], raws: Iterable[Any]) -> None:
-        for raw in raws:
-            obj = self._decode(raw)
-            if obj is not None and self._keep(obj):
-                items[(obj.namespace, obj.name)] = obj
 
     def _watch(self) -> None:
         timeout = random.randint(*self._watch_timeout)
@@ -238,12 +233,7 @@ class Reflector:
             return
         if kind not in ("ADDED", "MODIFIED", "DELETED"):
             raise KubeError(0, f"unknown watch event type {kind!r}")
-        key = _key(raw)
-        obj = self._decode(raw) if kind != "DELETED" else None
-        with self._lock:
-            if obj is not None and self._keep(obj):
-                self._items[key] = obj
-            else:
-                self._items.pop(key, None)
+        raw = self._raw(raw)
+        if raw is not None:
+            self._sink.apply(self.resource.kind, _key(raw), None if kind == "DELETED" else raw)
         self.resource_version = version or self.resource_version
-        self._on_change()

@@ -16,6 +16,11 @@ from policies.api.quantity import Quantity
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 
+# core/v1 PreemptionPolicy values (a pod's, and a PriorityClass's).
+PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
+PREEMPT_NEVER = "Never"
+PREEMPTION_POLICIES = (PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER)
+
 
 # --- Pod ---------------------------------------------------------------------------------------------
 
@@ -123,6 +128,7 @@ class PodSpec(ApiModel):
     tolerations: list[Toleration] | None = None
     topology_spread_constraints: list[TopologySpreadConstraint] | None = None
     host_network: bool | None = None
+    priority_class_name: str | None = None
     priority: int | None = None
     preemption_policy: str | None = None
     scheduling_gates: list[dict[str, Any]] | None = None

@@ -1,7 +1,8 @@
 """Defaulting exactly as the API server applies it before validation and storage.
 
 Upstream: ``pkg/apis/resource/v1/defaults.go`` plus the ``+default`` markers in
-``staging/src/k8s.io/api/resource/v1/types.go``; for pods, the parts of ``pkg/apis/core/v1/defaults.go``
+``staging/src/k8s.io/api/resource/v1/types.go``; ``pkg/apis/scheduling/v1/defaults.go`` for a
+PriorityClass's preemption policy; for pods, the parts of ``pkg/apis/core/v1/defaults.go``
 the scheduler's filters read (requests from limits, port protocols, host-network ports). The
 allocator does *not* default (it trusts stored objects), so offline input must pass through here
 first: a claim written with ``count: 0`` is stored with ``count: 1``, and its validation error, if
@@ -16,8 +17,9 @@ from typing import TypeVar
 
 from policies.api import resource as r
 from policies.api.base import TypedObject
-from policies.api.core import Container, Pod, PodSpec
+from policies.api.core import PREEMPT_LOWER_PRIORITY, Container, Pod, PodSpec
 from policies.api.quantity import Quantity
+from policies.api.scheduling import PriorityClass
 
 T = TypeVar("T", r.ExactDeviceRequest, r.DeviceSubRequest)
 ObjT = TypeVar("ObjT", bound=TypedObject)
@@ -143,4 +145,6 @@ def apply_defaults(obj: ObjT, now: datetime) -> ObjT:
     if isinstance(obj, r.DeviceTaintRule):
         rule_spec = obj.spec.model_copy(update={"taint": _taint(obj.spec.taint, now)})
         return obj.model_copy(update={"spec": rule_spec})
+    if isinstance(obj, PriorityClass) and obj.preemption_policy is None:
+        return obj.model_copy(update={"preemption_policy": PREEMPT_LOWER_PRIORITY})
     return obj

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from policies.api import core, resource
+from policies.api import core, resource, scheduling
 from policies.api.base import TypedObject
 
 # DeviceTaintRule is v1beta2 in 1.36 and v1 in 1.37: accept both.
@@ -27,6 +27,7 @@ KINDS: dict[tuple[str, str], type[TypedObject]] = {
     ("v1", "Node"): core.Node,
     ("v1", "Namespace"): core.Namespace,
     ("v1", "ResourceQuota"): core.ResourceQuota,
+    (scheduling.API_VERSION, "PriorityClass"): scheduling.PriorityClass,
 }
 
 T = TypeVar("T", bound=TypedObject)

@@ -67,6 +67,11 @@ def group_of(api_version: str) -> str:
     return api_version.rpartition("/")[0]
 
 
+def known_versions() -> list[str]:
+    """Every group/version 1.36 knows, served by default or not."""
+    return list(_table()["served"])
+
+
 def served_kinds(api_version: str) -> dict[str, bool] | None:
     """Kind -> namespaced for a group/version 1.36 knows (served by default or not), else None."""
     kinds: dict[str, bool] | None = _table()["served"].get(api_version)

@@ -91,7 +91,9 @@ class SelectorCache:
             try:
                 found = program.matches(binding)
             except Exception as exc:
-                found = exc
+                # Without its traceback: the frames would hold the exception in a cycle, kept
+                # (frozen by serve) long after the cache lets go of it.
+                found = exc.with_traceback(None)
             if binding.results_chars > RESULTS_CHARS:
                 binding.results.clear()
                 binding.results_chars = 0

@@ -29,12 +29,14 @@ from policies.api.kinds import DEFAULT_NAMESPACE, DecodeError, decode, validatio
 from policies.api.resource import ResourceClaim, ResourceClaimTemplate
 from policies.dryrun.answer import PodAnswer
 from policies.dryrun.run import SYNTHETIC_POD, DryRun, Prepared, Question, to_answer, with_uid
+from policies.priority import Priorities, PriorityRefused
 from policies.scheduler.claims import ClaimNotFoundError
 from policies.scheduler.profile import Pace
 from policies.snapshot import Snapshot
 from policies.validation import render, validate
 
 T = TypeVar("T", bound=TypedObject)
+REFUSED = "the API server would refuse these objects"
 
 
 class RequestError(ValueError):
@@ -230,13 +232,21 @@ def _with_objects(snapshot: Snapshot, question: HttpQuestion) -> Snapshot:
     if not question.claims and not question.templates:
         return snapshot
     return replace(
-        snapshot,
-        claims=MappingProxyType({**snapshot.claims, **{(c.namespace, c.name): c for c in question.claims}}),
-        all_claims=(*snapshot.all_claims, *question.claims),
+        snapshot.with_claims_and_pods(question.claims, []),
         templates=MappingProxyType(
             {**snapshot.templates, **{(t.namespace, t.name): t for t in question.templates}}
         ),
     )
+
+
+def _admitted(question: HttpQuestion, snapshot: Snapshot) -> HttpQuestion:
+    """The question with its pod's priority resolved from the cluster's PriorityClasses, as the
+    API server's Priority admission plugin resolves it before the pod is validated."""
+    try:
+        pod = Priorities.of(snapshot.priority_classes.values()).admit(question.pod)
+    except PriorityRefused as err:
+        raise UnanswerableError(f"{REFUSED}: pod: {err}", [f"pod: {err}"]) from None
+    return replace(question, pod=pod)
 
 
 def _validated(question: HttpQuestion, snapshot: Snapshot) -> None:
@@ -250,7 +260,7 @@ def _validated(question: HttpQuestion, snapshot: Snapshot) -> None:
         f"{where}: {line}" for where, obj in named for line in render(validate(obj, namespace_labels=labels))
     ]
     if problems:
-        raise UnanswerableError(f"the API server would refuse these objects: {problems[0]}", problems)
+        raise UnanswerableError(f"{REFUSED}: {problems[0]}", problems)
 
 
 def _known_nodes(question: HttpQuestion, snapshot: Snapshot) -> None:
@@ -269,6 +279,7 @@ def answer_request(
     UnanswerableError for objects the API server would refuse, names the cluster already has,
     unknown nodes and missing claims or templates."""
     snapshot = prepared.snapshot
+    question = _admitted(question, snapshot)
     _validated(question, snapshot)
     extended = _with_objects(snapshot, question)
     _known_nodes(question, snapshot)

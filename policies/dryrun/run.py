@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from types import MappingProxyType
 
 from policies.allocator import AllocatedState, Allocator, SearchBudget
 from policies.allocator.results import allocation_result_json
@@ -443,21 +442,7 @@ def _deallocated(snapshot: Snapshot, claim: ResourceClaim) -> Snapshot:
     if (claim.namespace or "default", claim.name) not in snapshot.claims:
         return snapshot
     cleared = claim.model_copy(update={"status": ResourceClaimStatus()})
-    return _with_claims(snapshot, [cleared], {})
-
-
-def _with_claims(
-    snapshot: Snapshot, claims: Sequence[ResourceClaim], pods: dict[tuple[str, str], Pod]
-) -> Snapshot:
-    by_key = {(c.namespace or "default", c.name): c for c in claims}
-    kept = [by_key.pop((c.namespace or "default", c.name), c) for c in snapshot.all_claims]
-    all_claims = (*kept, *by_key.values())
-    return replace(
-        snapshot,
-        claims=MappingProxyType({(c.namespace or "default", c.name): c for c in all_claims}),
-        all_claims=tuple(all_claims),
-        pods=MappingProxyType({**snapshot.pods, **pods}),
-    )
+    return snapshot.with_claims_and_pods([cleared], [])
 
 
 def place(outcome: Outcome, node: str) -> Snapshot:
@@ -490,4 +475,4 @@ def place(outcome: Outcome, node: str) -> Snapshot:
             ),
         }
     )
-    return _with_claims(outcome.snapshot, claims, {(pod.namespace or "default", pod.name): bound})
+    return outcome.snapshot.with_claims_and_pods(claims, [bound])

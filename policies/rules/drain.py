@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from policies.allocator.nodes import NodeSelectorError, selector_matches
 from policies.api.base import NodeSelector, ObjectMeta
-from policies.api.core import Node, Pod
+from policies.api.core import Node
 from policies.api.resource import ResourceClaim, ResourceClaimConsumerReference
 from policies.rules.common import a_few
 from policies.rules.engine import Context, Finding, Request, RuleUnavailable
@@ -47,7 +47,7 @@ def claims_on_node(snapshot: Snapshot, node: Node) -> Iterator[ResourceClaim]:
     """Allocated claims the node's drivers have (or will have) prepared: the allocation's node
     selector matches the node, a device comes from the node's slices, or a consumer pod runs there."""
     local = node_devices(snapshot, node.name)
-    pods_here = {p.metadata.uid for p in snapshot.pods.values() if p.spec.node_name == node.name}
+    pods_here = {p.uid for p in snapshot.pods.values() if p.node_name == node.name}
     for claim in snapshot.allocated_claims():
         assert claim.status is not None and claim.status.allocation is not None
         allocation = claim.status.allocation
@@ -70,9 +70,9 @@ def _selects(selector: NodeSelector | None, node: Node) -> bool:
         return False
 
 
-def is_driver_pod(pod: Pod, match_labels: Mapping[str, str]) -> bool:
-    """Whether ``pod`` is a DRA driver pod by the configured ``driverPodSelector.matchLabels``."""
-    labels = pod.metadata.labels or {}
+def is_driver_pod(labels: Mapping[str, str], match_labels: Mapping[str, str]) -> bool:
+    """Whether a pod with ``labels`` is a DRA driver pod by the configured
+    ``driverPodSelector.matchLabels``."""
     return all(labels.get(key) == value for key, value in match_labels.items())
 
 
@@ -100,15 +100,15 @@ class DrainRule:
         if not ctx.snapshot_fresh:
             raise RuleUnavailable("the cluster snapshot is stale: the claims on the pod's node are unknown")
         pod = ctx.snapshot.pods.get((request.namespace, request.name))
-        if pod is None or not pod.spec.node_name or not is_driver_pod(pod, selector.match_labels):
+        if pod is None or not pod.node_name or not is_driver_pod(pod.labels, selector.match_labels):
             return []
         # A node missing from the snapshot still has its name (matchFields selectors, slices, pods).
-        name = pod.spec.node_name
+        name = pod.node_name
         node = ctx.snapshot.nodes.get(name) or Node(metadata=ObjectMeta(name=name))
         held = [
             claim.key
             for claim in claims_on_node(ctx.snapshot, node)
-            if any(r.uid != pod.metadata.uid for r in consumers(claim))
+            if any(r.uid != pod.uid for r in consumers(claim))
         ]
         if not held:
             return []

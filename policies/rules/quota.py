@@ -33,7 +33,6 @@ from policies.footprint import (
     FootprintError,
     add_lists,
     difference,
-    yields_node_resources,
 )
 from policies.quota import (
     STANDARD,
@@ -141,7 +140,7 @@ class QuotaRule:
         alone) or no node fits."""
         if not any(_node_key(k) for q in quotas for k in hard_of(q)):
             return {}, ""
-        if not any(yields_node_resources(d) for d in snapshot.devices.values()):
+        if not snapshot.devices.yield_node_resources:
             return {}, ""  # every footprint would be zero: spare the dry run
         with self._dry_runs:  # a Prepared is not for several threads at once
             prepared = self._prepare(snapshot)

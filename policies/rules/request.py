@@ -35,6 +35,7 @@ RESOURCES: Mapping[str, str] = {
     "Node": "nodes",
     "Namespace": "namespaces",
     "ResourceQuota": "resourcequotas",
+    "PriorityClass": "priorityclasses",
 }
 
 

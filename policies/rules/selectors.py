@@ -18,11 +18,13 @@ environment stay updatable and unrelated updates do not repeat old warnings.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property, partial
 
 from policies.api.base import TypedObject
 from policies.api.resource import (
+    Device,
     DeviceClaim,
     DeviceClass,
     DeviceSelector,
@@ -39,9 +41,10 @@ from policies.cel import (
     SelectorCache,
 )
 from policies.config import SelectorsConfig
+from policies.footprint import DeviceKey
 from policies.rules.common import LISTED, a_few, object_key
 from policies.rules.engine import Context, Finding, Request, RuleUnavailable
-from policies.snapshot import Snapshot
+from policies.snapshot import Devices, Snapshot
 from policies.validation.cel import NEW_EXPRESSIONS
 
 STORED_EXPRESSIONS = Environment(kind="stored")
@@ -107,14 +110,62 @@ def _expressions(obj: TypedObject | None) -> frozenset[str]:
 # --- the devices of the cluster ----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Inventory:
-    """The devices of the current pool generations, and the attribute/capacity names published
-    per domain (``{"gpu.example.com": {"model", ...}}``), for the misspelling check."""
+PoolKey = tuple[str, str]
+Signature = tuple[str, tuple[str, ...], tuple[str, ...]]
+"""What a target's evaluation depends on besides the devices: its class's name and selectors, and
+its own selectors (those that compile, in order)."""
+# How many signatures a pool remembers outcomes for: the claims of a cluster come from a few
+# templates; past this many, a pool forgets them all and they are evaluated again.
+POOL_OUTCOMES = 64
 
+
+@dataclass(frozen=True)
+class PoolOutcome:
+    """What a target's selectors did to one pool's devices, in a form that adds up over pools:
+    how many devices the class admits (all of them for a class's own selectors), how many of
+    those each selector matches and fails on (which, why), how many match them all together."""
+
+    candidates: int
+    matched: tuple[int, ...]
+    errors: tuple[tuple[tuple[str, str], ...], ...]
+    together: int
+
+
+@dataclass(frozen=True, eq=False)
+class PoolDevices:
+    """One pool's devices of its newest generation, bound for CEL, and the attribute and capacity
+    names they publish; one object as long as the snapshot's map of the pool's devices (``source``)
+    is the same object, so that what was worked out for it (``outcomes``, by signature) holds."""
+
+    source: Mapping[DeviceKey, Device]
     devices: tuple[DeviceBinding, ...]
-    drivers: frozenset[str]
     names: Mapping[str, Mapping[str, frozenset[str]]]
+    outcomes: dict[Signature, PoolOutcome] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, eq=False)
+class Inventory:
+    """The cluster's pools of devices, and the attribute/capacity names published per domain
+    (``{"attribute": {"gpu.example.com": {"model", ...}}}``), for the misspelling check.
+
+    ``replaced`` holds, for the pools that differ from the inventory before this one (``base``),
+    what that one had (None: a new pool): a target's outcome over the previous inventory is
+    brought up to date from them alone."""
+
+    pools: Mapping[PoolKey, PoolDevices]
+    drivers: frozenset[str]
+    total: int
+    base: int = 0  # id() of the inventory before, which a cached outcome holds on to
+    replaced: Mapping[PoolKey, PoolDevices | None] = field(default_factory=dict)
+
+    @cached_property
+    def names(self) -> Mapping[str, Mapping[str, frozenset[str]]]:
+        return _merged_names(self.pools.values())
+
+    def publishes(self, kind: str, domain: str, ident: str) -> bool:
+        """Whether some device publishes the name: the first pool that does answers, where
+        :attr:`names` would merge every pool's first (a misspelling alone needs them all)."""
+        return any(ident in pool.names[kind].get(domain, ()) for pool in self.pools.values())
 
 
 def current_slices(slices: Iterable[ResourceSlice]) -> list[ResourceSlice]:
@@ -127,7 +178,7 @@ def current_slices(slices: Iterable[ResourceSlice]) -> list[ResourceSlice]:
     return [s for s in slices if s.spec.pool.generation == newest[(s.spec.driver, s.spec.pool.name)]]
 
 
-def _published(devices: Sequence[DeviceBinding]) -> dict[str, dict[str, frozenset[str]]]:
+def _published(devices: Iterable[DeviceBinding]) -> dict[str, dict[str, frozenset[str]]]:
     names: dict[str, dict[str, set[str]]] = {"attribute": {}, "capacity": {}}
     for device in devices:
         for kind, maps in (("attribute", device.attributes), ("capacity", device.capacity)):
@@ -136,15 +187,24 @@ def _published(devices: Sequence[DeviceBinding]) -> dict[str, dict[str, frozense
     return {kind: {d: frozenset(ids) for d, ids in by_domain.items()} for kind, by_domain in names.items()}
 
 
+def _merged_names(pools: Iterable[PoolDevices]) -> dict[str, dict[str, frozenset[str]]]:
+    names: dict[str, dict[str, set[str]]] = {"attribute": {}, "capacity": {}}
+    for pool in pools:
+        for kind, by_domain in pool.names.items():
+            for domain, ids in by_domain.items():
+                names[kind].setdefault(domain, set()).update(ids)
+    return {kind: {d: frozenset(ids) for d, ids in by_domain.items()} for kind, by_domain in names.items()}
+
+
 # --- evaluation ----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What one selector did to a set of devices."""
+    """What one selector did to a set of devices: how many it matched, where it failed."""
 
     total: int
-    matched: tuple[DeviceBinding, ...]
+    matched: int
     errors: tuple[tuple[str, str], ...]
 
 
@@ -164,7 +224,8 @@ class SelectorsRule:
 
     def __init__(self) -> None:
         self._cache = SelectorCache(STORED_EXPRESSIONS)
-        self._inventory: tuple[Snapshot, Inventory] | None = None
+        self._inventory: tuple[Devices, Inventory] | None = None
+        self._totals: dict[Signature, tuple[Inventory, PoolOutcome]] = {}
 
     def applies(self, request: Request, ctx: Context) -> bool:
         return (
@@ -198,17 +259,69 @@ class SelectorsRule:
         ]
 
     def _inventory_of(self, snapshot: Snapshot) -> Inventory:
-        """The snapshot's devices, bound once per snapshot (and once per slice generation overall)."""
-        if self._inventory is not None and self._inventory[0] is snapshot:
+        """The snapshot's devices by pool, once per device index (the live state's snapshots share
+        theirs until a slice changes); a pool whose map of devices is the same object as before
+        (the index shares the unchanged pools' maps) is the same :class:`PoolDevices`, with what
+        was worked out for it."""
+        devices = snapshot.devices
+        if self._inventory is not None and self._inventory[0] is devices:
             return self._inventory[1]
-        devices = tuple(
-            self._cache.bind(s.spec.driver, s.spec.pool.name, device, s.metadata.generation)
-            for s in current_slices(snapshot.slices)
-            for device in s.spec.devices or ()
-        )
-        inventory = Inventory(devices, frozenset(d.driver for d in devices), _published(devices))
-        self._inventory = (snapshot, inventory)
+        before = self._inventory[1] if self._inventory is not None else None
+        if before is not None and self._inventory is not None and devices.base is self._inventory[0]:
+            inventory = self._changed(before, devices)
+        else:
+            inventory = self._rebuilt(before, devices)
+        self._inventory = (devices, inventory)
         return inventory
+
+    def _changed(self, before: Inventory, devices: Devices) -> Inventory:
+        """``before`` with the pools ``devices`` says changed bound again (or gone), in the index's
+        order: a pool updated in place keeps its place, one new or removed and published again
+        goes last (``appended``), so findings list devices as a fresh rule lists them."""
+        pools = dict(before.pools)
+        replaced: dict[PoolKey, PoolDevices | None] = {}
+        total = before.total
+        for key in devices.changed:
+            group = devices.group(key)
+            old = pools.get(key)
+            if group and old is not None and old.source is group:
+                continue
+            if group:
+                pools[key] = found = self._bound(key, group)  # in its place, or last when new
+                total += len(found.devices)
+            else:
+                pools.pop(key, None)
+            total -= len(old.devices) if old is not None else 0
+            replaced[key] = old
+        for key in devices.appended:
+            if key in pools:
+                pools[key] = pools.pop(key)
+        added_or_gone = any(old is None or key not in pools for key, old in replaced.items())
+        drivers = frozenset(driver for driver, _ in pools) if added_or_gone else before.drivers
+        return Inventory(pools, drivers, total, id(before), replaced)
+
+    def _rebuilt(self, before: Inventory | None, devices: Devices) -> Inventory:
+        """Every pool of ``devices``, those whose map is the same object as in ``before`` kept."""
+        old = before.pools if before is not None else {}
+        pools: dict[PoolKey, PoolDevices] = {}
+        replaced: dict[PoolKey, PoolDevices | None] = {}
+        for key, group in devices.group_items():
+            found = old.get(key)
+            if found is None or found.source is not group:
+                replaced[key] = found
+                found = self._bound(key, group)
+            pools[key] = found
+        replaced.update((key, gone) for key, gone in old.items() if key not in pools)
+        drivers = frozenset(driver for driver, _ in pools)
+        total = sum(len(p.devices) for p in pools.values())
+        return Inventory(pools, drivers, total, id(before) if before else 0, replaced)
+
+    def _bound(self, pool: PoolKey, group: Mapping[DeviceKey, Device]) -> PoolDevices:
+        driver, name = pool
+        # The binding is kept while the Device is the same object (models are immutable: a
+        # changed slice brings new ones).
+        devices = tuple(self._cache.bind(driver, name, device) for device in group.values())
+        return PoolDevices(group, devices, _published(devices))
 
     def _check_target(
         self,
@@ -222,59 +335,115 @@ class SelectorsRule:
         new = [s for s in target.selectors if s.expression not in stored]
         programs = _programs(target.selectors, ctx)
         findings: list[Finding] = []
-        if settings.warn_unknown_attributes and inventory.devices:
+        if settings.warn_unknown_attributes and inventory.total:
             for selector in (s for s in new if s in programs):
                 findings += _unknown_names(where, selector, programs[selector], inventory)
         scope = self._scope(where, target, inventory, ctx, settings)
         if isinstance(scope, list):
             return findings + scope
-        candidates, scope_name = scope
-        outcomes = {s: self._outcome(p, candidates, ctx) for s, p in programs.items()}
+        class_programs, scope_name = scope
+        totals = self._evaluate(inventory, target.class_name, class_programs, programs, ctx)
+        if not totals.candidates and target.class_name:
+            if settings.warn_no_match:
+                none = f"selects none of the {inventory.total} devices in the cluster"
+                findings.append(_warn(where, f"{_class_field(target)} {none}"))
+            return findings
+        selectors = list(programs)
         for selector in new:
-            if selector in outcomes:
-                findings += _outcome_findings(where, selector, outcomes[selector], scope_name, settings)
-        if (
-            settings.warn_no_match
-            and len(programs) > 1
-            and all(o.matched for o in outcomes.values())
-            and not any(self._all_match(programs, d) for d in candidates)
-        ):
-            findings.append(_warn(where, f"{target.path}.selectors match none of the {len(candidates)} "
+            if selector in programs:
+                i = selectors.index(selector)
+                outcome = Outcome(totals.candidates, totals.matched[i], totals.errors[i])
+                findings += _outcome_findings(where, selector, outcome, scope_name, settings)
+        if settings.warn_no_match and len(programs) > 1 and all(totals.matched) and not totals.together:
+            findings.append(_warn(where, f"{target.path}.selectors match none of the {totals.candidates} "
                                   f"{scope_name} together, although each of them matches some"))
         return findings
 
     def _scope(
         self, where: str, target: Target, inventory: Inventory, ctx: Context, settings: SelectorsConfig
-    ) -> tuple[tuple[DeviceBinding, ...], str] | list[Finding]:
-        """The devices a target's selectors choose from, and how to name them; or, when there are
-        none to choose from (unknown class, or a class that selects nothing), the warnings to give."""
+    ) -> tuple[dict[Selector, Program], str] | list[Finding]:
+        """The programs of the class a target's selectors choose within (none for a class's own
+        selectors) and how to name its devices; or, for an unknown class, the warning to give."""
         if not target.class_name:
-            return inventory.devices, "devices in the cluster"
+            return {}, "devices in the cluster"
         device_class = ctx.snapshot.classes.get(target.class_name)
-        field = f'{target.path}.deviceClassName: DeviceClass "{target.class_name}"'
         if device_class is None:
-            missing = f"{field} does not exist (yet); the request cannot be allocated until it does"
-            return [_warn(where, missing)]
+            missing = "does not exist (yet); the request cannot be allocated until it does"
+            return [_warn(where, f"{_class_field(target)} {missing}")]
         programs = _programs(_selectors("spec", device_class.spec.selectors), ctx)
-        candidates = tuple(d for d in inventory.devices if self._all_match(programs, d))
-        if not candidates:
-            if not settings.warn_no_match:
-                return []
-            total = len(inventory.devices)
-            return [_warn(where, f"{field} selects none of the {total} devices in the cluster")]
-        return candidates, f'devices of DeviceClass "{target.class_name}"'
+        return programs, f'devices of DeviceClass "{target.class_name}"'
 
-    def _outcome(self, program: Program, devices: Sequence[DeviceBinding], ctx: Context) -> Outcome:
-        _go_on(ctx)
-        matched: list[DeviceBinding] = []
-        errors: list[tuple[str, str]] = []
-        for device in devices:
-            try:
-                if self._cache.matches(program, device):
-                    matched.append(device)
-            except EvalError as err:
-                errors.append((device.device_id, err.message))
-        return Outcome(len(devices), tuple(matched), tuple(errors))
+    def _evaluate(
+        self,
+        inventory: Inventory,
+        class_name: str,
+        class_programs: Mapping[Selector, Program],
+        programs: Mapping[Selector, Program],
+        ctx: Context,
+    ) -> PoolOutcome:
+        """The target's outcome over every pool, each pool's worked out once per signature (a
+        claim made from the same template as an earlier one costs a lookup per pool)."""
+        signature: Signature = (
+            class_name,
+            tuple(s.expression for s in class_programs),
+            tuple(s.expression for s in programs),
+        )
+        found = self._totals.get(signature)
+        if found is not None and found[0] is inventory:
+            return found[1]
+        evaluate = partial(
+            self._outcome_of, signature=signature, classes=class_programs, programs=programs, ctx=ctx
+        )
+        total = None
+        if found is not None and id(found[0]) == inventory.base:
+            total = _updated(found[1], inventory, signature, evaluate)
+        if total is None:
+            total = _summed(inventory, len(programs), evaluate)
+        if len(self._totals) >= POOL_OUTCOMES:
+            self._totals.clear()
+        self._totals[signature] = (inventory, total)
+        return total
+
+    def _outcome_of(
+        self,
+        pool: PoolDevices,
+        signature: Signature,
+        classes: Mapping[Selector, Program],
+        programs: Mapping[Selector, Program],
+        ctx: Context,
+    ) -> PoolOutcome:
+        """The pool's outcome for the signature, worked out the first time it is asked for."""
+        outcome = pool.outcomes.get(signature)
+        if outcome is None:
+            _go_on(ctx)
+            outcome = self._pool_outcome(pool, classes, programs)
+            if len(pool.outcomes) >= POOL_OUTCOMES:
+                pool.outcomes.clear()
+            pool.outcomes[signature] = outcome
+        return outcome
+
+    def _pool_outcome(
+        self,
+        pool: PoolDevices,
+        class_programs: Mapping[Selector, Program],
+        programs: Mapping[Selector, Program],
+    ) -> PoolOutcome:
+        candidates = [d for d in pool.devices if self._all_match(class_programs, d)]
+        matched = [0] * len(programs)
+        errors: list[list[tuple[str, str]]] = [[] for _ in programs]
+        together = 0
+        for device in candidates:
+            every = True
+            for i, program in enumerate(programs.values()):
+                try:
+                    hit = self._cache.matches(program, device)
+                except EvalError as err:
+                    errors[i].append((device.device_id, err.message))
+                    hit = False
+                matched[i] += hit
+                every = every and hit
+            together += every
+        return PoolOutcome(len(candidates), tuple(matched), tuple(map(tuple, errors)), together)
 
     def _all_match(self, programs: Mapping[Selector, Program], device: DeviceBinding) -> bool:
         """The allocator's verdict for a device: every selector true; an error counts as no."""
@@ -282,6 +451,55 @@ class SelectorsRule:
             return all(self._cache.matches(p, device) for p in programs.values())
         except EvalError:
             return False
+
+
+def _summed(inventory: Inventory, count: int, evaluate: Callable[[PoolDevices], PoolOutcome]) -> PoolOutcome:
+    """A target's outcome over every pool of the inventory, in pool order."""
+    candidates = together = 0
+    matched = [0] * count
+    errors: list[list[tuple[str, str]]] = [[] for _ in range(count)]
+    for pool in inventory.pools.values():
+        outcome = evaluate(pool)
+        if not outcome.candidates:
+            continue
+        candidates += outcome.candidates
+        together += outcome.together
+        for i, found in enumerate(outcome.matched):
+            matched[i] += found
+        for i, failed in enumerate(outcome.errors):
+            errors[i] += failed
+    return PoolOutcome(candidates, tuple(matched), tuple(map(tuple, errors)), together)
+
+
+def _updated(
+    total: PoolOutcome,
+    inventory: Inventory,
+    signature: Signature,
+    evaluate: Callable[[PoolDevices], PoolOutcome],
+) -> PoolOutcome | None:
+    """``total``, a target's outcome over the inventory before this one, brought up to date from the
+    pools that changed; None when that cannot be done by counting (a changed pool's outcome is no
+    longer known, or it has errors, whose place in the list is its pool's)."""
+    for key, old in inventory.replaced.items():
+        pool = inventory.pools.get(key)
+        before = old.outcomes.get(signature) if old is not None else None
+        after = evaluate(pool) if pool is not None else None
+        unknown = old is not None and before is None
+        if unknown or any(o is not None and any(o.errors) for o in (before, after)):
+            return None
+        for part, sign in ((before, -1), (after, 1)):
+            if part is not None and part.candidates:
+                total = PoolOutcome(
+                    total.candidates + sign * part.candidates,
+                    tuple(m + sign * n for m, n in zip(total.matched, part.matched, strict=True)),
+                    total.errors,
+                    total.together + sign * part.together,
+                )
+    return total
+
+
+def _class_field(target: Target) -> str:
+    return f'{target.path}.deviceClassName: DeviceClass "{target.class_name}"'
 
 
 def _warn(where: str, message: str) -> Finding:
@@ -345,9 +563,9 @@ def _failures(errors: Sequence[tuple[str, str]]) -> str:
 def _unknown_names(where: str, selector: Selector, program: Program, inventory: Inventory) -> list[Finding]:
     findings = []
     for kind, domain, ident in program.names_read():
-        published = inventory.names[kind]
-        if ident in published.get(domain, ()):
+        if inventory.publishes(kind, domain, ident):
             continue
+        published = inventory.names[kind]
         if domain in published:
             guess = _closest(ident, published[domain])
             suggestion = f"{domain}/{guess}" if guess else None

@@ -41,6 +41,7 @@ from policies.config import SharingPolicyRule
 from policies.footprint import DeviceKey, declares_mapping, referencing_containers
 from policies.rules.common import a_few, object_key
 from policies.rules.engine import Context, Finding, Request, RuleUnavailable
+from policies.scheduler.podinfo import claim_names
 from policies.snapshot import Snapshot
 
 ATTRIBUTE = "draguard.io/sharingPolicy"
@@ -142,26 +143,18 @@ def _restriction(policy: DevicePolicy) -> str:
     )
 
 
-def _pod_claim_names(pod: Pod, claim: str) -> list[str]:
-    """The pod's own names (``spec.resourceClaims[].name``) for the claim object named ``claim``."""
-    statuses = (pod.status.resource_claim_statuses or []) if pod.status is not None else []
-    generated = {s.name: s.resource_claim_name for s in statuses}
-    return [
-        ref.name
-        for ref in pod.spec.resource_claims or ()
-        if (ref.resource_claim_name or generated.get(ref.name)) == claim
-    ]
-
-
-def _containers_problem(pod: Pod, claim: ResourceClaim, policy: DevicePolicy) -> str | None:
-    """For ``None``: more than one container of the pod names the claim."""
+def _containers_problem(
+    who: str, shape: Pod, claims: Sequence[tuple[str, str]], claim: ResourceClaim, policy: DevicePolicy
+) -> str | None:
+    """For ``None``: more than one container of the pod ``who`` (its spec in ``shape``, its
+    ``(pod claim name, claim name)`` pairs in ``claims``) names the claim."""
     if policy.policy != "None":
         return None
-    names = [c for ref in _pod_claim_names(pod, claim.name) for c in referencing_containers(pod, ref)]
+    names = [c for own, name in claims if name == claim.name for c in referencing_containers(shape, own)]
     if len(names) < 2:
         return None
     return (
-        f"containers {a_few(sorted(set(names)))} of pod {object_key(pod)} all reference claim {claim.key}, "
+        f"containers {a_few(sorted(set(names)))} of pod {who} all reference claim {claim.key}, "
         f"but {_restriction(policy)}; give each container its own claim"
     )
 
@@ -224,7 +217,7 @@ def _pod_problems(
                 f"pod {object_key(pod)} cannot use claim {claim.key}: it is already reserved by "
                 f"{a_few(others)}, and {_restriction(policy)}; {OWN_CLAIM}"
             )
-        problem = _containers_problem(pod, claim, policy)
+        problem = _containers_problem(object_key(pod), pod, claim_names(pod), claim, policy)
         if problem:
             problems.append(problem)
     return problems
@@ -255,7 +248,7 @@ def _reservation_problems(
     problems = []
     for ref in added:
         pod = snapshot.pods.get((claim.namespace, ref.name)) if ref.resource == "pods" else None
-        problem = _containers_problem(pod, claim, policy) if pod is not None else None
+        problem = _containers_problem(pod.key, pod.shape, pod.claims, claim, policy) if pod else None
         if problem:
             problems.append(problem)
     return problems

@@ -11,12 +11,13 @@ run), a :class:`Status` (the pod is unschedulable before any node is looked at),
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import TYPE_CHECKING
 
 from policies.allocator import Explanation
 from policies.api.core import Pod
+from policies.scheduler.podinfo import PodInfo
 
 if TYPE_CHECKING:
     from policies.scheduler.cluster import Cluster, NodeInfo
@@ -85,6 +86,13 @@ class Cycle:
     pod: Pod
     cluster: Cluster
     gates: FeatureGates
+    # The pod read as the cluster's pods are (labels, affinity, requests): once per attempt, and
+    # carried into the what-if cycles of preemption (dataclasses.replace keeps it).
+    info: PodInfo = field(default=None, repr=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.info is None:
+            object.__setattr__(self, "info", PodInfo.of(self.pod))
 
 
 PreFilterOutcome = Prepared | Status | None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from policies.api.core import Node, Pod
+from policies.api.core import Pod
 from policies.scheduler.cluster import NodeInfo
 from policies.scheduler.framework import MAX_NODE_SCORE, Cycle
 
@@ -26,16 +26,11 @@ def normalized(image: str) -> str:
     return image if image.rfind(":") > image.rfind("/") else f"{image}:latest"
 
 
-def _sizes(node: Node) -> dict[str, int]:
-    images = node.status.images if node.status is not None else None
-    return {name: image.size_bytes or 0 for image in images or () for name in image.names or ()}
-
-
 def _holders(nodes: Sequence[NodeInfo], wanted: set[str]) -> Mapping[str, int]:
     """How many nodes hold each wanted image (upstream ImageStateSummary.NumNodes)."""
     counts = dict.fromkeys(wanted, 0)
     for info in nodes:
-        for name in wanted & _sizes(info.node).keys():
+        for name in wanted & info.image_sizes.keys():
             counts[name] += 1
     return counts
 
@@ -51,7 +46,7 @@ def score(cycle: Cycle, fitting: Sequence[NodeInfo]) -> dict[str, int]:
     ceiling = MAX_CONTAINER_THRESHOLD * len(containers)
     scores = {}
     for info in fitting:
-        sizes = _sizes(info.node)
+        sizes = info.image_sizes
         found = sum(int(sizes[i] * (holders[i] / total)) for i in images if i in sizes)
         clamped = min(max(found, MIN_THRESHOLD), ceiling)
         scores[info.name] = MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // (ceiling - MIN_THRESHOLD)

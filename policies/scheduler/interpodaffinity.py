@@ -16,12 +16,11 @@ anti-affinity terms match the pod. A node is refused when:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
-from policies.api.core import Pod, PodAffinityTerm
+from policies.scheduler.affinityterms import NO_TERMS, PodTerms, Term
 from policies.scheduler.cluster import Cluster, NodeInfo
 from policies.scheduler.framework import MAX_NODE_SCORE, Cycle, Prepared, Status, unschedulable
-from policies.scheduler.labels import Selector, label_keys, selector
+from policies.scheduler.podinfo import PodInfo
 
 NAME = "InterPodAffinity"
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"
@@ -34,52 +33,16 @@ ANTI_AFFINITY_REFUSED = unschedulable(NAME, REASON_ANTI_AFFINITY)
 EXISTING_REFUSED = unschedulable(NAME, REASON_EXISTING_ANTI_AFFINITY)
 
 
-@dataclass(frozen=True)
-class Term:
-    """upstream AffinityTerm."""
-
-    namespaces: frozenset[str]
-    namespace_selector: Selector
-    selector: Selector
-    topology_key: str
-
-    @classmethod
-    def of(cls, pod: Pod, raw: PodAffinityTerm) -> Term:
-        labels = pod.metadata.labels or {}
-        chosen = selector(raw.label_selector).plus(
-            [
-                *label_keys(labels, raw.match_label_keys, "In"),
-                *label_keys(labels, raw.mismatch_label_keys, "NotIn"),
-            ]
-        )
-        names = raw.namespaces or ([pod.namespace] if raw.namespace_selector is None else [])
-        return cls(frozenset(names), selector(raw.namespace_selector), chosen, raw.topology_key)
-
-    def matches(self, pod: Pod, namespace_labels: Mapping[str, str]) -> bool:
-        if pod.namespace in self.namespaces or self.namespace_selector.matches(namespace_labels):
-            return self.selector.matches(pod.metadata.labels or {})
-        return False
-
-    def merged(self, cluster: Cluster) -> Term:
-        """The namespaces the namespace selector matches, listed (upstream
-        mergeAffinityTermNamespacesIfNotEmpty, done for the incoming pod's own terms)."""
-        if not self.namespace_selector.requirements:
-            return self  # nothing to list: selects no namespace, or every one
-        listed = {
-            ns
-            for ns in cluster.snapshot.namespaces
-            if self.namespace_selector.matches(cluster.namespace_labels(ns))
-        }
-        return Term(self.namespaces | listed, Selector(None), self.selector, self.topology_key)
+def _merged(term: Term, cluster: Cluster) -> Term:
+    return term.merged(cluster.snapshot.namespaces, cluster.namespace_labels)
 
 
-def required_terms(pod: Pod, anti: bool) -> list[Term]:
-    affinity = pod.spec.affinity
-    section = (
-        (affinity.pod_anti_affinity if anti else affinity.pod_affinity) if affinity is not None else None
-    )
-    raw = (section.required_during_scheduling_ignored_during_execution or []) if section is not None else []
-    return [Term.of(pod, t) for t in raw]
+def _matches(term: Term, pod: PodInfo, namespace_labels: Mapping[str, str]) -> bool:
+    return term.matches(pod.namespace, pod.labels, namespace_labels)
+
+
+def _terms(pod: PodInfo) -> PodTerms:
+    return pod.terms if pod.terms is not None else NO_TERMS
 
 
 def _add(counts: dict[TopologyPair, int], node: NodeInfo, key: str) -> None:
@@ -90,13 +53,13 @@ def _add(counts: dict[TopologyPair, int], node: NodeInfo, key: str) -> None:
 
 def _existing_anti_affinity(cycle: Cycle) -> dict[TopologyPair, int]:
     """Topology pairs where a bound pod's anti-affinity term matches the incoming pod."""
-    pod = cycle.pod
+    pod = cycle.info
     namespace_labels = cycle.cluster.namespace_labels(pod.namespace)
     counts: dict[TopologyPair, int] = {}
     for node in cycle.cluster.with_required_anti_affinity:
         for existing in node.pods_with_required_anti_affinity:
-            for term in required_terms(existing, anti=True):
-                if term.matches(pod, namespace_labels):
+            for term in _terms(existing).required_anti_affinity:
+                if _matches(term, pod, namespace_labels):
                     _add(counts, node, term.topology_key)
     return counts
 
@@ -110,24 +73,24 @@ def _incoming(cycle: Cycle, affinity: list[Term], anti: list[Term]) -> tuple[dic
     for node in cycle.cluster.nodes:
         for existing in node.pods:
             # The incoming pod's terms have their namespace selectors merged into the names.
-            if affinity and all(t.matches(existing, {}) for t in affinity):
+            if affinity and all(_matches(t, existing, {}) for t in affinity):
                 for t in affinity:
                     _add(with_affinity, node, t.topology_key)
             for t in anti:
-                if t.matches(existing, {}):
+                if _matches(t, existing, {}):
                     _add(with_anti, node, t.topology_key)
     return with_affinity, with_anti
 
 
 def pre_filter(cycle: Cycle) -> Prepared | None:
-    pod = cycle.pod
-    affinity = [t.merged(cycle.cluster) for t in required_terms(pod, anti=False)]
-    anti = [t.merged(cycle.cluster) for t in required_terms(pod, anti=True)]
+    pod = cycle.info
+    affinity = [_merged(t, cycle.cluster) for t in _terms(pod).required_affinity]
+    anti = [_merged(t, cycle.cluster) for t in _terms(pod).required_anti_affinity]
     existing = _existing_anti_affinity(cycle)
     if not existing and not affinity and not anti:
         return None
     with_affinity, with_anti = _incoming(cycle, affinity, anti)
-    first_of_group = not with_affinity and bool(affinity) and all(t.matches(pod, {}) for t in affinity)
+    first_of_group = not with_affinity and bool(affinity) and all(_matches(t, pod, {}) for t in affinity)
 
     def satisfies_affinity(node: NodeInfo) -> bool:
         found = True
@@ -160,24 +123,15 @@ def pre_filter(cycle: Cycle) -> Prepared | None:
 HARD_POD_AFFINITY_WEIGHT = 1  # InterPodAffinityArgs.hardPodAffinityWeight, default profile
 
 
-def preferred_terms(pod: Pod, anti: bool) -> list[tuple[int, Term]]:
-    affinity = pod.spec.affinity
-    section = (
-        (affinity.pod_anti_affinity if anti else affinity.pod_affinity) if affinity is not None else None
-    )
-    raw = (section.preferred_during_scheduling_ignored_during_execution or []) if section is not None else []
-    return [(t.weight, Term.of(pod, t.pod_affinity_term)) for t in raw]
-
-
 def score(cycle: Cycle, fitting: Sequence[NodeInfo]) -> dict[str, int]:
     """upstream PreScore, Score and NormalizeScore: per topology pair, the weights of the incoming
     pod's preferred terms that bound pods match (anti-affinity negative), of the bound pods'
     required affinity terms (weight 1) and preferred terms that the incoming pod matches; a node
     sums the pairs of its labels, and the sums are scaled to 0..100 between their minimum and
     maximum. Every node 0 when nothing matched (the plugin skips)."""
-    pod = cycle.pod
-    wanted = [(w, t.merged(cycle.cluster)) for w, t in preferred_terms(pod, anti=False)]
-    unwanted = [(w, t.merged(cycle.cluster)) for w, t in preferred_terms(pod, anti=True)]
+    pod = cycle.info
+    wanted = [(w, _merged(t, cycle.cluster)) for w, t in _terms(pod).preferred_affinity]
+    unwanted = [(w, _merged(t, cycle.cluster)) for w, t in _terms(pod).preferred_anti_affinity]
     everything = bool(wanted or unwanted)
     own_namespace = cycle.cluster.namespace_labels(pod.namespace)
     pairs: dict[TopologyPair, int] = {}
@@ -192,15 +146,16 @@ def score(cycle: Cycle, fitting: Sequence[NodeInfo]) -> dict[str, int]:
             continue
         for existing in node.pods if everything else node.pods_with_affinity:
             for weight, term in wanted:
-                add(term, weight, term.matches(existing, {}), node)
+                add(term, weight, _matches(term, existing, {}), node)
             for weight, term in unwanted:
-                add(term, -weight, term.matches(existing, {}), node)
-            for term in required_terms(existing, anti=False):
-                add(term, HARD_POD_AFFINITY_WEIGHT, term.matches(pod, own_namespace), node)
-            for weight, term in preferred_terms(existing, anti=False):
-                add(term, weight, term.matches(pod, own_namespace), node)
-            for weight, term in preferred_terms(existing, anti=True):
-                add(term, -weight, term.matches(pod, own_namespace), node)
+                add(term, -weight, _matches(term, existing, {}), node)
+            terms = _terms(existing)
+            for term in terms.required_affinity:
+                add(term, HARD_POD_AFFINITY_WEIGHT, _matches(term, pod, own_namespace), node)
+            for weight, term in terms.preferred_affinity:
+                add(term, weight, _matches(term, pod, own_namespace), node)
+            for weight, term in terms.preferred_anti_affinity:
+                add(term, -weight, _matches(term, pod, own_namespace), node)
     if not pairs:
         return dict.fromkeys((n.name for n in fitting), 0)
     raw = {n.name: sum(pairs.get(pair, 0) for pair in n.labels.items()) for n in fitting}

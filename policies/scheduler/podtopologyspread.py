@@ -80,11 +80,7 @@ def _count(node: NodeInfo, chosen: Selector, namespace: str) -> int:
     if not node.pods:
         return 0
     return sum(
-        1
-        for p in node.pods
-        if not p.metadata.deletion_timestamp
-        and p.namespace == namespace
-        and chosen.matches(p.metadata.labels or {})
+        1 for p in node.pods if not p.deleting and p.namespace == namespace and chosen.matches(p.labels)
     )
 
 

@@ -29,20 +29,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from policies.api.core import Pod
+from policies.api.core import PREEMPT_NEVER, Pod
 from policies.scheduler.cluster import NodeInfo
 from policies.scheduler.framework import Code, Cycle, Status
+from policies.scheduler.podinfo import PodInfo
 from policies.scheduler.profile import Attempt, Refilter, histogram
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NEVER = "not eligible due to preemptionPolicy=Never."
 TERMINATING = "not eligible due to a terminating pod on the nominated node."
-PREEMPTED_BY_SCHEDULER = "PreemptionByScheduler"
 
 
 def priority(pod: Pod) -> int:
-    """upstream corev1helpers.PodPriority."""
+    """upstream corev1helpers.PodPriority: the pod's priority as admission resolved it
+    (:mod:`policies.priority`; every entry point resolves pods before scheduling them)."""
     return pod.spec.priority or 0
 
 
@@ -53,35 +54,25 @@ class Preemption:
 
     message: str | None = None
     nominated: str | None = None
-    victims: tuple[Pod, ...] = ()
+    victims: tuple[PodInfo, ...] = ()
 
 
 @dataclass(frozen=True)
 class Candidate:
     node: str
-    victims: tuple[Pod, ...]
+    victims: tuple[PodInfo, ...]
 
     def rank(self) -> tuple[int, int, int]:
         """pickOneNodeForPreemption's criteria after the PDB one, smallest best: the highest victim
         priority, the sum of the victims' priorities, their number."""
-        priorities = [priority(p) for p in self.victims]
+        priorities = [p.priority for p in self.victims]
         return max(priorities), sum(p + 2**31 for p in priorities), len(priorities)
-
-
-def _terminating_by_preemption(pod: Pod) -> bool:
-    """upstream podTerminatingByPreemption."""
-    if not pod.metadata.deletion_timestamp or pod.status is None:
-        return False
-    for condition in pod.status.conditions or ():
-        if condition.type == "DisruptionTarget":
-            return condition.status == "True" and condition.reason == PREEMPTED_BY_SCHEDULER
-    return False
 
 
 def _ineligible(cycle: Cycle, statuses: dict[str, Status]) -> str | None:
     """upstream PodEligibleToPreemptOthers: why the pod may not preempt, or None."""
     pod = cycle.pod
-    if pod.spec.preemption_policy == "Never":
+    if pod.spec.preemption_policy == PREEMPT_NEVER:
         return NEVER
     nominated = pod.status.nominated_node_name if pod.status is not None else None
     if not nominated:
@@ -91,16 +82,17 @@ def _ineligible(cycle: Cycle, statuses: dict[str, Status]) -> str | None:
         return None
     node = cycle.cluster.by_name.get(nominated)
     pods = node.pods if node is not None else ()
-    if any(priority(p) < priority(pod) and _terminating_by_preemption(p) for p in pods):
+    # upstream podTerminatingByPreemption: being deleted, with the scheduler's DisruptionTarget.
+    if any(p.priority < priority(pod) and p.deleting and p.preempted for p in pods):
         return TERMINATING
     return None
 
 
-def _victims(refilter: Refilter, node: NodeInfo, pod: Pod) -> tuple[Pod, ...] | Status:
+def _victims(refilter: Refilter, node: NodeInfo, pod: Pod) -> tuple[PodInfo, ...] | Status:
     """upstream SelectVictimsOnNode without PDBs: the lower-priority pods the pod needs gone, or
     why the node does not help. The node changes as upstream's NodeInfo does, pod by pod (its host
     ports are a set: removing a pod frees its ports even where another pod holds them too)."""
-    lower = [p for p in node.pods if priority(p) < priority(pod)]
+    lower = [p for p in node.pods if p.priority < priority(pod)]
     if not lower:
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NO_VICTIMS,))
     current = node.without_pods(lower)
@@ -109,7 +101,7 @@ def _victims(refilter: Refilter, node: NodeInfo, pod: Pod) -> tuple[Pod, ...] | 
         return refused
     victims = []
     # Most important first: higher priority, then earlier start (no start time: now).
-    for candidate in sorted(lower, key=lambda p: (-priority(p), _start(p))):
+    for candidate in sorted(lower, key=lambda p: (-p.priority, _start(p))):
         current = current.with_pod(candidate)
         if refilter.status(current) is not None:
             current = current.without_pods([candidate])
@@ -117,9 +109,8 @@ def _victims(refilter: Refilter, node: NodeInfo, pod: Pod) -> tuple[Pod, ...] | 
     return tuple(victims)
 
 
-def _start(pod: Pod) -> str:
-    start = pod.status.start_time if pod.status is not None else None
-    return start or "9999"  # RFC 3339 times sort as strings; none counts as now, the latest
+def _start(pod: PodInfo) -> str:
+    return pod.start_time or "9999"  # RFC 3339 times sort as strings; none counts as now, the latest
 
 
 def preempt(cycle: Cycle, attempt: Attempt) -> Preemption:

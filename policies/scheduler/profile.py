@@ -32,7 +32,7 @@ from policies.scheduler import (
     podtopologyspread,
     tainttoleration,
 )
-from policies.scheduler.cluster import NodeInfo, has_required_anti_affinity
+from policies.scheduler.cluster import NodeInfo
 from policies.scheduler.dynamicresources import DynamicResources
 from policies.scheduler.framework import MAX_NODE_SCORE, Code, Cycle, PreFilterOutcome, Prepared, Status
 
@@ -211,7 +211,7 @@ class Refilter:
         # Removing pods never gives a PreFilter that skipped something to count; a nominated pod
         # with required anti-affinity may give InterPodAffinity one.
         self.recounted = {name for name in POD_COUNTING if name in self.prepared}
-        if any(has_required_anti_affinity(p) for pods in self.nominated.values() for p in pods):
+        if any(p.has_required_anti_affinity for pods in self.nominated.values() for p in pods):
             self.recounted.add(interpodaffinity.NAME)
 
     def status(self, node: NodeInfo, changed: bool = True) -> Status | None:
@@ -226,7 +226,7 @@ class Refilter:
     def _status(self, node: NodeInfo, changed: bool) -> Status | None:
         recounted = self.recounted if changed else set()
         cycle = (
-            Cycle(self.cycle.pod, self.cycle.cluster.with_node(node), self.cycle.gates) if recounted else None
+            replace(self.cycle, cluster=self.cycle.cluster.with_node(node)) if recounted else None
         )
         for name in self.order:
             recount = cycle is not None and name in recounted

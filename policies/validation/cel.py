@@ -22,6 +22,34 @@ NEW_EXPRESSIONS = Environment(kind="new", list_type_attributes=False, consumable
 STORED_EXPRESSIONS = Environment(kind="stored", list_type_attributes=False, consumable_capacity=True)
 
 
+def stored_selector_note(kind: str, expression: str) -> str:
+    """What a selector that a create would refuse means for a ``kind`` object the cluster already
+    holds with it. kube-scheduler compiles stored selectors in the stored-expressions environment
+    (``k8s.io/apiserver/pkg/cel/environment``, ``StoredExpressions``), which declares every
+    function and field whatever the feature gates, and checks no estimated cost; the API server
+    never validates a claim's or a template's (immutable) spec again, and checks a class's
+    unchanged selector in the stored environment, cost and length included (``validation.go``
+    ``validateDeviceClassSpec``: an unchanged selector list is "stored")."""
+    try:
+        compile_expression(expression, STORED_EXPRESSIONS)
+    except CompileError:
+        return (
+            f"an existing {kind} with this selector does not work either: kube-scheduler compiles stored "
+            "selectors in the stored-expressions environment, and it does not compile there"
+        )
+    if kind == "DeviceClass" and validate_cel_expression(expression, Path(), stored=True):
+        return (
+            "an existing DeviceClass with this selector still selects devices (kube-scheduler compiles it "
+            "in the stored-expressions environment), but the API server refuses every update of the "
+            "class until the selector changes"
+        )
+    return (
+        f"an existing {kind} with this selector keeps working: kube-scheduler compiles stored selectors "
+        "in the stored-expressions environment, which has every function and field whatever the "
+        "feature gates, and the API server lets it stay while it is unchanged"
+    )
+
+
 def validate_cel_expression(expression: str, path: Path, stored: bool = False) -> ErrorList:
     if len(expression.encode()) > CEL_SELECTOR_EXPRESSION_MAX_LENGTH:
         return [too_long(path, CEL_SELECTOR_EXPRESSION_MAX_LENGTH)]

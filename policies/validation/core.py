@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from policies.api.base import Condition, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
-from policies.api.core import Container, ContainerResourceClaim, Pod, PodResourceClaim
+from policies.api.core import PREEMPTION_POLICIES, Container, ContainerResourceClaim, Pod, PodResourceClaim
 from policies.validation import gosyntax
 from policies.validation.fielderrors import (
     ErrorList,
@@ -342,3 +342,12 @@ def refuse_privileged(pod: Pod) -> ErrorList:
         for path, container in _containers(pod)
         if container.security_context is not None and container.security_context.privileged
     ]
+
+
+def validate_preemption_policy(policy: str | None, path: Path) -> ErrorList:
+    """``ValidatePreemptionPolicy``: a pod's or a PriorityClass's (None: not set)."""
+    if policy is None or policy in PREEMPTION_POLICIES:
+        return []
+    if policy == "":
+        return [required(path)]
+    return [not_supported(path, policy, PREEMPTION_POLICIES)]

@@ -104,6 +104,14 @@ def is_dns1123_subdomain(value: str) -> list[str]:
     return errs
 
 
+def is_path_segment_name(value: str) -> list[str]:
+    """``path.IsValidPathSegmentName`` (``staging/src/k8s.io/apimachinery/pkg/api/validation/path``):
+    the names of kinds whose name is only ever a URL path segment (RBAC roles, core Events)."""
+    if value in (".", ".."):
+        return [f"may not be '{value}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in value]
+
+
 def is_label_key(value: str) -> list[str]:
     """``IsLabelKey`` (a.k.a. ``IsQualifiedName``): ``[prefix/]name``."""
     errs: list[str] = []

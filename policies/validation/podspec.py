@@ -37,7 +37,11 @@ from policies.validation.containers import (
     validate_init_containers,
     validate_resource_requirements,
 )
-from policies.validation.core import validate_node_selector, validate_node_selector_term
+from policies.validation.core import (
+    validate_node_selector,
+    validate_node_selector_term,
+    validate_preemption_policy,
+)
 from policies.validation.fielderrors import (
     ErrorList,
     Path,
@@ -65,7 +69,6 @@ Json = Mapping[str, Any]
 
 _RESTART_POLICIES = ("Always", "OnFailure", "Never")
 _DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
-_PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 _FS_GROUP_CHANGE_POLICIES = ("Always", "OnRootMismatch")
 _SUPPLEMENTAL_GROUPS_POLICIES = ("Merge", "Strict")
 _SELINUX_CHANGE_POLICIES = ("MountOption", "Recursive")
@@ -175,9 +178,7 @@ def validate_pod_spec(
         )
     errs += _tolerations(spec.get("tolerations") or [], path.child("tolerations"))
     errs += _host_aliases(spec.get("hostAliases") or [], path.child("hostAliases"))
-    preemption = spec.get("preemptionPolicy")
-    if preemption is not None and preemption not in _PREEMPTION_POLICIES:
-        errs.append(not_supported(path.child("preemptionPolicy"), preemption, _PREEMPTION_POLICIES))
+    errs += validate_preemption_policy(spec.get("preemptionPolicy"), path.child("preemptionPolicy"))
     if spec.get("overhead") is not None:
         errs += validate_resource_requirements(
             {"limits": spec["overhead"]}, path.child("overhead"), container=True

@@ -102,10 +102,11 @@ def _quantity_problem(value: str | int | float) -> str | None:
     return None
 
 
-def strict_errors(raw: Any, type_name: str) -> ErrorList:
-    """Every unknown field, duplicate field and JSON type mismatch in ``raw`` read as ``type_name``."""
+def strict_errors(raw: Any, type_name: str, at: str = "") -> ErrorList:
+    """Every unknown field, duplicate field and JSON type mismatch in ``raw`` read as ``type_name``
+    (``raw`` being the field ``at`` of the document, when it is not the whole document)."""
     errs: ErrorList = []
-    _walk(raw, type_name, [], errs)
+    _walk(raw, type_name, [f".{at}"] if at else [], errs)
     return errs
 
 

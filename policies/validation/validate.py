@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 
-from policies.api import core, resource
+from policies.api import core, resource, scheduling
 from policies.api.base import TypedObject
 from policies.api.defaults import apply_defaults
 from policies.api.kinds import DEFAULT_NAMESPACE
@@ -40,6 +40,7 @@ from policies.validation.resource import (
     validate_taint_rule_spec,
     validate_taint_rule_status,
 )
+from policies.validation.scheduling import validate_priority_class, validate_priority_class_update
 from policies.validation.slices import validate_slice_spec
 from policies.validation.unknown import unknown_fields
 
@@ -178,8 +179,13 @@ def _template(obj: TypedObject, old: TypedObject | None, labels: Labels) -> Erro
     assert isinstance(obj, resource.ResourceClaimTemplate)
     assert old is None or isinstance(old, resource.ResourceClaimTemplate)
     if old is not None:
+        # ValidateResourceClaimTemplateUpdate (1.36): the spec is immutable, and validated again as
+        # "stored" (CEL in the stored-expressions environment, opaque parameters of any length);
+        # checked against kube-apiserver 1.36.2 by tests/kube/test_stored_objects.py.
         errs = _meta(obj, old, True, recheck_on_update=False)
-        return errs + immutable(obj.spec, old.spec, SPEC, lambda: gosyntax.template_spec(obj.spec))
+        errs += immutable(obj.spec, old.spec, SPEC, lambda: gosyntax.template_spec(obj.spec))
+        errs += validate_template_object_meta(obj.spec.metadata, SPEC.child("metadata"))
+        return errs + validate_claim_spec(obj.spec.spec, SPEC.child("spec"), stored=True)
     errs = _admin_requests(obj.spec.spec, obj.namespace or DEFAULT_NAMESPACE, labels)
     errs += _meta(obj, None, True)
     errs += validate_template_object_meta(obj.spec.metadata, SPEC.child("metadata"))
@@ -224,6 +230,13 @@ def _pod(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> ErrorLis
     return errs + validate_pod_spec(spec, SPEC, pod_name=obj.name, is_pod=True) + validate_pod_claims(obj)
 
 
+def _priority_class(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> ErrorList:
+    assert isinstance(obj, scheduling.PriorityClass)
+    assert old is None or isinstance(old, scheduling.PriorityClass)
+    errs = _meta(obj, old, False, recheck_on_update=False)
+    return errs + (validate_priority_class(obj) if old is None else validate_priority_class_update(obj, old))
+
+
 def _namespace(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> ErrorList:
     return _meta(obj, old, False, is_dns1123_label, recheck_on_update=False)
 
@@ -246,4 +259,5 @@ _VALIDATORS: dict[type[TypedObject], Validator] = {
     core.Node: _cluster_object,
     core.Namespace: _namespace,
     core.ResourceQuota: _namespaced_object,
+    scheduling.PriorityClass: _priority_class,
 }

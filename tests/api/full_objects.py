@@ -1,5 +1,6 @@
 """One object per kind with every field upstream defines set (resource.k8s.io/v1 1.36 plus the
-1.37 node-allocatable shape, core/v1 for the parts draguard models), as JSON would carry it."""
+1.37 node-allocatable shape, core/v1 for the parts draguard models, scheduling.k8s.io/v1
+PriorityClass), as JSON would carry it."""
 
 from __future__ import annotations
 
@@ -325,6 +326,7 @@ POD: dict[str, Any] = {
             }
         ],
         "hostNetwork": False,
+        "priorityClassName": "batch",
         "priority": 0,
         "preemptionPolicy": "PreemptLowerPriority",
         "schedulingGates": [{"name": "example.com/wait"}],
@@ -429,6 +431,16 @@ NAMESPACE: dict[str, Any] = {
     "metadata": {"name": "team-a", "labels": {"resource.kubernetes.io/admin-access": "true"}},
 }
 
+PRIORITY_CLASS: dict[str, Any] = {
+    "apiVersion": "scheduling.k8s.io/v1",
+    "kind": "PriorityClass",
+    "metadata": {"name": "batch"},
+    "value": 0,
+    "globalDefault": False,
+    "description": "Training jobs that yield to everything else.",
+    "preemptionPolicy": "Never",
+}
+
 RESOURCE_QUOTA: dict[str, Any] = {
     "apiVersion": "v1",
     "kind": "ResourceQuota",
@@ -493,4 +505,5 @@ DECODABLE: dict[str, dict[str, Any]] = {
     "Node": NODE,
     "Namespace": NAMESPACE,
     "ResourceQuota": RESOURCE_QUOTA,
+    "PriorityClass": PRIORITY_CLASS,
 }

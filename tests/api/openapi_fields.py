@@ -29,6 +29,7 @@ CHECKED: dict[str, tuple[str, ...]] = {
     "v1": ("Pod", "Node", "Namespace", "ResourceQuota", "ReplicationController", "PodTemplate"),
     "apps/v1": ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"),
     "batch/v1": ("Job", "CronJob"),
+    "scheduling.k8s.io/v1": ("PriorityClass",),
     "resource.k8s.io/v1": ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice"),
     "resource.k8s.io/v1beta2": (
         "DeviceClass",

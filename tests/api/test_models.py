@@ -16,7 +16,7 @@ import pytest
 from full_objects import ADMISSION_REVIEW, DECODABLE, POD, RESOURCE_CLAIM, RESOURCE_SLICE
 from pydantic import ValidationError
 
-from policies.api import admission, base, core, resource
+from policies.api import admission, base, core, resource, scheduling
 from policies.api.base import ApiModel
 from policies.api.kinds import decode
 from policies.api.quantity import Quantity
@@ -69,7 +69,7 @@ def test_every_model_field_is_exercised_by_the_fixtures() -> None:
         walk(obj, seen)
     missing = {
         f"{cls.__name__}.{field}"
-        for cls in concrete_models(resource, core, base, admission)
+        for cls in concrete_models(resource, core, base, admission, scheduling)
         for field in cls.model_fields
         if field not in seen[cls]
     }

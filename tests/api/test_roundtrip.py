@@ -129,8 +129,7 @@ BAD: list[tuple[str, Any, list[str]]] = [
         {"apiVersion": "v1", "kind": "ConfigMap"},
         [
             "kind: Unsupported value: 'ConfigMap': supported kinds: DeviceClass, DeviceTaintRule, Namespace, "
-            "Node, "
-            "Pod, ResourceClaim, ResourceClaimTemplate, ResourceQuota, ResourceSlice"
+            "Node, Pod, PriorityClass, ResourceClaim, ResourceClaimTemplate, ResourceQuota, ResourceSlice"
         ],
     ),
     ("missing kind", {"apiVersion": "v1"}, ["kind: Required value"]),

@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 from kube_recording import RecordingKube
-from kubernetes import client
 
-from certs.kube import Kube
+from certs.kube import Kube, KubeApiError
 from certs.leader import LeaseConfig, LeaseElector, format_micro_time
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -142,7 +141,7 @@ def test_the_api_server_refuses_an_unconditional_lease_update(
     assert elector(kube, kube_namespace, "pod-a").try_acquire_or_renew(T0)
     body = lease(kube, kube_namespace)
     del body["metadata"]["resourceVersion"]
-    with pytest.raises(client.ApiException) as err:
+    with pytest.raises(KubeApiError) as err:
         Kube(kube._api).replace(path(kube_namespace), body)
     assert err.value.status == 422
     assert "must be specified for an update" in err.value.body

@@ -21,6 +21,7 @@ from policies.config import Config
 from policies.rules.registry import RULES
 from webhook.commands.serve import load_config
 from webhook.server import split_rules
+from webhook.state import RESOURCES as STATE_RESOURCES
 
 Find = Callable[[list[dict[str, Any]], str, str | None], dict[str, Any]]
 BUILTIN_GROUPS = (
@@ -539,18 +540,9 @@ def test_reads_are_exactly_the_snapshot_sources(default_objects: list[dict[str, 
     read = find(default_objects, "ClusterRole", "draguard-read")
     assert {v for r in read["rules"] for v in r["verbs"]} == {"get", "list", "watch"}
     resources = {(g, res) for r in read["rules"] for g in r["apiGroups"] for res in r["resources"]}
-    dra = {
-        ("resource.k8s.io", r)
-        for r in (
-            "deviceclasses",
-            "resourceclaims",
-            "resourceclaimtemplates",
-            "resourceslices",
-            "devicetaintrules",
-        )
-    }
-    core = {("", r) for r in ("pods", "resourcequotas", "namespaces", "nodes")}
-    assert resources == dra | core
+    # What the state lists and watches (webhook/state.py), whatever the version it asks for.
+    assert resources == {(r.api_version.rpartition("/")[0], r.plural) for r in STATE_RESOURCES}
+    assert ("scheduling.k8s.io", "priorityclasses") in resources
 
 
 def test_writes_are_limited_to_named_objects_where_rbac_allows(default_objects: list[dict[str, Any]]) -> None:

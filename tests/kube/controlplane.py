@@ -33,6 +33,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +49,8 @@ CORE_BINARIES = ("etcd", "kube-apiserver")
 # The issuer and audience of the service-account tokens the API server signs.
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 START_TIMEOUT = 120.0
+# The one --runtime-config entry a 1.36 server needs to serve DeviceTaintRule (v1beta2), with its gate.
+DEVICE_TAINT_RULES = "resource.k8s.io/v1beta2/devicetaintrules=true"
 _PR_SET_PDEATHSIG = 1
 
 
@@ -145,6 +148,9 @@ class ControlPlane:
     assets: Path
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     runtime_config: Sequence[str] = ()
+    # kube-apiserver's --allow-privileged (its default, False, refuses privileged containers; kubeadm
+    # and kind set it).
+    allow_privileged: bool = False
     workdir: Path = field(init=False)
     url: str = field(init=False, default="")
     port: int = field(init=False, default=0)
@@ -203,10 +209,12 @@ class ControlPlane:
         """kube-scheduler with the default profile, running until the control plane stops. It logs
         each plugin's score of each node (``schedule_one.go`` at -v=10 only: a line per plugin and
         node, nothing else) and each Node and Pod event its informers handled (``eventhandlers.go``
-        at -v=4), flushed at once, so tests can compare scores and know what the scheduler has
-        seen (:meth:`scheduler_log`)."""
+        at -v=4) and each victim of a preemption (``executor.go`` at -v=2), flushed at once, so
+        tests can compare scores and victims and know what the scheduler has seen
+        (:meth:`scheduler_log`)."""
         if "kube-scheduler" not in self._components:
-            flags = ["--vmodule=schedule_one=10,eventhandlers=4", "--log-flush-frequency=100ms"]
+            logged = "schedule_one=10,eventhandlers=4,executor=2"
+            flags = [f"--vmodule={logged}", "--log-flush-frequency=100ms"]
             # /readyz, not /healthz: healthy comes before its event handlers have synced (0.2 s here),
             # and a node written meanwhile reaches them whole in the first list, as an Add without the
             # Update the scenes wait for (a scene timed out so in CI).
@@ -307,6 +315,21 @@ class ControlPlane:
         finally:
             connection.close()
 
+    def write_stored(self, resource: str, obj: Mapping[str, Any]) -> None:
+        """``obj`` written straight into etcd, as the API server holds an object it admitted under
+        another version or other feature gates: it reads it back as stored (JSON, which its storage
+        decodes as well as its own protobuf) and validates only what is written afterwards. ``resource``
+        is its plural (``deviceclasses``), the key ``/registry/<resource>/[<namespace>/]<name>``."""
+        meta = obj["metadata"]
+        parts = ["/registry", resource, *([meta["namespace"]] if meta.get("namespace") else []), meta["name"]]
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        body = {**obj, "metadata": {"uid": str(uuid.uuid4()), "creationTimestamp": stamp, **meta}}
+        key = base64.b64encode("/".join(parts).encode()).decode()
+        # Compact, as the API server encodes: raw JSON (a claim's opaque parameters) compares equal
+        # byte for byte with what an update sends back.
+        value = base64.b64encode(json.dumps(body, separators=(",", ":")).encode()).decode()
+        self._etcd_post("/v3/kv/put", {"key": key, "value": value})
+
     def compact_etcd(self) -> int:
         """Compact etcd's history up to now, so watches from any older resourceVersion get 410 Gone.
 
@@ -346,6 +369,8 @@ class ControlPlane:
         ]
         if self.runtime_config:
             args.append(f"--runtime-config={','.join(self.runtime_config)}")
+        if self.allow_privileged:
+            args.append("--allow-privileged=true")
         apiserver = self._spawn("kube-apiserver", args)
         context = self.ssl_context()
         self._wait(apiserver, lambda: https_get(self.port, "/readyz", context) == (200, "ok"))

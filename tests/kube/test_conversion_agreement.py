@@ -15,6 +15,7 @@ import pytest
 from controlplane import ASSETS_VAR, ControlPlane, call, missing_binaries
 
 from policies.api.defaults import apply_defaults
+from policies.api.runtimeconfig import RuntimeConfig
 from policies.reading import ReadOptions, read
 
 OLDER = ("resource.k8s.io/v1beta1", "resource.k8s.io/v1beta2")
@@ -120,7 +121,7 @@ def test_the_server_stores_what_draguard_converts(
     assert created.status == 201, created.message
     stored = call(api, "GET", _url("resource.k8s.io/v1", doc["kind"], doc["metadata"]["name"])).body
 
-    reading = read(doc, ReadOptions(api_versions=frozenset(OLDER)))
+    reading = read(doc, ReadOptions(api_versions=RuntimeConfig.parse(OLDER)))
     assert reading.errors == [] and reading.obj is not None
     ours = apply_defaults(reading.obj, datetime.now(UTC)).to_json()
     assert ours["apiVersion"] == stored["apiVersion"] == "resource.k8s.io/v1"

@@ -41,7 +41,10 @@ class Endpoint:
     ca_file: Path
 
     def post(
-        self, token: str | None = None, cert: tuple[Path, Path] | None = None
+        self,
+        token: str | None = None,
+        cert: tuple[Path, Path] | None = None,
+        question: dict[str, Any] = QUESTION,
     ) -> tuple[int, dict[str, Any]]:
         context = ssl.create_default_context(cafile=str(self.ca_file))
         if cert is not None:
@@ -51,7 +54,7 @@ class Endpoint:
             headers["Authorization"] = f"Bearer {token}"
         connection = http.client.HTTPSConnection("127.0.0.1", self.draguard.balancer.port, context=context)
         try:
-            connection.request("POST", "/v1/dryrun", json.dumps(QUESTION), headers)
+            connection.request("POST", "/v1/dryrun", json.dumps(question), headers)
             answer = connection.getresponse()
             return answer.status, json.loads(answer.read())
         finally:
@@ -140,6 +143,47 @@ def test_client_certificates_are_authorized_by_their_groups(endpoint: Endpoint) 
     assert status == 200, body
     status, body = endpoint.post(cert=plane.client_certificate("mallory", ["interns"]))
     assert status == 403 and body["error"].startswith('User "mallory" cannot post path "/v1/dryrun"'), body
+
+
+def test_a_pods_class_comes_from_the_cluster_and_a_missing_one_is_refused_in_its_words(
+    endpoint: Endpoint,
+) -> None:
+    """The live state watches PriorityClasses (the chart's role lets it): a pod written with a class
+    the cluster has is answered, one naming a class it lacks is refused as the API server refuses it."""
+    admin = endpoint.plane.client()
+    classes = "/apis/scheduling.k8s.io/v1/priorityclasses"
+    batch = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": f"{NS}-batch"},
+    }
+    assert call(admin, "POST", classes, {**batch, "value": 100}).status == 201
+    try:
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "etl", "namespace": NS},
+            "spec": {
+                "priorityClassName": f"{NS}-batch",
+                "serviceAccountName": "planner",  # the namespace's only accounts are the test's
+                "containers": [{"name": "main", "image": "etl:1"}],
+            },
+        }
+        cert = endpoint.plane.client_certificate("alice", ["planners"])
+        # The state sees the class a moment after it is created.
+        status, body = wait_for(
+            "the class in draguard's state",
+            lambda: (a := endpoint.post(cert=cert, question={"pod": pod}))[0] == 200 and a,
+        )
+        assert body["fits"], body
+        pod["spec"]["priorityClassName"] = f"{NS}-nightly"
+        refused = call(admin, "POST", f"/api/v1/namespaces/{NS}/pods", pod, {"dryRun": "All"})
+        assert refused.status == 403
+        status, body = endpoint.post(cert=cert, question={"pod": pod})
+        assert status == 422, body
+        assert body["problems"][0].startswith(f"pod: {refused.message} ("), (body, refused.message)
+    finally:
+        call(admin, "DELETE", f"{classes}/{NS}-batch")
 
 
 def token_client(plane: ControlPlane, bearer: str) -> client.ApiClient:

@@ -8,6 +8,7 @@ import pytest
 
 from policies.api.admission import GroupVersionKind, GroupVersionResource, UserInfo
 from policies.api.core import Pod
+from policies.api.kinds import KINDS
 from policies.api.resource import DeviceClass
 from policies.rules.request import RequestError, UndecodableObject, request_from
 
@@ -34,6 +35,15 @@ def test_group_of_a_resource_k8s_io_kind_and_its_plural() -> None:
     assert (request.group, request.version, request.resource) == ("resource.k8s.io", "v1", "deviceclasses")
     assert isinstance(request.obj, DeviceClass) and isinstance(request.old, DeviceClass)
     assert request.namespace == ""
+
+
+@pytest.mark.parametrize(("api_version", "kind"), sorted(KINDS))
+def test_every_kind_draguard_decodes_has_its_resource(api_version: str, kind: str) -> None:
+    """The audit asks the rules about every object it reads, so each kind needs its resource (for
+    these kinds, the lowercase plural the API server's discovery names)."""
+    obj = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "x"}}
+    plural = kind.lower() + ("es" if kind.endswith("s") else "s")
+    assert request_from("CREATE", obj, None).resource == plural
 
 
 def test_delete_reads_the_old_object() -> None:

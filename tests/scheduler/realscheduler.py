@@ -4,10 +4,18 @@ A :class:`Scene` builds one scenario's cluster on the session's control plane (N
 ``add_node``, DRA objects, pods already bound), then asks one pod at a time: the cluster is read
 back from the API server (everything the scheduler sees), the pod is created and the scheduler's
 decision awaited, and ``draguard allocate`` is run on the read-back objects and the pod as the API
-server stored it (admission's defaults included: tolerations, priority, overhead). Where the
-scheduler bound the pod, draguard must say it fits there, among its best-scored nodes, with the
-same devices; where the scheduler left it pending, draguard must say it fits nowhere with the
-PodScheduled condition's reason and message, word for word (generated claim names aside).
+server stored it (admission's defaults included: tolerations, overhead), less its priority and
+preemption policy, which draguard resolves from its PriorityClass as the API server's Priority
+plugin did (the classes are part of the cluster read back); or as it was written (``as_written``).
+Where the scheduler bound the pod, draguard must say it fits there, among its best-scored nodes,
+with the same devices; where the scheduler left it pending, draguard must say it fits nowhere
+with the PodScheduled condition's reason and message, word for word (generated claim names
+aside), and nominate a node for preemption where the scheduler does, with the same victims when
+it is the same node. Which node, where candidates tie, is the scheduler's random pick; which of
+equally important pods (same priority, no start time to tell them apart: these pods never run)
+it reprieves follows the order of its cache, which no listing shows: the victims are then not
+compared. The hand-written tests build a single best candidate without such pods and compare
+node and victims (:func:`agree_on_preemption`).
 
 Cluster-scoped names carry the test's namespace, so scenarios never see each other's devices;
 nodes left by other tests are deleted first, since every Node is a candidate for every pod, and
@@ -31,6 +39,11 @@ from controlplane import ControlPlane, call, wait_for
 from webhook import cli
 
 V1 = "resource.k8s.io/v1"
+SCHEDULING = "scheduling.k8s.io/v1"
+# What kube-scheduler 1.36 logs of each victim (pkg/scheduler/framework/preemption/executor.go).
+VICTIM_LINES = ('"Preemptor Pod preempted victim Pod"', '"Victim Pod is already being deleted')
+VICTIM = re.compile(r'victim="([^"]+)"')
+FINISHED = ("Succeeded", "Failed")
 SETTLE = 0.7  # seconds for the scheduler's informers to see the DRA objects a scenario just created
 STATE = [
     ("/api/v1/nodes", "v1", "Node"),
@@ -40,6 +53,7 @@ STATE = [
     ("/apis/resource.k8s.io/v1/resourceslices", V1, "ResourceSlice"),
     ("/apis/resource.k8s.io/v1/resourceclaims", V1, "ResourceClaim"),
     ("/apis/resource.k8s.io/v1/resourceclaimtemplates", V1, "ResourceClaimTemplate"),
+    (f"/apis/{SCHEDULING}/priorityclasses", SCHEDULING, "PriorityClass"),
 ]
 
 
@@ -53,6 +67,9 @@ class Decision:
     message: str | None = None
     devices: tuple[frozenset[str], ...] = ()
     nominated: str | None = None
+    # namespace/name of the pods the preemption evicted, sorted; None where the scheduler's cache
+    # order picks among equally important pods
+    victims: tuple[str, ...] | None = ()
     scores: dict[str, dict[str, int]] | None = None  # node -> plugin -> weighted score, as logged
 
 
@@ -119,6 +136,20 @@ class Scene:
             {"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": self.n(short)}, "spec": body},
         )
         return self.n(short)
+
+    def stored_device_class(self, short: str, expression: str) -> str:
+        """A DeviceClass the cluster holds without the API server having validated it as new (it
+        was admitted under other feature gates): written straight into etcd
+        (:meth:`ControlPlane.write_stored`), deleted at close."""
+        name = self.n(short)
+        selector = f'device.driver == "{self.driver}" && {expression}'
+        body = {"selectors": [{"cel": {"expression": selector}}]}
+        self.plane.write_stored(
+            "deviceclasses",
+            {"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": name}, "spec": body},
+        )
+        self.made.append(f"/apis/resource.k8s.io/v1/deviceclasses/{name}")
+        return name
 
     def gpus(self, node: str, count: int, **attributes: Any) -> None:
         """A one-slice pool of ``count`` GPUs on ``node`` (its full name)."""
@@ -192,6 +223,20 @@ class Scene:
         body = pod_manifest(name, labels=labels, nodeName=node, **spec)
         self.post(f"/api/v1/namespaces/{self.ns}/pods", body)
 
+    def priority_class(self, short: str, value: int, **fields: Any) -> str:
+        """A PriorityClass of this scenario, awaited until the API server's Priority admission
+        plugin knows it (its informer hears of the class a moment after the create)."""
+        name = self.n(short)
+        body = {"apiVersion": SCHEDULING, "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+        self.post(f"/apis/{SCHEDULING}/priorityclasses", {**body, **fields})
+        probe = pod_manifest(f"probe-{short}", priorityClassName=name)
+        path = f"/api/v1/namespaces/{self.ns}/pods"
+        wait_for(
+            f"{name} known to admission",
+            lambda: call(self.api, "POST", path, probe, {"dryRun": "All"}).status == 201,
+        )
+        return name
+
     def namespace(self, name: str, labels: dict[str, str]) -> str:
         """Another namespace, with the ``default`` ServiceAccount pods need; deleted at close."""
         self.post("/api/v1/namespaces", {"metadata": {"name": name, "labels": labels}})
@@ -236,24 +281,50 @@ class Scene:
         return objects
 
     def ask(
-        self, pod: dict[str, Any], *, keep: bool = False, retried: bool = False, settle: bool = True
+        self,
+        pod: dict[str, Any],
+        *,
+        keep: bool = False,
+        retried: bool = False,
+        settle: bool = True,
+        as_written: bool = False,
     ) -> tuple[Decision, dict[str, Any]]:
         """The scheduler's decision on ``pod`` and draguard's answer on the cluster as it was, with
-        the pod as the API server stored it. The objects created just before reach the scheduler's
-        informers a moment later: give them that moment (``settle``; not needed when only the
-        scheduler's own bindings changed the cluster since), or the scheduler answers for a cluster
-        draguard never saw. ``retried``: the first attempt is expected to fail and a later one to
-        bind, so wait for the binding."""
+        the pod as the API server stored it but for the priority and preemption policy the Priority
+        admission plugin gave it (``as_written``: as the manifest has it, every admission plugin's
+        additions left out, and the cluster without its system PriorityClasses). The objects
+        created just before reach the scheduler's informers a moment later: give them that moment
+        (``settle``; not needed when only the scheduler's own bindings changed the cluster since),
+        or the scheduler answers for a cluster draguard never saw. ``retried``: the first attempt
+        is expected to fail and a later one to bind, so wait for the binding."""
         if settle:
             time.sleep(SETTLE)
             self.seen()
         before = self.state()
         created = self.post(f"/api/v1/namespaces/{self.ns}/pods", pod)
         decision = self.decision(pod["metadata"]["name"], bound=retried)
-        asked = {"apiVersion": "v1", "kind": "Pod", **created}
+        # What the Priority admission plugin gave the pod is draguard's to work out from its class.
+        resolved = ("priority", "preemptionPolicy")
+        spec = {k: v for k, v in created["spec"].items() if k not in resolved}
+        asked = {"apiVersion": "v1", "kind": "Pod", **created, "spec": spec}
+        if as_written:
+            # As a person writes the cluster down: without the classes every cluster has.
+            before = [o for o in before if not (o["kind"] == "PriorityClass" and is_system(o))]
+            asked = {"apiVersion": "v1", "kind": "Pod", **pod}
+            asked["metadata"] = {**pod["metadata"], "namespace": self.ns}
         answer = self.draguard([*before, asked], pod["metadata"]["name"])
         if answer.get("nominated") and generated_names_removed(decision.message or "") != answer["message"]:
             decision = replace(decision, message=self.event(pod["metadata"]["name"], answer["message"]))
+        if decision.nominated:
+            # Victims on another node than draguard's (a tie the scheduler broke at random) are not
+            # compared: no need to wait for draguard's.
+            same = decision.nominated == answer.get("nominated")
+            expected = answer.get("victims", []) if same else []
+            preemptor = f"{self.ns}/{pod['metadata']['name']}"
+            victims = self.evicted(preemptor, expected)
+            priority = created["spec"].get("priority", 0)
+            tied = equally_important(before, decision.nominated, priority)
+            decision = replace(decision, victims=None if tied else victims)
         if decision.node is None and not keep:
             call(self.api, "DELETE", f"/api/v1/namespaces/{self.ns}/pods/{pod['metadata']['name']}")
         return decision, answer
@@ -290,6 +361,29 @@ class Scene:
                 return wanted
             time.sleep(0.2)
         return messages[-1] if messages else None
+
+    def evicted(self, preemptor: str, expected: list[str], timeout: float = 10.0) -> tuple[str, ...]:
+        """The victims of the preemption for the pod ``preemptor`` (``namespace/name``), as the
+        scheduler logs them (``executor.go`` at -v=2): those it evicts, and those it counts while
+        they are being deleted already (which get no API call, and no event). It evicts them after
+        it nominates the node, asynchronously (SchedulerAsyncPreemption is on in 1.36): wait until
+        ``expected`` (draguard's victims) are all among them, or it logs the preemption finished,
+        or ``timeout``, and say what the log has by then."""
+        mark = f'preemptor="{preemptor}"'
+        finished = f'"Async Preemption finished completely" {mark}'
+
+        def found() -> tuple[set[str], bool]:
+            log = self.plane.scheduler_log()
+            lines = [line for line in log.splitlines() if mark in line]
+            named = [VICTIM.search(line) for line in lines if any(m in line for m in VICTIM_LINES)]
+            return {m.group(1) for m in named if m is not None}, finished in log
+
+        deadline = time.monotonic() + timeout
+        victims, done = found()
+        while not (done or set(expected) <= victims) and time.monotonic() < deadline:
+            time.sleep(0.1)
+            victims, done = found()
+        return tuple(sorted(victims))
 
     def events(self, pod: str) -> list[str]:
         """The messages of the pod's FailedScheduling events, oldest first."""
@@ -405,6 +499,27 @@ def request(name: str, device_class: str, count: int = 1, **exactly: Any) -> dic
     return {"name": name, "exactly": {"deviceClassName": device_class, "count": count, **exactly}}
 
 
+def equally_important(objects: list[dict[str, Any]], node: str, priority: int) -> bool:
+    """Whether two of the pods on ``node`` that a pod of ``priority`` may preempt are equally
+    important to DefaultPreemption (util.MoreImportantPod: same priority, same start time or none)."""
+    seen = set()
+    for obj in objects:
+        status = obj.get("status", {})
+        if obj["kind"] != "Pod" or obj["spec"].get("nodeName") != node or status.get("phase") in FINISHED:
+            continue
+        if obj["spec"].get("priority", 0) >= priority:
+            continue
+        importance = (obj["spec"].get("priority", 0), status.get("startTime"))
+        if importance in seen:
+            return True
+        seen.add(importance)
+    return False
+
+
+def is_system(priority_class: dict[str, Any]) -> bool:
+    return str(priority_class["metadata"]["name"]).startswith("system-")
+
+
 def generated_names_removed(message: str) -> str:
     """A message with the resourceclaim controller's random name suffixes dropped (draguard names a
     template's claim ``<pod>-<claim>``, the controller ``<pod>-<claim>-<5 random characters>``)."""
@@ -421,9 +536,12 @@ def disagreement(decision: Decision, answer: dict[str, Any]) -> str | None:
             return f"reason {decision.reason}; draguard: {answer['reason']} ({answer['message']})"
         if answer["message"] != generated_names_removed(decision.message or ""):
             return f"message\n  scheduler: {decision.message}\n  draguard:  {answer['message']}"
-        if bool(decision.nominated) != bool(answer.get("nominated")):
-            nominated = answer.get("nominated")
+        nominated = answer.get("nominated")
+        if bool(decision.nominated) != bool(nominated):
             return f"preemption: the scheduler nominated {decision.nominated}; draguard {nominated}"
+        victims = tuple(sorted(answer.get("victims", [])))
+        if decision.nominated == nominated and decision.victims not in (None, victims):
+            return f"preemption on {nominated}: the scheduler evicted {decision.victims}; draguard {victims}"
         return None
     if not answer["fits"] or decision.node not in fitting:
         refused = next((n for n in answer["nodes"] if n["node"] == decision.node), {})
@@ -458,3 +576,12 @@ def agree(decision: Decision, answer: dict[str, Any]) -> None:
     """draguard's answer says what the scheduler did."""
     found = disagreement(decision, answer)
     assert found is None, found
+
+
+def agree_on_preemption(decision: Decision, answer: dict[str, Any]) -> None:
+    """draguard's answer says what the scheduler did, the node preemption nominated and the pods it
+    evicted included (for scenarios built so that one candidate is the best)."""
+    agree(decision, answer)
+    ours = (answer.get("nominated"), tuple(sorted(answer.get("victims", []))))
+    assert decision.victims is not None, "the scenario has equally important victims to choose from"
+    assert (decision.nominated, decision.victims) == ours, f"scheduler: {decision}; draguard: {ours}"

@@ -9,12 +9,12 @@ from __future__ import annotations
 import io
 import json
 import time
-from contextlib import redirect_stdout
+from contextlib import redirect_stderr, redirect_stdout
 from typing import Any
 
 import yaml
 from controlplane import call, wait_for
-from realscheduler import Scene, agree, generated_names_removed, pod_manifest, request
+from realscheduler import Scene, agree, agree_on_preemption, generated_names_removed, pod_manifest, request
 
 from webhook import cli
 
@@ -174,6 +174,32 @@ def test_template_claims_with_selectors_resources_and_taints(scene: Scene) -> No
     assert "1 cannot allocate all claims" in answer["message"]
     decision, answer = scene.ask(pod_manifest("train-small", cpu="1", claims=claims))
     assert decision.node == a
+    agree(decision, answer)
+
+
+def test_a_class_only_the_stored_expressions_environment_compiles(scene: Scene) -> None:
+    """A class written while DRAListTypeAttributes was on uses ``includes``, which only the
+    stored-expressions environment declares with the gate off: the API server holds it, and
+    kube-scheduler compiles it there and allocates with it. draguard allocate answers the same
+    (issue 24: it refused such a cluster as invalid input)."""
+    a = scene.node("a")
+    b = scene.node("b")
+    scene.gpus(a, 2, model="a100")
+    scene.gpus(b, 2, model="h100")
+    listed = scene.stored_device_class(
+        "listed", f'device.attributes["{scene.driver}"].model.includes("a100")'
+    )
+    scene.template("two", request("g", listed, 2))
+    decision, answer = scene.ask(
+        pod_manifest("train", claims=[{"name": "g", "resourceClaimTemplateName": "two"}])
+    )
+    assert decision.node == a
+    agree(decision, answer)
+    scene.template("three", request("g", listed, 3))
+    decision, answer = scene.ask(
+        pod_manifest("more", claims=[{"name": "g", "resourceClaimTemplateName": "three"}])
+    )
+    assert decision.node is None
     agree(decision, answer)
 
 
@@ -383,3 +409,71 @@ def test_a_claim_reserved_by_as_many_consumers_as_allowed_refuses_another_pod(sc
     # 1.36 no longer refuses it in PreFilter: the filters pass, PreBind's update is refused.
     assert decision.reason == "SchedulerError"
     agree(decision, answer)
+
+
+# --- priority and preemption ------------------------------------------------------------------------
+
+
+def test_priority_classes_decide_who_preempts_whom(scene: Scene) -> None:
+    """Pods written as people write them, with ``priorityClassName`` only: draguard resolves their
+    priority and preemption policy from the classes (a ``Never`` one, a ``globalDefault`` one) as
+    the API server does, and then nominates the node and evicts the pods kube-scheduler does."""
+    lowest = scene.priority_class("lowest", -30)
+    low = scene.priority_class("low", -10)
+    mid = scene.priority_class("mid", 5)
+    high = scene.priority_class("high", 1000)
+    never = scene.priority_class("never", 1000, preemptionPolicy="Never")
+    scene.priority_class("standard", -40, globalDefault=True)
+    a, b, c = (scene.node(n, allocatable={"cpu": "2"}) for n in "abc")
+    scene.bound("a-low", a, cpu="1", priorityClassName=low)
+    scene.bound("a-mid", a, cpu="1", priorityClassName=mid)
+    scene.bound("b-mid", b, cpu="2", priorityClassName=mid)
+    scene.bound("c-lowest", c, cpu="1", priorityClassName=lowest)
+    scene.bound("c-high", c, cpu="1", priorityClassName=high)
+    # The class says Never: the scheduler does not even look for victims.
+    decision, answer = scene.ask(pod_manifest("patient", cpu="1", priorityClassName=never), as_written=True)
+    agree_on_preemption(decision, answer)
+    assert answer["message"].endswith("preemption: not eligible due to preemptionPolicy=Never.")
+    # No class: the default one's -40 is below every running pod (at priority 0 it would evict c-lowest).
+    decision, answer = scene.ask(pod_manifest("plain", cpu="1"), as_written=True)
+    agree_on_preemption(decision, answer)
+    assert "3 No preemption victims found for incoming pod" in answer["message"]
+    # a would lose a-low (a-mid is reprieved), b its mid pod, c only c-lowest: c wins.
+    decision, answer = scene.ask(pod_manifest("urgent", cpu="1", priorityClassName=high), as_written=True)
+    agree_on_preemption(decision, answer)
+    assert (answer["nominated"], answer["victims"]) == (c, [f"{scene.ns}/c-lowest"])
+
+
+def test_system_classes_resolve_without_a_document(scene: Scene) -> None:
+    """``system-cluster-critical`` is in every cluster: a pod naming it preempts even when the input
+    holds no such PriorityClass (the harness leaves the system classes out of it)."""
+    low = scene.priority_class("low", 10)
+    a, b = (scene.node(n, allocatable={"cpu": "2"}) for n in "ab")
+    scene.bound("a-1", a, cpu="1", priorityClassName=low)
+    scene.bound("a-2", a, cpu="1", priorityClassName=low)
+    scene.bound("b-1", b, cpu="2", priorityClassName=low)
+    critical = pod_manifest("critical", cpu="2", priorityClassName="system-cluster-critical")
+    decision, answer = scene.ask(critical, as_written=True)
+    agree_on_preemption(decision, answer)
+    assert answer["nominated"] == b and answer["victims"] == [f"{scene.ns}/b-1"]
+
+
+def test_a_pod_naming_a_missing_class_is_refused_in_the_server_s_words(scene: Scene) -> None:
+    scene.priority_class("high", 1000)
+    scene.node("a")
+    pod = pod_manifest("lost", cpu="1", priorityClassName=scene.n("missing"))
+    refused = call(scene.api, "POST", f"/api/v1/namespaces/{scene.ns}/pods", pod)
+    assert refused.status == 403
+    path = scene.tmp / "lost.yaml"
+    written = {**pod, "metadata": {"name": "lost", "namespace": scene.ns}}
+    path.write_text(yaml.safe_dump_all([*scene.state(), written]))
+    label = f"Pod {scene.ns}/lost: "
+    for command, exit_code in (("allocate", 2), ("validate", 1)):
+        out = io.StringIO()
+        with redirect_stdout(out), redirect_stderr(out):
+            code = cli.main([command, "-f", str(path)])
+        said = [line.split(label, 1)[1] for line in out.getvalue().splitlines() if label in line]
+        assert (code, len(said)) == (exit_code, 1), out.getvalue()
+        # The server's words, then the classes there are (draguard's hint).
+        assert said[0].startswith(f"{refused.message} (the PriorityClasses are "), (said, refused.message)
+        assert scene.n("high") in said[0]

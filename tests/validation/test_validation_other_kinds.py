@@ -155,6 +155,19 @@ def test_template(obj: dict[str, Any], expected: list[str]) -> None:
     assert lines(obj, labels={}) == expected
 
 
+def test_an_unchanged_template_is_validated_again_as_stored() -> None:
+    """ValidateResourceClaimTemplateUpdate validates the (immutable) spec again, its CEL in the
+    stored-expressions environment: a gated function stays valid, a bad enum does not (checked
+    against kube-apiserver 1.36.2 by tests/kube/test_stored_objects.py)."""
+    gated = {"cel": {"expression": 'device.attributes["dra.example.com"].model.includes("a100")'}}
+    listed = template(exact(selectors=[gated]))
+    assert lines(listed, labels={}) != [] and lines(listed, listed, labels={}) == []
+    broken = template(exact(allocationMode="Exactcount"))
+    assert [line.split(": ")[0] for line in lines(broken, broken, labels={})] == [
+        "spec.spec.devices.requests[0].exactly.allocationMode"
+    ]
+
+
 def test_template_spec_is_immutable() -> None:
     old = template(exact())
     # The internal ResourceClaimTemplateSpec with %#v: metav1.ObjectMeta in full (a zero time prints

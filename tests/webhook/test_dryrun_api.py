@@ -35,7 +35,7 @@ from certs.material import KeyPair, generate_ca, issue_client, issue_serving
 from certs.reloader import CertReloader
 from policies.api.kinds import decode
 from policies.snapshot import Snapshot
-from webhook import cli
+from webhook import cli, schemas
 from webhook import dryrun_api as api
 from webhook.dryrun_api import DryRunSettings, add_dryrun_routes
 from webhook.state import FileState
@@ -390,7 +390,8 @@ async def test_the_answer_is_the_allocate_commands_on_the_same_state(serve: Any,
     assert code == 0
     (answer,) = json.loads(out.getvalue())["pods"]
     assert {n["node"]: n for n in body["nodes"]} == {n["node"]: n for n in answer["nodes"]}
-    assert {k: v for k, v in body.items() if k not in ("nodes", "elapsedMs")} == {
+    assert (body["apiVersion"], body["kind"]) == ("draguard.io/v1alpha1", "DryRunResponse")
+    assert {k: v for k, v in body.items() if k not in ("nodes", "elapsedMs", "apiVersion", "kind")} == {
         k: v for k, v in answer.items() if k != "nodes"
     }
 
@@ -653,6 +654,33 @@ async def test_a_name_the_cluster_already_has_is_422(serve: Any) -> None:
     assert status == 422 and "already exists in the cluster" in answer["error"]
 
 
+async def test_a_pods_priority_comes_from_the_clusters_classes(serve: Any) -> None:
+    """The pod as written, with priorityClassName: resolved from the state's PriorityClasses as the
+    API server resolves it, so preemption is answered as the scheduler would answer it; a class the
+    cluster does not have is refused in the API server's words."""
+    kind = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass"}
+    classes = [{**kind, "metadata": {"name": n}, "value": v} for n, v in (("batch", 100), ("urgent", 1000))]
+    batch = {**BUSY_CPU, "spec": {**BUSY_CPU["spec"], "nodeName": "node-a", "priorityClassName": "batch"}}
+    served = await serve(snapshot=snapshot_of([node_object("node-a"), batch, *classes]))
+    container = {"name": "main", "image": "trainer:1", "resources": {"requests": {"cpu": "4"}}}
+    urgent = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "urgent", "namespace": NS},
+        "spec": {"priorityClassName": "urgent", "containers": [container]},
+    }
+    status, answer, _ = await served.post({"pod": urgent})
+    assert status == 200
+    assert (answer["nominated"], answer["victims"]) == ("node-a", ["other/busy-cpu"])
+    urgent["spec"]["priorityClassName"] = "urgnet"
+    status, answer, _ = await served.post({"pod": urgent})
+    assert status == 422
+    assert answer["problems"] == [
+        'pod: pods "urgent" is forbidden: no PriorityClass with name urgnet was found (the PriorityClasses '
+        "are batch, system-cluster-critical, system-node-critical, urgent)"
+    ]
+
+
 # --- time bounds --------------------------------------------------------------------------------------
 
 
@@ -811,6 +839,9 @@ async def test_openapi_describes_real_answers_errors_and_requests(serve: Any) ->
         }
     )
     validator(schema_for(document, "DryRunResponse")).validate(refused)
+    published = json.loads((schemas.DIRECTORY / "DryRunResponse.json").read_text())
+    for answer in (body, refused):  # the schema published in the repository says the same
+        validator(published).validate(answer)
     _, error, _ = await served.post({"claims": "x"})
     validator(schema_for(document, "Error")).validate(error)
     validator(schema_for(document, "DryRunRequest")).validate(ONE_GPU_POD)

@@ -12,7 +12,8 @@ import logging
 import os
 import platform
 import ssl
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
@@ -30,7 +31,7 @@ from webhook.commands import serve
 from webhook.commands.serve import (
     MALLOC_SETTINGS,
     UsageError,
-    _freeze_when_synced,
+    _keep_frozen,
     certificates,
     generate_pair,
     load_config,
@@ -192,25 +193,40 @@ def test_an_existing_pair_in_the_cert_dir_is_used_as_is(tmp_path: Path) -> None:
     assert (tmp_path / "tls.crt").read_bytes() == before
 
 
-async def test_the_snapshot_is_kept_out_of_garbage_collection_once_synced(
-    caplog: pytest.LogCaptureFixture,
+async def test_the_snapshot_and_what_is_made_later_are_kept_out_of_garbage_collection(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(serve, "REFREEZE_SECONDS", 0.05)
     nodes = [Node.model_validate({"metadata": {"name": f"node-{i}"}}) for i in range(2)]
     state = SimpleNamespace(synced=False, snapshot=Snapshot.build(nodes))
     gc.unfreeze()
-    freezing = asyncio.create_task(_freeze_when_synced(state))  # type: ignore[arg-type]
+    freezing = asyncio.create_task(_keep_frozen(state))  # type: ignore[arg-type]
     try:
         await asyncio.sleep(0.25)
-        assert not freezing.done() and gc.get_freeze_count() == 0
+        assert gc.get_freeze_count() == 0
         state.synced = True
         with caplog.at_level(logging.INFO):
-            await asyncio.wait_for(freezing, 5)
-        assert gc.get_freeze_count() > 0
+            await until(lambda: gc.get_freeze_count() > 0)
         # What is said is the cluster's objects, not the Python objects frozen (tens of thousands).
         assert "cluster state synced: 2 objects" in caplog.messages
+        added = ["what an update adds, alive, not frozen yet"]
+        assert tracked(added)
+        await until(lambda: not tracked(added))
     finally:
         freezing.cancel()
         gc.unfreeze()
+
+
+def tracked(obj: object) -> bool:
+    """Whether the collector's passes walk ``obj`` (frozen objects are in none of its generations)."""
+    return any(o is obj for o in gc.get_objects())
+
+
+async def until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.02)
 
 
 async def test_the_quota_ledger_is_reconciled_at_the_configured_interval_on_fresh_state_only(

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from policies.api.core import Pod
 from policies.api.kinds import decode
 from policies.config import Config
+from policies.scheduler.podinfo import PodInfo
 from webhook.manifests import ManifestError
 from webhook.state import FileState, relevance
 
@@ -61,7 +64,38 @@ def test_the_snapshot_keeps_the_pods_rules_read() -> None:
     pods = [pod("user", {}, True), pod("driver", driver, False), pod("web", {"app": "x"}, False)]
     selector = {"driverPodSelector": {"matchLabels": {"app": "gpu-driver"}}}
     drain = Config.model_validate({"rules": {"drain": selector}})
-    assert [p.name for p in pods if relevance(Config())(p)] == ["user"]
-    assert [p.name for p in pods if relevance(drain)(p)] == ["user", "driver"]
+    assert [p.name for p in pods if relevance(Config())(PodInfo.of(p))] == ["user"]
+    assert [p.name for p in pods if relevance(drain)(PodInfo.of(p))] == ["user", "driver"]
     kept = FileState.from_objects(pods, NOW, relevance(drain)).snapshot.pods
     assert sorted(name for _, name in kept) == ["driver", "user"]
+
+
+def test_pods_get_their_priority_from_the_state_classes_and_one_of_a_missing_class_is_refused(
+    tmp_path: Path,
+) -> None:
+    """The files hold pods as written: the snapshot holds them as the API server would have stored
+    them, each with its class's priority and policy (the rules and the dry run read those)."""
+
+    def pod(name: str, priority_class: str) -> dict[str, Any]:
+        claims = [{"name": "gpu", "resourceClaimName": "c"}]
+        spec = {"priorityClassName": priority_class, "resourceClaims": claims, "containers": []}
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "a"}, "spec": spec}
+
+    batch = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "batch"},
+        "value": 100,
+        "preemptionPolicy": "Never",
+    }
+    state = [batch, pod("etl", "batch"), pod("agent", "system-node-critical")]
+    (tmp_path / "objs.yaml").write_text(yaml.safe_dump_all(state))
+    snapshot = FileState.load([str(tmp_path)], NOW).snapshot
+    etl, agent = snapshot.pods[("a", "etl")].shape.spec, snapshot.pods[("a", "agent")].shape.spec
+    assert (etl.priority, etl.preemption_policy) == (100, "Never")
+    assert (agent.priority, agent.preemption_policy) == (2_000_001_000, "PreemptLowerPriority")
+    assert list(snapshot.priority_classes) == ["batch"]
+    (tmp_path / "more.yaml").write_text(yaml.safe_dump(pod("report", "nightly")))
+    refused = 'pods "report" is forbidden: no PriorityClass with name nightly was found'
+    with pytest.raises(ManifestError, match=re.escape(refused)):
+        FileState.load([str(tmp_path)], NOW)

@@ -146,7 +146,9 @@ def test_initial_list_pages_decodes_trims_and_filters(
         assert reader.pages["deviceclasses"] == -(-total // 2)  # every class, in pages of 2
         listed = snapshot.nodes[node].to_json()
         assert "managedFields" not in listed["metadata"] and listed["metadata"]["labels"]["zone"] == "a"
-        assert set(listed["status"]) == {"capacity", "allocatable"}  # no images, no conditions
+        # no conditions; the images ImageLocality scores by
+        assert set(listed["status"]) == {"capacity", "allocatable", "images"}
+        assert listed["status"]["images"] == images["status"]["images"]
         # pods with claims and pods on a node (the dry run's filters count them), not pending ones
         assert (kube_namespace, "with-claims") in snapshot.pods
         assert (kube_namespace, "bound") in snapshot.pods
@@ -174,7 +176,7 @@ def test_events_update_the_snapshot_and_a_burst_costs_one_rebuild(
         wait_for(
             lambda: state.synced and all(r.connected for r in state.reflectors if not r.skipped), timeout=30
         )
-        before = state.rebuilds
+        before = state.publishes
         old = state.snapshot
         for name in burst:
             call(api, "POST", path, device_class(name))
@@ -187,7 +189,7 @@ def test_events_update_the_snapshot_and_a_burst_costs_one_rebuild(
             timeout=30,
         )
         wait_for(lambda: f"{prefix}-gone-soon" not in state.snapshot.classes)
-        assert state.rebuilds - before < 52 / 2  # 52 events, debounced into a few rebuilds
+        assert state.publishes - before < 52 / 2  # 52 events, debounced into a few publishes
         assert f"{prefix}-gone-soon" in old.classes  # a snapshot taken earlier never changes
     finally:
         for name in burst:

@@ -1,9 +1,11 @@
 """A stand-in for the list/watch side of kube-apiserver on 127.0.0.1, for tests only.
 
 The reflector is tested against the real API server (``tests/kube``) wherever it can show the case;
-this serves the two it cannot be made to on demand: a bookmark sent now followed by every watch cut
-mid-stream, and an object draguard cannot decode (the real one validates what it stores). It is
-faithful where the reflector depends on the API server's behaviour:
+this serves the three it cannot be made to on demand: a bookmark sent now followed by every watch cut
+mid-stream, an object draguard cannot decode (the real one validates what it stores), and a 410 after
+changes whose watch events were compacted away, each change known (a test counts what the re-list
+decodes; the real one's 410 is shown by ``tests/kube/test_e2e_state.py``). It is faithful where the
+reflector depends on the API server's behaviour:
 
 * one resourceVersion counter across every resource, like etcd's revision; each write bumps it and
   the object carries it in ``metadata.resourceVersion``;
@@ -12,7 +14,9 @@ faithful where the reflector depends on the API server's behaviour:
 * watch (``?watch=true&resourceVersion=N``): HTTP/1.1 chunked transfer, one JSON event per line,
   every change after N in order, ``BOOKMARK`` events (an object with only ``metadata.resourceVersion``)
   only when ``allowWatchBookmarks=true``, the stream ends cleanly after ``timeoutSeconds``;
-* an unknown collection is a 404 ``NotFound`` Status.
+* an unknown collection is a 404 ``NotFound`` Status;
+* a watch whose history was compacted away ends with an ``ERROR`` event carrying a 410 ``Expired``
+  Status (the message kube-apiserver's watch cache sends: "too old resource version").
 
 It is not an API server: no auth, no selectors, no pagination, no writes over HTTP.
 """
@@ -110,6 +114,24 @@ class WatchServer:
             self.events.append(Event(self.version, kind_of_change, c, stored))
             self._cond.notify_all()
         return stored
+
+    def expire(self, kind: str, changes: dict[tuple[str, str], dict[str, Any] | None]) -> None:
+        """Changes to ``kind`` (None: deleted) whose events etcd compacted away: applied without
+        events, then every watch of ``kind`` open from an older resourceVersion gets a 410."""
+        c = self.collection(kind)
+        with self._cond:
+            watched_from = self.version
+            for key, obj in changes.items():
+                self.version += 1
+                if obj is None:
+                    self.objects[c.path].pop(key, None)
+                    continue
+                stored = {k: v for k, v in copy.deepcopy(obj).items() if k not in ("apiVersion", "kind")}
+                stored.setdefault("metadata", {})["resourceVersion"] = str(self.version)
+                self.objects[c.path][key] = stored
+            message = f"too old resource version: {watched_from} ({self.version})"
+            self.events.append(Event(self.version, "ERROR", c, status(410, "Expired", message)))
+            self._cond.notify_all()
 
     def bookmark(self) -> None:
         """Every open watch that asked for bookmarks gets one at the current resourceVersion."""
@@ -251,6 +273,7 @@ COLLECTIONS = [
     Collection("v1", "resourcequotas", "ResourceQuota"),
     Collection("v1", "namespaces", "Namespace"),
     Collection("v1", "nodes", "Node"),
+    Collection("scheduling.k8s.io/v1", "priorityclasses", "PriorityClass"),
     # devicetaintrules (resource.k8s.io/v1beta2) is deliberately not served: a 1.36 cluster without
     # the DRADeviceTaints gate answers 404 for it.
 ]

@@ -31,11 +31,11 @@ from policies.dryrun import (
     with_uid,
 )
 from policies.dryrun.answer import Timing
+from policies.priority import admitted
 from policies.reading import Reading
 from policies.scheduler.claims import is_allocated
-from policies.scheduler.cluster import is_pending
 from policies.snapshot import Snapshot
-from policies.validation.documents import ANY_NAMESPACE, judge
+from policies.validation.documents import admission_refusals, template_refusal
 from webhook.commands import add_command
 from webhook.commands.common import (
     TABLE_FORMATS,
@@ -47,7 +47,7 @@ from webhook.commands.common import (
     read_inputs,
     style,
 )
-from webhook.manifests import Entry
+from webhook.manifests import Entry, existing_warnings, latest, priority_classes
 from webhook.output import CUT_NOTE, PLAIN, Progress, Style, Table, dump, terminal_width
 
 DESCRIPTION = """\
@@ -55,15 +55,22 @@ Would the pending pods fit, on which nodes, with which devices, and if not, why:
 kube-scheduler 1.36's default profile would, in its words.
 
 The files hold the cluster (Nodes, DeviceClasses, ResourceSlices, ResourceClaims, templates,
-DeviceTaintRules, Namespaces, ResourceQuotas, running Pods) and the questions: every Pod without
-spec.nodeName, and one pod of each workload's template (a Deployment's, a Job's...), is asked
-about (--pod NAMESPACE/NAME picks some). Pods with spec.nodeName are load on their node; claims
-with status.allocation are the allocated state. With no pending pod, the claims not yet allocated
-are asked about, as one pod using them all. --sequence places the pods one after another, each
-seeing what the previous ones took.
+DeviceTaintRules, Namespaces, ResourceQuotas, PriorityClasses, running Pods) and the questions:
+every Pod without spec.nodeName, and one pod of each workload's template (a Deployment's, a
+Job's...), is asked about (--pod NAMESPACE/NAME picks some). Pods with spec.nodeName are load on
+their node; claims with status.allocation are the allocated state. With no pending pod, the
+claims not yet allocated are asked about, as one pod using them all. --sequence places the pods
+one after another, each seeing what the previous ones took. A pod's priority comes from its
+priorityClassName as the API server resolves it (system-node-critical and system-cluster-critical
+need no document); where it fits nowhere, the answer says which node preemption would nominate
+and which pods it would evict there.
 
-The input is read and validated as 'draguard validate' reads and validates it first: anything it
-refuses is printed as it prints it, and the exit code is 2.
+The input is read as 'draguard validate' reads it: a document it cannot read, or a pod the API
+server's Priority admission plugin would refuse (its priorityClassName is no class of the input),
+is printed as validate prints it, and the exit code is 2. The objects are a cluster as it stands:
+of two documents naming the same object the later one wins (a note says so), and what the API
+server's validation says of an object is a warning, since kube-scheduler evaluates the objects a
+cluster holds as they are (selectors in the stored-expressions environment).
 
 Exit codes: 0 every pod fits somewhere, 1 some pod fits nowhere, 2 unusable input."""
 
@@ -130,31 +137,33 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-# The cluster's inventory, as drivers and admins published it: read strictly, not re-validated
-# (what a cluster holds was admitted by its own API server).
-_INVENTORY = ("ResourceSlice", "Node", "DeviceTaintRule")
-
-
 def _read(args: argparse.Namespace) -> list[Entry]:
-    """The input, what is to be allocated validated as ``draguard validate`` validates it (admin
-    access aside: whether a namespace may use it is the cluster's to say, and this input need not
-    describe namespaces); :class:`InputError` with validate's lines on any problem."""
-    entries = read_inputs(args)
+    """The input, read as ``draguard validate`` reads it: what cannot be read is an
+    :class:`InputError` with validate's lines. The objects describe a cluster as it stands, so the
+    later of two documents naming the same object wins, and what validation says of an object is a
+    warning on stderr (kube-scheduler evaluates stored objects as they are), never a refusal. A pod
+    the Priority admission plugin refuses (a workload's pods too) is one: no cluster holds it."""
+    entries, notes = latest(read_inputs(args))
     print_notes(entries, sys.stderr)
-    problems = []
-    for entry in entries:
-        if entry.reading is None:
-            problems.append(entry.problem or entry.where)
-            continue
-        found = entry.reading.errors
-        if not found and entry.reading.kind not in _INVENTORY:
-            privileged = args.allow_privileged
-            found = judge(entry.reading, namespace_labels=ANY_NAMESPACE, allow_privileged=privileged)
-        problems += [f"{entry.label}: {line}" for line in found]
+    problems = [entry.problem or entry.where for entry in entries if entry.reading is None]
+    problems += [f"{e.label}: {line}" for e in entries if e.reading is not None for line in e.reading.errors]
+    priorities = priority_classes(entries)
+    # A pod the Priority admission plugin would refuse is in no cluster, nor would a workload's
+    # pods be: where they would fit is no question.
+    problems += [
+        f"{e.label}: {line}"
+        for e in entries
+        if e.reading is not None
+        for line in admission_refusals(e.reading, priorities) or template_refusal(e.reading, priorities)
+    ]
     if problems:
-        raise InputError("invalid input (draguard validate says why):\n" + "\n".join(problems))
+        heading = "input that cannot be read or that the API server would refuse (draguard validate says why)"
+        raise InputError(heading + ":\n" + "\n".join(problems))
     if not any(e.reading is not None and e.reading.skipped is None for e in entries):
         raise InputError(f"no objects found in {', '.join(args.files)}")
+    warnings = existing_warnings(entries, allow_privileged=args.allow_privileged, priorities=priorities)
+    for line in [*notes, *warnings]:
+        print(line, file=sys.stderr)
     for entry in entries:
         reading = entry.reading
         if reading is not None and reading.template is not None:
@@ -189,18 +198,21 @@ def _as_created(reading: Reading) -> TypedObject | None:
 
 
 def _snapshot(args: argparse.Namespace) -> Snapshot:
+    """The objects as the API server stores them: defaulted, each pod's priority resolved (the
+    input was judged first, so no pod is refused here)."""
     now = datetime.now(UTC)
     entries = _read(args)
     objects = (_as_created(e.reading) for e in entries if e.reading is not None and e.reading.obj is not None)
-    return Snapshot.build(apply_defaults(obj, now) for obj in objects if obj is not None)
+    stored, _ = admitted([apply_defaults(obj, now) for obj in objects if obj is not None])
+    return Snapshot.build(stored)
 
 
 def _nodes(snapshot: Snapshot, wanted: list[str]) -> list[str] | None:
     if not snapshot.nodes:
         raise InputError(
             "the input has no Node objects: add the cluster's, e.g. 'kubectl get nodes,deviceclasses,"
-            "resourceslices,resourceclaims,resourceclaimtemplates,pods -A -o yaml > cluster.yaml' "
-            "and -f cluster.yaml"
+            "resourceslices,resourceclaims,resourceclaimtemplates,priorityclasses,pods -A -o yaml > "
+            "cluster.yaml' and -f cluster.yaml"
         )
     unknown = [n for n in wanted if n not in snapshot.nodes]
     if unknown:
@@ -211,7 +223,7 @@ def _nodes(snapshot: Snapshot, wanted: list[str]) -> list[str] | None:
 
 def _questions(snapshot: Snapshot, wanted: list[str]) -> list[Question]:
     """The pending pods (those picked), or one question about the unallocated claims."""
-    pending = {p.key: p for p in snapshot.pods.values() if is_pending(p)}
+    pending = {p.key: p for p in snapshot.pending.values()}
     unknown = [w for w in wanted if w not in pending]
     if unknown:
         raise InputError(
@@ -333,7 +345,11 @@ def _pod_head(pod: PodAnswer) -> list[str]:
     head = f"POD {pod.pod}: {pod.message}"
     if pod.placed_on:
         head += f"; --sequence places it on {pod.placed_on}"
-    return [*(f"  earlier attempt: {m}" for m in pod.earlier_attempts), head]
+    lines = [*(f"  earlier attempt: {m}" for m in pod.earlier_attempts), head]
+    if pod.nominated:
+        victims = ", ".join(pod.victims) or "no pod"
+        lines.append(f"  preemption: nominates {pod.nominated}, evicting {victims}")
+    return lines
 
 
 def pod_table(pod: PodAnswer) -> Table:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -24,6 +24,7 @@ from policies.audit import (
     Report,
     audit,
     invalid_document,
+    invalid_object,
     left_out,
     policy_reports,
     undecodable,
@@ -31,8 +32,11 @@ from policies.audit import (
 )
 from policies.config import Config
 from policies.dryrun import FeatureGates
+from policies.outputs import AuditFinding, AuditReport, AuditSummary
+from policies.priority import Priorities
+from policies.reading import Reading
 from policies.rules.registry import RULES
-from policies.validation.documents import ANY_NAMESPACE, judge
+from policies.validation.documents import admission_refusals, judge_existing
 from webhook.commands import add_command
 from webhook.commands.common import (
     TABLE_FORMATS,
@@ -45,7 +49,7 @@ from webhook.commands.common import (
     read_inputs,
     style,
 )
-from webhook.manifests import Entry, ManifestError, read_documents
+from webhook.manifests import Entry, ManifestError, latest, priority_classes, read_documents
 from webhook.output import PLAIN, Progress, Style, Table, dump, dump_all, plural, print_table
 
 DESCRIPTION = """\
@@ -58,9 +62,14 @@ are gone, pending pods whose claims fit nowhere, allocated devices with a NoExec
 The objects are listed once from the cluster of the kubeconfig (--kubeconfig, else $KUBECONFIG,
 else ~/.kube/config; --context to choose a context), or read from manifests with -f (for example
 'kubectl get ... -o yaml' dumps), as 'draguard validate' reads them. Objects of kinds draguard
-does not check are skipped with one note per kind (workloads too: their pod templates are for
-validate and allocate to check, they are not pods of the cluster); objects or files it cannot
-read, and objects the API server's validation refuses (as validate says it), are 'error' results.
+does not check are skipped but for their metadata, with one note per kind (workloads too: their
+pod templates are for validate and allocate to check, they are not pods of the cluster); objects
+or files it cannot read are 'error' results. The objects are a cluster as it stands: of two
+documents naming the same object the later one wins (a note says so), and what the API server's
+validation says of an object (as validate says it) is an 'invalid-objects' warning, the object
+audited all the same. A pod the API server's Priority admission plugin would refuse (a
+priorityClassName no PriorityClass of the input has) is in no cluster: an 'error' result, not
+audited.
 
 Output: a table of the results that are not 'pass'; -o json or -o yaml (every result); or
 -o policyreport: wgpolicyk8s.io/v1alpha2 PolicyReports (one per namespace) and a
@@ -130,8 +139,10 @@ def _decode(raws: Iterable[tuple[Any, str]]) -> tuple[list[TypedObject], list[Fi
 
 
 def from_files(args: argparse.Namespace) -> tuple[list[TypedObject], list[Finding]]:
-    """The objects of ``-f``, read as validate reads them; what cannot be read as findings."""
-    entries = read_inputs(args)
+    """The objects of ``-f``, read as validate reads them, as a cluster holds them: the later of two
+    documents naming the same object wins; what cannot be read is an error finding, what the API
+    server's validation says of an object a warning finding (the object is audited all the same)."""
+    entries, notes = latest(read_inputs(args))
     if not any(e.reading is not None for e in entries):
         problems = [e.problem or e.where for e in entries] or [f"no objects found in {', '.join(args.files)}"]
         raise InputError("\n".join(problems))
@@ -139,20 +150,39 @@ def from_files(args: argparse.Namespace) -> tuple[list[TypedObject], list[Findin
         if entry.reading is not None and entry.reading.template is not None:
             entry.reading.skipped = WORKLOAD_NOTE
     print_notes(entries, sys.stderr)
+    for note in notes:
+        print(note, file=sys.stderr)
     objects: list[TypedObject] = []
     findings = [_unreadable(e) for e in entries if e.reading is None or e.reading.errors]
+    priorities = priority_classes(entries)
     for entry in entries:
         reading = entry.reading
-        if reading is None or reading.obj is None or reading.skipped is not None or reading.errors:
+        if reading is None or reading.errors:
             continue
-        # What the API server refuses is in no cluster: an error, worded as validate words it, and
-        # not audited (whether a namespace may use admin access is for the cluster to say).
-        refused = judge(reading, namespace_labels=ANY_NAMESPACE, allow_privileged=args.allow_privileged)
+        # A pod the Priority admission plugin refuses is in no cluster: an error, worded as validate
+        # words it, and not audited.
+        refused = admission_refusals(reading, priorities)
         if refused:
             findings.append(invalid_document(reading, [f"{entry.where}: {p}" for p in refused]))
-        else:
+            continue
+        warned = judge_existing(reading, allow_privileged=args.allow_privileged, priorities=priorities)
+        if warned:
+            findings.append(invalid_object(reading, [f"{entry.where}: {w}" for w in warned]))
+        if reading.obj is not None and reading.skipped is None:
             objects.append(reading.obj)
     return objects, findings
+
+
+def from_objects(objects: Sequence[TypedObject], allow_privileged: bool) -> list[Finding]:
+    """What the API server's validation says of the objects listed from a cluster: warnings."""
+    findings = []
+    priorities = Priorities.among(objects)
+    for obj in objects:
+        reading = Reading(obj.api_version or "", obj.kind or "", obj.name, obj.namespace, obj=obj)
+        warned = judge_existing(reading, allow_privileged=allow_privileged, priorities=priorities)
+        if warned:
+            findings.append(invalid_object(reading, warned))
+    return findings
 
 
 def _unreadable(entry: Entry) -> Finding:
@@ -210,11 +240,12 @@ def table(report: Report) -> Table | None:
 
 
 def to_json(report: Report) -> dict[str, Any]:
-    return {
-        "objects": report.objects,
-        "summary": {r: report.count(r) for r in RESULTS},
-        "findings": [f.to_json() for f in report.findings],
-    }
+    """The ``AuditReport`` document (:mod:`policies.outputs`)."""
+    return AuditReport(
+        objects=report.objects,
+        summary=AuditSummary.model_validate({r: report.count(r) for r in RESULTS}),
+        findings=[AuditFinding.model_validate(f.to_json()) for f in report.findings],
+    ).to_json()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -225,9 +256,10 @@ def run(args: argparse.Namespace) -> int:
         features = FeatureGates() if args.features is None else FeatureGates.parse(args.features)
         config = load_config(args.config) if args.config else Config()
         if args.files:
-            objects, unreadable = from_files(args)
+            objects, read = from_files(args)
         else:
-            objects, unreadable, skipped = _decode(from_cluster(args.kubeconfig, args.context))
+            objects, read, skipped = _decode(from_cluster(args.kubeconfig, args.context))
+            read += from_objects(objects, args.allow_privileged)
             if skipped:
                 kinds = ", ".join(sorted(skipped))
                 print(f"note: skipped objects of kinds draguard does not check: {kinds}", file=sys.stderr)
@@ -235,15 +267,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     with Progress("audit") as progress:
-        unread = [ref for finding in unreadable for ref in finding.resources]
+        unread = [ref for finding in read if finding.rule == UNDECODABLE for ref in finding.resources]
         report = audit(objects, RULES, config, now, features, progress=progress, unread=unread)
-    report = replace(report, findings=(*unreadable, *report.findings))
+    report = replace(report, findings=(*read, *report.findings))
     if args.output == "policyreport":
         dump_all(policy_reports(report, now), sys.stdout)
         if dropped := left_out(report):
             namespaces = ", ".join(sorted({f.namespace for f in dropped}))
-            print(f"note: {len(dropped)} results in namespaces being deleted ({namespaces}) are not in the "
-                  "PolicyReports: the API server creates nothing there", file=sys.stderr)
+            print(
+                f"note: {len(dropped)} results in namespaces being deleted ({namespaces}) are not in the "
+                "PolicyReports: the API server creates nothing there",
+                file=sys.stderr,
+            )
     elif args.output != "table":
         dump(to_json(report), args.output, sys.stdout)
     else:

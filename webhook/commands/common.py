@@ -1,7 +1,7 @@
 """The flags the commands share, defined once so that they read and behave the same everywhere.
 
 Input: ``-f/--filename`` (repeatable, several paths each, ``-`` for stdin), ``-R/--recursive``,
-``--api-versions`` (the API server's ``--runtime-config`` for the older DRA versions),
+``--api-versions`` (the API server's ``--runtime-config`` entries),
 ``--unknown-fields``, ``--skip-kinds``, ``--strict-kinds`` and ``--allow-privileged`` (the API
 server's flag of that name); then one note per kind skipped, on stderr, as kubectl-style tools
 print them. Output: ``-o/--output`` with ``--no-color`` (every command that prints a result).
@@ -17,7 +17,9 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
+from policies.api import runtimeconfig
 from policies.api.conversion import CONVERTIBLE
+from policies.api.runtimeconfig import RuntimeConfig
 from policies.reading import CUSTOM_RESOURCE, NOT_CHECKED, UNKNOWN_FIELD_MODES, ReadOptions
 from webhook.manifests import Entry, read_entries, skipped_kinds
 from webhook.output import Style, plural, style_for
@@ -55,9 +57,11 @@ def add_reading_flags(parser: argparse._ActionsContainer) -> None:
         "--api-versions",
         default="",
         metavar="LIST",
-        help="older resource.k8s.io versions your API server serves (its --runtime-config), comma "
-        f"separated: {', '.join(OLDER_VERSIONS)}; their objects are converted to the version 1.36 "
-        "stores and checked as that (default: none, as a default 1.36 API server)",
+        help="what your API server serves beyond 1.36's defaults: its --runtime-config entries, comma "
+        "separated, GROUP/VERSION[=true|false] or GROUP/VERSION/RESOURCE[=true|false] (e.g. "
+        "resource.k8s.io/v1beta2/devicetaintrules=true), with the server's precedence; objects of the "
+        f"older versions ({', '.join(OLDER_VERSIONS)}) are converted to the version 1.36 stores and "
+        "checked as that (default: none, as a default 1.36 API server)",
     )
     parser.add_argument(
         "--unknown-fields",
@@ -79,10 +83,22 @@ def add_reading_flags(parser: argparse._ActionsContainer) -> None:
     )
     parser.add_argument(
         "--allow-privileged",
-        action="store_true",
-        help="accept privileged containers, as an API server started with --allow-privileged=true "
-        "(kubeadm's setting; kube-apiserver's own default refuses them)",
+        nargs="?",
+        const=True,
+        default=True,
+        type=parse_bool,
+        metavar="true|false",
+        help="privileged containers: accepted (the default, as kubeadm, kind and the managed "
+        "clusters start kube-apiserver), or refused with =false, as kube-apiserver's own default does",
     )
+
+
+def parse_bool(value: str) -> bool:
+    """A boolean flag's value as kube-apiserver reads its own (``--allow-privileged=false``)."""
+    try:
+        return runtimeconfig.parse_bool(value)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _items(value: str) -> frozenset[str]:
@@ -90,19 +106,18 @@ def _items(value: str) -> frozenset[str]:
 
 
 def read_options(args: argparse.Namespace) -> ReadOptions:
-    """The :class:`ReadOptions` of the flags; :class:`UsageError` for an unknown API version."""
-    versions = _items(args.api_versions)
-    unknown = sorted(versions - set(CONVERTIBLE))
-    if unknown:
-        raise UsageError(
-            f"--api-versions {','.join(unknown)}: not an older resource.k8s.io version Kubernetes 1.36 "
-            f"knows (one of {', '.join(OLDER_VERSIONS)})"
-        )
+    """The :class:`ReadOptions` of the flags; :class:`UsageError` for an entry of ``--api-versions``
+    that kube-apiserver would refuse in its ``--runtime-config``, or that 1.36 has no version for."""
+    try:
+        versions = RuntimeConfig.parse(args.api_versions.split(","))
+    except ValueError as err:
+        raise UsageError(f"--api-versions {err}") from None
     return ReadOptions(
         api_versions=versions,
         unknown_fields=args.unknown_fields,
         skip_kinds=_items(args.skip_kinds),
         strict_kinds=args.strict_kinds,
+        allow_privileged=args.allow_privileged,
     )
 
 
@@ -112,14 +127,21 @@ def read_inputs(args: argparse.Namespace, paths: Sequence[str] | None = None) ->
 
 
 def print_notes(entries: Sequence[Entry], out: TextIO) -> None:
-    """One line per kind that was skipped, saying why and how to silence or refuse it."""
+    """One line per kind that was skipped (but for its metadata), saying why and how to silence
+    or refuse it."""
     for kind, why in skipped_kinds(entries).items():
         if why == "--skip-kinds":
             continue
         count = sum(1 for e in entries if e.reading is not None and e.reading.kind == kind)
         documents = plural(count, f"{kind} document")
-        refuse = ", --strict-kinds to make it an error" if why in (NOT_CHECKED, CUSTOM_RESOURCE) else ""
-        print(f"note: skipped {documents}: {why} (--skip-kinds {kind} to silence this{refuse})", file=out)
+        if why in (NOT_CHECKED, CUSTOM_RESOURCE):
+            print(
+                f"note: {documents}: only the metadata checked, {why} (--skip-kinds {kind} to skip "
+                "them silently, --strict-kinds to make them errors)",
+                file=out,
+            )
+        else:
+            print(f"note: skipped {documents}: {why} (--skip-kinds {kind} to silence this)", file=out)
 
 
 # --- output and cluster ------------------------------------------------------------------------

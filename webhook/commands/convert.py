@@ -19,6 +19,7 @@ import sys
 from typing import Any
 
 from policies.api.conversion import CONVERTIBLE, GROUP, V1, convert
+from policies.api.runtimeconfig import RuntimeConfig
 from policies.reading import ReadOptions, read
 from webhook.commands import add_command
 from webhook.commands.common import add_file_flags, add_output
@@ -35,7 +36,7 @@ Exit codes: 0 everything was printed, 1 a document could not be converted or a f
 nothing could be read."""
 
 # Every older version counts as served here: converting it is the point.
-_ALL_VERSIONS = ReadOptions(api_versions=frozenset(CONVERTIBLE), unknown_fields="error")
+_ALL_VERSIONS = ReadOptions(api_versions=RuntimeConfig.parse(CONVERTIBLE), unknown_fields="error")
 
 
 def register(sub: Any) -> None:

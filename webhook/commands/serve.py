@@ -26,10 +26,9 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
-from kubernetes.client import ApiClient
 from pydantic import ValidationError
 
 from certs.material import CertificateError, generate_ca, issue_serving
@@ -54,10 +53,15 @@ from webhook.output import plural
 from webhook.server import DEFAULT_DEADLINE, Admission, Listen, Ports, build_app, readiness, run, split_rules
 from webhook.state import ClusterState, FileState, State, relevance
 
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
 log = logging.getLogger(__name__)
 
 TLS_VERSIONS = {"1.2": ssl.TLSVersion.TLSv1_2, "1.3": ssl.TLSVersion.TLSv1_3}
 LOCAL_VALIDITY = dt.timedelta(days=365)
+# How often what was made since is collected and frozen (see _keep_frozen).
+REFREEZE_SECONDS = 5.0
 
 
 DESCRIPTION = """\
@@ -304,7 +308,7 @@ def _load_state(
         return ClusterState(KubeReader(api), keep=keep), []
     if not args.demo:
         try:
-            return FileState.load(args.state, now, keep, read_options(args)), []
+            return FileState.load(args.state, now, keep, read_options(args), say=log.warning), []
         except (ManifestError, ReadingUsageError) as err:
             raise UsageError(f"--state: {err}") from None
     docs, pod = demo.split(demo.documents())
@@ -391,14 +395,19 @@ async def _reconcile_ledger(admission: Admission, store: ApiLedgerStore) -> None
             log.info("quota ledger corrected from the snapshot in: %s", ", ".join(fixed))
 
 
-async def _freeze_when_synced(state: State) -> None:
-    """Once the first snapshot is in, keep its objects out of every later garbage collection.
+async def _keep_frozen(state: State) -> None:
+    """Keep the snapshot's objects out of the garbage collector's passes: frozen once the first
+    snapshot is in, then, every :data:`REFREEZE_SECONDS`, what was made since collected and frozen.
 
-    A snapshot is hundreds of thousands of objects, and a full collection walks them all, stalling
-    the event loop for up to a second (a dry run listing 5,000 nodes set one off every other
-    request). Rebuilds reuse nearly all of them (the watch keeps the decoded objects), so one freeze
-    covers the bulk; objects replaced later are still freed by reference counting. Cycles that are
-    garbage at that moment are collected first, so none is frozen.
+    A snapshot is hundreds of thousands of objects, and a full collection walks every object not
+    frozen, stalling the event loop for up to a second (a dry run listing 5,000 nodes set one off
+    every other request). Updates replace objects one by one (the store keeps the rest), so the
+    first freeze covers the bulk; what updates and caches add (100 pod events a second, the
+    selector rule's device bindings) is collected and frozen in turn, a few milliseconds a time,
+    before the collector's own full passes walk it again and again (half a second each within
+    minutes of such churn). Objects frozen and later let go are still freed by reference counting;
+    garbage cycles are collected before each freeze, so none is frozen, and what is kept forms
+    none (the CEL result cache keeps no tracebacks).
     """
     while not state.synced:
         await asyncio.sleep(0.1)
@@ -409,6 +418,10 @@ async def _freeze_when_synced(state: State) -> None:
     counts = object_counts(state.snapshot)
     total = plural(sum(counts.values()), "object")
     log.info("cluster state synced: %s", total, extra={"fields": {"objects": counts}})
+    while True:
+        await asyncio.sleep(REFREEZE_SECONDS)
+        gc.collect()
+        gc.freeze()
 
 
 async def _serve(
@@ -427,7 +440,7 @@ async def _serve(
     if args.exit_after is not None:
         loop.call_later(args.exit_after, stop.set)
     reconcile = asyncio.create_task(_reconcile_ledger(admission, ledger)) if ledger is not None else None
-    freeze = asyncio.create_task(_freeze_when_synced(admission.state))
+    freeze = asyncio.create_task(_keep_frozen(admission.state))
     listen = Listen(args.host, args.port, args.metrics_port, args.health_port)
     # The dry-run endpoint shares the port: same certificate, same snapshot, its own authentication.
     ready = readiness(admission.state, tls, admission.config.snapshot.max_age_seconds)

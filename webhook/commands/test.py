@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from policies.outputs import TestCaseResult, TestReport, TestSuiteResult
 from policies.rules.registry import RULES
 from policies.testsuite import (
-    CaseResult,
     PreparedSuite,
     Reader,
     SuiteError,
@@ -124,12 +124,19 @@ def load_suite(file: str, now: datetime) -> PreparedSuite:
         if len(docs) != 1:
             raise SuiteError([f"<root>: holds {len(docs)} YAML documents; a suite is one"])
         suite = parse_suite(docs[0].raw)
-        state = [x.obj for x in load([os.path.join(base, p) for p in suite.state])] if suite.state else []
+        paths = [os.path.join(base, p) for p in suite.state]
+        state = [x.obj for x in load(paths, say=lambda line: _say(file, line))] if suite.state else []
         return prepare(suite, state, _reader(base), now)
     except ManifestError as err:
         raise BrokenSuite(f"{file}: {err}") from None
     except SuiteError as err:
         raise BrokenSuite("\n".join(f"{file}: {p}" for p in err.problems)) from None
+
+
+def _say(file: str, line: str) -> None:
+    """A note or warning about a suite's state (``warning: where: ...``), naming the suite."""
+    word, _, rest = line.partition(": ")
+    print(f"{word}: {file}: state: {rest}", file=sys.stderr)
 
 
 # --- reporting -----------------------------------------------------------------------------------
@@ -167,26 +174,30 @@ def summary(runs: Sequence[Ran]) -> str:
     return f"{passed} passed, {failed} failed"
 
 
-def _result_json(result: CaseResult) -> dict[str, Any]:
-    verdict = "pass" if result.passed else "fail"
-    return {"name": result.name, "result": verdict, "reason": result.reason, "actual": result.actual}
-
-
 def to_json(runs: Sequence[Ran]) -> dict[str, Any]:
-    return {
-        "suites": [
-            {
-                "name": ran.result.name,
-                "file": ran.file,
-                "passed": ran.result.passed,
-                "failed": ran.result.failed,
-                "tests": [_result_json(r) for r in ran.result.results],
-            }
+    """The ``TestReport`` document (:mod:`policies.outputs`)."""
+    return TestReport(
+        suites=[
+            TestSuiteResult(
+                name=ran.result.name,
+                file=ran.file,
+                passed=ran.result.passed,
+                failed=ran.result.failed,
+                tests=[
+                    TestCaseResult(
+                        name=r.name,
+                        result="pass" if r.passed else "fail",
+                        reason=r.reason,
+                        actual=dict(r.actual),
+                    )
+                    for r in ran.result.results
+                ],
+            )
             for ran in runs
         ],
-        "passed": sum(r.result.passed for r in runs),
-        "failed": sum(r.result.failed for r in runs),
-    }
+        passed=sum(r.result.passed for r in runs),
+        failed=sum(r.result.failed for r in runs),
+    ).to_json()
 
 
 def junit(runs: Sequence[Ran]) -> ET.ElementTree[ET.Element]:

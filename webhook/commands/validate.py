@@ -1,9 +1,12 @@
 """``draguard validate``: the API server's verdict on manifests, without a cluster.
 
-Every document is read as a default Kubernetes 1.36 API server reads it (:mod:`policies.reading`:
-strict decoding, older DRA versions refused or converted, workloads' pod templates checked as
-pods, other kinds skipped with one note per kind), then each object is validated as the create
-``kubectl apply`` would make (:mod:`policies.validation.documents`). One line per problem,
+Every document is read as a Kubernetes 1.36 API server reads it (:mod:`policies.reading`: strict
+decoding, versions served as ``--api-versions`` (its ``--runtime-config``) says, older DRA versions
+converted, workloads' pod templates checked as pods, of other kinds only the metadata, with one
+note per kind), then each object is validated as the create ``kubectl apply`` would make
+(:mod:`policies.validation.documents`): validate judges documents as new. For a selector a create
+refuses, a warning says whether an object already stored with it keeps working; the same object
+in two documents is a warning naming both (``kubectl apply`` applies both). One line per problem,
 prefixed with where the object is and what it is, so that the output reads like kubectl's and can
 be grepped::
 
@@ -33,7 +36,9 @@ from typing import Any, TextIO
 from policies.api.base import TypedObject
 from policies.api.core import Namespace
 from policies.api.resource import ADMIN_ACCESS_LABEL, ResourceSlice
-from policies.validation.documents import Identity, identity, judge
+from policies.outputs import ValidatedObject, ValidateReport, ValidateSummary
+from policies.priority import Priorities
+from policies.validation.documents import Identity, identity, judge, selector_notes, template_refusal
 from policies.validation.validate import NAMESPACE_UNKNOWN
 from webhook.commands import add_command
 from webhook.commands.common import (
@@ -45,22 +50,27 @@ from webhook.commands.common import (
     read_inputs,
     style,
 )
-from webhook.manifests import Entry
+from webhook.manifests import Entry, duplicated
 from webhook.output import PLAIN, RED, YELLOW, Progress, Style, dump, plural
 
 DESCRIPTION = """\
 Validate manifests offline as a Kubernetes 1.36 API server would on 'kubectl apply': strict
 decoding (unknown and duplicate fields), older resource.k8s.io versions refused or converted
-(--api-versions), then the API server's validation of DRA objects and of pods and workloads' pod
-templates; other kinds are skipped with one note per kind. One line per problem, with the file,
+(--api-versions takes the API server's --runtime-config entries), then the API server's
+validation of DRA objects, PriorityClasses, pods (first admitted by its Priority plugin against
+the input's PriorityClasses) and workloads' pod templates, as it judges their create; of other
+kinds only the metadata is checked, with one note per kind. One line per problem, with the file,
 the document, the object and the field:
 
   claims.yaml: document 2: ResourceClaim team-a/big: spec.devices.requests[0].exactly.count:
   Invalid value: -1: must be greater than zero
 
-Given ResourceSlices and DeviceClasses (a picture of the cluster), it also warns, as audit and
-the webhook do, about selectors that match no device, attribute names no device publishes and
-classes that do not exist (--strict fails on those).
+Warnings follow: what a refused selector means for an object the cluster already holds (kube-
+scheduler evaluates stored selectors in the stored-expressions environment), the same object in
+two documents (kubectl apply applies both, the second as an update), and, given ResourceSlices and
+DeviceClasses (a picture of the cluster), what audit and the webhook warn about: selectors that
+match no device, attribute names no device publishes and classes that do not exist (--strict fails
+on warnings).
 
 Exit codes: 0 every object is valid, 1 some object is invalid or some file cannot be read (the
 others are still checked), 2 nothing could be read at all, or bad options."""
@@ -77,6 +87,7 @@ class Result:
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     unreadable: bool = False
+    metadata_only: bool = False
 
     @property
     def label(self) -> str:
@@ -177,7 +188,7 @@ def check(
     old_entries: Sequence[Entry],
     given_labels: Mapping[str, dict[str, str]],
     *,
-    allow_privileged: bool = False,
+    allow_privileged: bool = True,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[Result]:
     """A result per document checked and per file that could not be read; objects in --old files
@@ -189,27 +200,42 @@ def check(
         if e.reading is not None and isinstance(e.reading.obj, Namespace)
     }
     namespaces.update(given_labels)
-    checked = [e for e in entries if e.reading is None or e.reading.skipped is None]
+    checked = [
+        e for e in entries if e.reading is None or e.reading.skipped is None or e.reading.metadata_only
+    ]
     objects = [e.reading.obj for e in checked if e.reading is not None and e.reading.obj is not None]
+    priorities = Priorities.among([*olds.values(), *objects])
     warned = iter(_selector_warnings(objects))
+    again = {
+        id(later): [
+            f"the same {later.reading.kind} is also in {earlier.where}: kubectl apply applies both, "
+            "this one as an update of that one"
+        ]
+        for later, earlier in duplicated(entries)
+        if later.reading is not None
+    }
     results = []
     for entry in checked:
         reading = entry.reading
         if reading is None:
             results.append(Result(entry.where, "", "", [entry.problem or ""], unreadable=True))
             continue
-        result = Result(entry.where, reading.kind, _shown_name(reading.namespace, reading.name))
+        name = _shown_name(reading.namespace, reading.name)
+        result = Result(entry.where, reading.kind, name, metadata_only=reading.metadata_only)
         result.errors = list(reading.errors)
         result.warnings = list(reading.warnings)
+        result.warnings += again.get(id(entry), [])
+        key = identity(reading)
+        namespace = key[2] if key is not None else reading.namespace
+        old = olds.get(key) if key else None
+        labels = namespaces.get(namespace)
+        judged = judge(reading, old, labels, allow_privileged=allow_privileged, priorities=priorities)
+        result.errors += [_with_flag(line, namespace) for line in judged]
+        result.warnings += selector_notes(reading, judged) if old is None else []
         if reading.obj is not None:
-            key = identity(reading)
-            namespace = key[2] if key is not None else reading.namespace
-            old = olds.get(key) if key else None
-            labels = namespaces.get(namespace)
-            judged = judge(reading, old, labels, allow_privileged=allow_privileged)
-            result.errors += [_with_flag(line, namespace) for line in judged]
             prefix = f"{reading.kind} {result.name}: "
             result.warnings += [w.removeprefix(prefix) for w in next(warned)]
+            result.warnings += template_refusal(reading, priorities)
         results.append(result)
         if progress is not None:
             progress(len(results), len(checked))
@@ -273,28 +299,31 @@ def summary(results: Sequence[Result], style: Style = PLAIN) -> str:
 def print_text(results: Sequence[Result], out: TextIO, style: Style = PLAIN) -> None:
     warning = style.paint("warning", YELLOW)
     for result in results:
-        for message in result.warnings:
-            print(f"{result.label}: {warning}: {message}", file=out)
+        # A CEL compile error spans lines (the expression and a caret); keep them under their
+        # problem. The warnings follow: some say what a problem means (for an object already stored).
         for error in result.errors:
-            # A CEL compile error spans lines (the expression and a caret); keep them under their problem.
             print(f"{result.label}: {error}".replace("\n", "\n    "), file=out)
+        for message in result.warnings:
+            print(f"{result.label}: {warning}: {message}".replace("\n", "\n    "), file=out)
     print(summary(results, style), file=out)
 
 
 def to_json(results: Sequence[Result]) -> dict[str, Any]:
-    return {
-        "objects": [
-            {
-                "source": r.where,
-                "kind": r.kind,
-                "name": r.name,
-                "valid": not r.errors,
-                "problems": r.errors,
-                "warnings": r.warnings,
-            }
+    """The ``ValidateReport`` document (:mod:`policies.outputs`)."""
+    return ValidateReport(
+        objects=[
+            ValidatedObject(
+                source=r.where,
+                kind=r.kind,
+                name=r.name,
+                checked="metadata" if r.metadata_only else "object",
+                valid=not r.errors,
+                problems=r.errors,
+                warnings=r.warnings,
+            )
             for r in results
             if not r.unreadable
         ],
-        "unreadable": [r.errors[0] for r in results if r.unreadable],
-        "summary": _summary(results),
-    }
+        unreadable=[r.errors[0] for r in results if r.unreadable],
+        summary=ValidateSummary(**_summary(results)),
+    ).to_json()

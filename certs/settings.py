@@ -22,6 +22,7 @@ from certs.kube import Kube
 from certs.leader import LeaseConfig, LeaseElector
 from certs.material import KeyAlgorithm, service_hosts
 from certs.rotation import RotationPolicy
+from policies.config import CertificatesConfig
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -51,11 +52,8 @@ class CertSettings:
 
     @classmethod
     def from_mapping(cls, raw: Mapping[str, Any]) -> CertSettings:
-        known = {
-            "mode", "service", "namespace", "caSecretName", "tlsSecretName", "validatingWebhookConfiguration",
-            "mutatingWebhookConfiguration", "leaseName", "caValidity", "servingValidity", "renewFraction",
-            "renewBefore", "overlap", "keyAlgorithm", "extraHosts",
-        }  # fmt: skip
+        # The keys are policies.config's, so that every command checks the same file the same way.
+        known = {f.alias or n for n, f in CertificatesConfig.model_fields.items()}
         unknown = sorted(set(raw) - known)
         if unknown:
             raise SettingsError(

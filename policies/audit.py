@@ -206,10 +206,15 @@ def _audit_config(config: Config) -> Config:
     return config.model_copy(update={"rules": config.rules.model_copy(update={"selectors": selectors})})
 
 
-def policy_findings(obj: TypedObject, rules: Sequence[Rule], ctx: Context) -> list[Finding]:
-    """Each applicable rule's findings for ``obj`` as a CREATE, or ``pass``; ``skip`` where the
-    object's namespace is exempt from the rule."""
-    request = request_from("CREATE", as_created(obj).to_json(), None, user=AUDIT_USER)
+def policy_findings(
+    obj: TypedObject, rules: Sequence[Rule], ctx: Context, old: TypedObject | None = None
+) -> list[Finding]:
+    """Each applicable rule's findings for ``obj`` as a CREATE (an UPDATE of ``old`` when given), or
+    ``pass``; ``skip`` where the object's namespace is exempt from the rule."""
+    if old is None:
+        request = request_from("CREATE", as_created(obj).to_json(), None, user=AUDIT_USER)
+    else:
+        request = request_from("UPDATE", obj.to_json(), old.to_json(), user=AUDIT_USER)
     ref = (ResourceRef.of(obj),)
     by_rule: dict[str, list[Outcome]] = {}
     for outcome in admit(request, rules, ctx).outcomes:
@@ -610,23 +615,30 @@ def audit(
 
 
 def selector_warnings(
-    objects: Sequence[TypedObject], rules: Sequence[Rule], now: datetime
+    objects: Sequence[TypedObject],
+    rules: Sequence[Rule],
+    now: datetime,
+    cluster: Snapshot | None = None,
+    olds: Sequence[TypedObject | None] = (),
 ) -> list[list[str]]:
     """For each object: what the selectors rule warns about it, created now among ``objects``
-    (``draguard validate`` given slices, so that it and audit agree): a selector matching no
-    device, an attribute no device publishes (with the closest name), a class that does not exist.
-    Nothing unless ``objects`` hold ResourceSlices and DeviceClasses: a picture of the cluster to
-    compare with, not a claim checked on its own."""
+    (``draguard validate`` given slices, so that it and audit agree), or in ``cluster`` (which holds
+    ``objects`` already), as an update of its ``olds`` entry where that is not None: a selector
+    matching no device, an attribute no device publishes (with the closest name), a class that
+    does not exist. Without a cluster, nothing unless ``objects`` hold ResourceSlices and
+    DeviceClasses: a picture of the cluster to compare with, not a claim checked on its own."""
     warnings: list[list[str]] = [[] for _ in objects]
     kinds = {type(o) for o in objects}
-    if ResourceSlice not in kinds or DeviceClass not in kinds:
+    if cluster is None and (ResourceSlice not in kinds or DeviceClass not in kinds):
         return warnings
     defaulted = [apply_defaults(o, now) for o in objects]
     selectors = [r for r in rules if r.name == "selectors"]
-    ctx = Context(Snapshot.build(defaulted), Config(), now)
+    ctx = Context(cluster if cluster is not None else Snapshot.build(defaulted), Config(), now)
     for i, obj in enumerate(defaulted):
         if isinstance(obj, (DeviceClass, ResourceClaim, ResourceClaimTemplate)):
-            warnings[i] = [f.message for f in policy_findings(obj, selectors, ctx) if f.result == "warn"]
+            old = olds[i] if i < len(olds) else None
+            found = policy_findings(obj, selectors, ctx, old)
+            warnings[i] = [f.message for f in found if f.result == "warn"]
     return warnings
 
 

@@ -1,7 +1,11 @@
 """draguard's configuration: one mode per rule, exemptions, and each rule's parameters.
 
 Pure data, validated with pydantic so a typo in the config file is an error that names the field
-(``rules.personas.admins.grups: Extra inputs are not permitted``) instead of a silently ignored key.
+and the closest valid key (``rules.personas.admins.grups: unknown field; did you mean groups?``)
+instead of a silently ignored key. One file serves every command (:class:`ConfigFile`, read by
+:func:`parse_config`): the file the Helm chart renders holds the server's own sections too
+(``logLevel``, ``tls``, ``certificates``), which ``draguard serve`` uses and ``audit`` and a test
+suite check and leave alone.
 The defaults are what draguard does with no config file at all, and they must be safe on a cluster
 that has told draguard nothing: selectors and prescheduled enforce, personas only warn (a cluster
 whose drivers draguard does not know must not have its drivers blocked), and the drain guard stays
@@ -12,12 +16,13 @@ hold devices to what upstream itself derives from their node-allocatable mapping
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from policies.cel import CELError, compile_expression
+from policies.fileproblems import problem
 
 Mode = Literal["enforce", "warn", "audit"]
 FailurePolicy = Literal["Fail", "Ignore"]
@@ -189,3 +194,64 @@ class Config(ConfigModel):
     rules: RulesConfig = Field(default_factory=RulesConfig)
     snapshot: SnapshotConfig = Field(default_factory=SnapshotConfig)
     cel: CELConfig = Field(default_factory=CELConfig)
+
+
+# --- the config file: the rules' settings and the server's own sections ----------------------------
+
+LogLevel = Literal["debug", "info", "warning", "error"]
+CertificatesMode = Literal["selfManaged", "certManager", "secret"]
+
+
+class TLSConfig(ConfigModel):
+    min_version: Literal["1.2", "1.3"] = "1.2"
+
+
+class CertificatesConfig(ConfigModel):
+    """The keys of the ``certificates`` section; what their values mean (durations, the key
+    algorithm, what each mode needs) is ``certs.settings``' to check when ``draguard serve`` starts."""
+
+    mode: CertificatesMode = "selfManaged"
+    service: str | None = None
+    namespace: str | None = None
+    ca_secret_name: str | None = None
+    tls_secret_name: str | None = None
+    validating_webhook_configuration: str | None = None
+    mutating_webhook_configuration: str | None = None
+    lease_name: str | None = None
+    ca_validity: str | None = None
+    serving_validity: str | None = None
+    renew_fraction: float | None = None
+    renew_before: str | None = None
+    overlap: str | None = None
+    key_algorithm: str | None = None
+    extra_hosts: tuple[str, ...] | None = None
+
+
+class ConfigFile(Config):
+    """The whole file, as the Helm chart renders it and every command reads it."""
+
+    log_level: LogLevel = "info"
+    tls: TLSConfig = Field(default_factory=TLSConfig)
+    certificates: CertificatesConfig | None = None
+
+
+class ConfigError(ValueError):
+    """A config that cannot be used: one line per problem, each naming its field."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+def parse_config(raw: Any) -> ConfigFile:
+    """The config file's parsed YAML (None: an empty file) checked whole; :class:`ConfigError`
+    lists every problem."""
+    if raw is None:
+        return ConfigFile()
+    if not isinstance(raw, dict):
+        raise ConfigError([f"<root>: must be a mapping of settings, got {type(raw).__name__}"])
+    try:
+        return ConfigFile.model_validate(raw)
+    except ValidationError as err:
+        lines = [problem(e, ConfigFile) for e in err.errors(include_url=False)]
+        raise ConfigError(list(dict.fromkeys(lines))) from None

@@ -1,12 +1,14 @@
 """The documents draguard gives programs, versioned as Kubernetes objects are.
 
-Every ``-o json`` / ``-o yaml`` document of ``validate``, ``allocate``, ``audit`` and ``test``, and
-the dry-run endpoint's answer, carries ``apiVersion: draguard.io/v1alpha1`` and a ``kind``, so that
-a script or a dashboard can tell which shape it reads instead of breaking silently when one changes
-(``allocate -o json`` changed shape with issue 17 with nothing in it saying so). The shapes are
-pydantic models: these, and the dry run's (:mod:`policies.dryrun.answer`). Their JSON Schemas are
-generated from them and published in the repository's ``schemas/`` directory
-(:mod:`webhook.schemas`); a change of shape is a new version, stated in ``CHANGELOG.md``.
+Every ``-o json`` / ``-o yaml`` document of ``validate``, ``allocate``, ``audit``, ``test``,
+``devices`` and ``headroom``, and the dry-run endpoint's answers, carry ``apiVersion:
+draguard.io/v1alpha1`` and a ``kind``, so that a script or a dashboard can tell which shape it reads
+instead of breaking silently when one changes (``allocate -o json`` changed shape with issue 17
+with nothing in it saying so). The shapes are pydantic models: these, the dry run's
+(:mod:`policies.dryrun.answer`), the device counts' (:mod:`policies.availability.answer`) and the
+headroom's (:mod:`policies.dryrun.headroom_answer`). Their JSON Schemas are generated from them and
+published in the repository's ``schemas/`` directory (:mod:`webhook.schemas`); a change of shape
+is a new version, stated in ``CHANGELOG.md``.
 
 Pure data: the commands fill them in.
 """

@@ -272,10 +272,13 @@ class Snapshot:
         )
         return built.with_claims_and_pods((), pods) if pods else built
 
-    def with_claims_and_pods(self, claims: Sequence[ResourceClaim], pods: Sequence[Pod]) -> Snapshot:
+    def with_claims_and_pods(
+        self, claims: Sequence[ResourceClaim], pods: Sequence[Pod], records: Sequence[PodInfo] | None = None
+    ) -> Snapshot:
         """The snapshot with ``claims`` and ``pods`` written over the objects of the same keys (or
         added), as a placement or a deallocation leaves the cluster: only the nodes of the pods
-        written have their sums recomputed."""
+        written have their sums recomputed. ``records``: the pods' records, when the caller has them
+        already (a headroom's thousands of copies)."""
         # Imported here: the scheduler's modules are not loaded by the commands that read no pod
         # (a validate of DRA objects), where importing them was a fifth of the run.
         from policies.scheduler.podinfo import PodInfo, is_pending, moved, pod_key
@@ -286,9 +289,9 @@ class Snapshot:
         infos: dict[Key, PodInfo | None] = {}
         pending = dict(self.pending)
         loads = dict(self.node_pods)
-        for pod in pods:
+        for i, pod in enumerate(pods):
             key = pod_key(pod)
-            info = PodInfo.of(pod)
+            info = records[i] if records is not None else PodInfo.of(pod)
             moved(loads, infos.get(key) or self.pods.get(key), info)
             infos[key] = info
             pending.pop(key, None)

@@ -27,13 +27,12 @@ test names (:data:`Reader`), and the time.
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cache, partial
-from typing import Annotated, Any, Literal, TypeVar, get_args
+from functools import partial
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -52,7 +51,7 @@ from policies.api.core import Pod
 from policies.api.defaults import apply_defaults
 from policies.api.kinds import KINDS
 from policies.api.resource import ResourceClaim
-from policies.config import Config
+from policies.config import Config, ConfigError, parse_config
 from policies.dryrun import (
     ClaimNotFoundError,
     DryRun,
@@ -63,6 +62,7 @@ from policies.dryrun import (
     synthetic_pod,
     with_uid,
 )
+from policies.fileproblems import problem
 from policies.priority import Priorities, PriorityRefused, admitted
 from policies.reading import read as read_document
 from policies.rules.engine import Context, Decision, Request, Rule, admit
@@ -173,62 +173,6 @@ class Suite(SuiteModel):
         raise ValueError("must be a config file name (relative to the suite) or an inline config")
 
 
-def _models(annotation: Any) -> list[type[BaseModel]]:
-    """The models an annotation refers to, however wrapped (``list[X] | None``, ``Annotated``...)."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    return [m for arg in get_args(annotation) for m in _models(arg)]
-
-
-@cache
-def field_names(root: type[BaseModel]) -> tuple[str, ...]:
-    """Every key a file of ``root`` may use, at any depth: what a misspelled key is compared with."""
-    seen: list[type[BaseModel]] = [root]
-    for model in seen:
-        seen += [m for f in model.model_fields.values() for m in _models(f.annotation) if m not in seen]
-    return tuple(sorted({f.alias or n for m in seen for n, f in m.model_fields.items()}))
-
-
-# Type mismatches in the words of a YAML file.
-_EXPECTED = {
-    "model_type": "must be a mapping",
-    "model_attributes_type": "must be a mapping",
-    "dict_type": "must be a mapping",
-    "tuple_type": "must be a list",
-    "list_type": "must be a list",
-    "string_type": "must be a string",
-}
-
-
-def _path(loc: Sequence[int | str]) -> str:
-    out = ""
-    for i, part in enumerate(loc):
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part in _TAGS and i > 0 and isinstance(loc[i - 1], int):
-            continue  # the union member pydantic tried, not a field of the file
-        else:
-            out += f".{part}" if out else part
-    return out or "<root>"
-
-
-def _problem(error: Mapping[str, Any], root: type[BaseModel]) -> str:
-    path = _path(error["loc"])
-    kind = error["type"]
-    if kind == "missing":
-        return f"{path}: Required value"
-    if kind == "extra_forbidden":
-        field = str(error["loc"][-1])
-        close = difflib.get_close_matches(field, field_names(root), n=1)
-        hint = f"; did you mean {close[0]}?" if close else ""
-        return f"{path}: unknown field{hint}"
-    message = _EXPECTED.get(kind) or str(error["msg"]).removeprefix("Value error, ")
-    value = error.get("input")
-    if isinstance(value, (str, int, float, bool)):
-        return f"{path}: Invalid value: {value!r}: {message}"
-    return f"{path}: {message}"
-
-
 def parse_suite(data: Any) -> Suite:
     """The suite in ``data`` (a parsed YAML document); raises :class:`SuiteError` naming each field."""
     if not isinstance(data, Mapping):
@@ -236,7 +180,7 @@ def parse_suite(data: Any) -> Suite:
     try:
         suite = Suite.model_validate(data)
     except ValidationError as err:
-        raise SuiteError([_problem(e, Suite) for e in err.errors(include_url=False)]) from None
+        raise SuiteError([problem(e, Suite, _TAGS) for e in err.errors(include_url=False)]) from None
     problems = [p for i, t in enumerate(suite.tests) if isinstance(t, AdmissionTest)
                 for p in _operation_problems(f"tests[{i}]", t)]
     if problems:
@@ -312,9 +256,9 @@ def _config(suite: Suite, read: Reader) -> Config:
     where = f"config ({suite.config})" if isinstance(suite.config, str) else "config"
     raw = _one(suite.config, "config", read)
     try:
-        return Config.model_validate(raw if raw is not None else {})
-    except ValidationError as err:
-        raise SuiteError([f"{where}: {_problem(e, Config)}" for e in err.errors(include_url=False)]) from None
+        return parse_config(raw)
+    except ConfigError as err:
+        raise SuiteError([f"{where}: {line}" for line in err.problems]) from None
 
 
 def _features(suite: Suite) -> FeatureGates:

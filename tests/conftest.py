@@ -12,7 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "kube"))
 
-from controlplane import ASSETS_VAR, DEVICE_TAINT_RULES, ControlPlane, missing_binaries
+from controlplane import ASSETS_VAR, DEVICE_TAINT_RULES, ControlPlane, cannot_run, missing_binaries
 
 
 def _running(feature_gates: dict[str, bool], **options: Any) -> Iterator[ControlPlane]:
@@ -21,9 +21,7 @@ def _running(feature_gates: dict[str, bool], **options: Any) -> Iterator[Control
     (``CI=true``) that is a failure, since CI is where they must run."""
     missing = missing_binaries()
     if missing:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(missing, pytrace=False)
-        pytest.skip(missing)
+        cannot_run(missing)
     plane = ControlPlane(Path(os.environ[ASSETS_VAR]), feature_gates=feature_gates, **options)
     plane.start()
     try:

@@ -87,3 +87,16 @@ def test_scale_benchmark_runs_every_part() -> None:
     if "(c) skipped" not in done.stdout:
         assert "(c) the real kube-apiserver" in done.stdout, done.stdout
         assert "after a 410 and a re-list (pods.v1 listed again: 300 objects" in done.stdout, done.stdout
+
+
+def test_headroom_benchmark_runs_and_counts_every_gpu() -> None:
+    done = run("headroom.py")
+    # Exit code 3 means a wrong answer (not every GPU counted or placed): a real failure.
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    for name in (
+        "devices baseline",
+        "devices (counted, printed)",
+        "headroom baseline",
+        "headroom (4000 copies)",
+    ):
+        assert name in done.stdout, done.stdout

@@ -229,3 +229,21 @@ def test_the_collector_runs_less_often_in_a_command_and_its_thresholds_come_back
     assert main(argv) == 0
     assert seen == [thresholds]
     assert gc.get_threshold() == before
+
+
+@pytest.mark.parametrize("output", ["table", "json"])
+def test_a_reader_that_goes_away_does_not_turn_invalid_into_success(tmp_path: Path, output: str) -> None:
+    """``draguard validate -f bad.yaml | head -1`` under ``pipefail`` must fail: the reader is gone
+    before draguard writes (the read end is closed at once), yet the exit code is validate's own."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {nodeNme: x, containers: []}\n")
+    argv = ["validate", "-f", str(bad), "-o", output]
+    script = f"import sys; from webhook.cli import main; sys.exit(main({argv!r}))"
+    process = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()
+    errors = process.stderr.read().decode()
+    assert process.wait(timeout=60) == 1, errors
+    assert "Traceback" not in errors and "BrokenPipeError" not in errors

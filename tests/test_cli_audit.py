@@ -231,6 +231,23 @@ def test_the_config_decides_the_modes(
     assert results == {"prescheduled": "warn"}
 
 
+def test_audit_takes_the_config_file_serve_takes(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """One file for every command (issue 28): the server's own sections, as the chart renders them,
+    are checked and left alone; a misspelt key is named with the key that was meant."""
+    config = tmp_path / "draguard.yaml"
+    config.write_text(
+        "rules:\n  prescheduled: {mode: warn}\nlogLevel: debug\ntls: {minVersion: '1.3'}\n"
+        "certificates: {mode: selfManaged, service: draguard, namespace: n, caValidity: 87600h}\n"
+    )
+    code, out, err = run(capsys, "-f", str(CLUSTER), "--config", str(config), "-o", "json")
+    assert err == "" and code in (0, 1)
+    assert json.loads(out)["findings"] is not None
+    config.write_text("rules:\n  quota: {modee: audit}\nlogLevel: debug\n")
+    code, _, err = run(capsys, "-f", str(CLUSTER), "--config", str(config))
+    misspelt = "rules.quota.modee: unknown field; did you mean mode?"
+    assert (code, err) == (2, f"error: --config {config}: {misspelt}\n")
+
+
 # --- --kubeconfig --------------------------------------------------------------------------------
 
 PATHS = {

@@ -430,6 +430,62 @@ def test_convert_refuses_what_it_cannot_convert(capsys: pytest.CaptureFixture[st
     assert "document 2: <no kind> <no name>: <root>: Invalid value" in lines[1]
 
 
+TAINT_RULE = """\
+apiVersion: resource.k8s.io/{version}
+kind: DeviceTaintRule
+metadata: {{name: gpu-maintenance}}
+spec:
+  deviceSelector: {{driver: gpu.example.com, pool: node-1}}
+  taint: {{key: example.com/maintenance, effect: NoSchedule}}
+"""
+
+
+def test_convert_prints_a_v1beta2_taint_rule_as_it_is_and_converts_the_rest_of_the_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """1.36 serves DeviceTaintRule only as v1beta2: there is nothing to convert it to, so it is
+    printed unchanged (it was a traceback, and nothing of the file was printed); a v1alpha3 one
+    becomes v1beta2."""
+    older_class = "apiVersion: resource.k8s.io/v1beta1\nkind: DeviceClass\nmetadata: {name: gpu}\nspec: {}\n"
+    alpha = TAINT_RULE.format(version="v1alpha3").replace("gpu-maintenance", "gpu-repair")
+    beta = TAINT_RULE.format(version="v1beta2")
+    files = write(tmp_path, "rules.yaml", "---\n".join([beta, older_class, alpha]))
+    code, out, err = run(capsys, "convert", "-f", files)
+    assert (code, err) == (0, "")
+    assert [(d["apiVersion"], d["kind"]) for d in yaml.safe_load_all(out)] == [
+        ("resource.k8s.io/v1beta2", "DeviceTaintRule"),
+        ("resource.k8s.io/v1", "DeviceClass"),
+        ("resource.k8s.io/v1beta2", "DeviceTaintRule"),
+    ]
+
+
+def test_convert_reads_every_document_as_the_other_commands_do(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A misspelt field (in any kind, not only the converted ones) and a kind 1.36 does not serve
+    are refused as validate refuses them, and only the rest is printed; the same object twice is
+    printed twice with validate's warning, as kubectl apply applies both."""
+    misspelt_pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {nodeNme: n, containers: []}\n"
+    old_deployment = "apiVersion: extensions/v1beta1\nkind: Deployment\nmetadata: {name: d}\nspec: {}\n"
+    older = "apiVersion: resource.k8s.io/v1beta1\nkind: DeviceClass\nmetadata: {name: gpu}\nspec: {}\n"
+    again = older.replace("v1beta1", "v1")
+    documents = [misspelt_pod, old_deployment, older, again, TEMPLATE]
+    files = write(tmp_path, "mixed.yaml", "---\n".join(documents))
+    code, out, err = run(capsys, "convert", "-f", files)
+    assert code == 1
+    assert [(d["kind"], d["apiVersion"]) for d in yaml.safe_load_all(out)] == [
+        ("DeviceClass", "resource.k8s.io/v1"),
+        ("DeviceClass", "resource.k8s.io/v1"),
+        ("ResourceClaimTemplate", "resource.k8s.io/v1"),
+    ]
+    lines = err.splitlines()
+    assert len(lines) == 3, err
+    assert lines[0].endswith('Pod p: unknown field "spec.nodeNme": did you mean "nodeName"?')
+    assert "Deployment d: apiVersion: Unsupported value: \"extensions/v1beta1\"" in lines[1]
+    assert lines[2].startswith("warning: ")
+    assert "document 4: DeviceClass gpu: the same DeviceClass is also in" in lines[2]
+
+
 def test_convert_shows_its_progress_on_a_terminal(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -446,3 +502,18 @@ def test_convert_shows_its_progress_on_a_terminal(
     files = write(tmp_path, "two.yaml", f"{TEMPLATE}---\n{CUSTOM}")
     assert run(capsys, "convert", "-f", files)[0] == 0
     assert bars == [(1, 2), (2, 2)]
+
+
+def test_a_directory_whose_manifests_are_all_in_subdirectories_says_to_pass_r(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(tmp_path, "cluster/gpus/classes.yaml", (ROOT / "examples/gpu-cluster/classes.yaml").read_text())
+    code, _, err = run(capsys, "validate", "-f", str(tmp_path / "cluster"))
+    assert code == 2
+    assert err.strip() == (
+        f"error: {tmp_path / 'cluster'}: a directory with no .yaml, .yml or .json files; its "
+        "subdirectories have some: pass -R (--recursive) to read them, as kubectl does"
+    )
+    assert run(capsys, "validate", "-R", "-f", str(tmp_path / "cluster"))[0] == 0
+    (tmp_path / "empty" / "sub").mkdir(parents=True)
+    assert run(capsys, "validate", "-f", str(tmp_path / "empty"))[2].strip().endswith(".json files")

@@ -194,6 +194,32 @@ def test_paths_without_suites_are_unusable(capsys: pytest.CaptureFixture[str], t
     assert code == 2 and "no test suites here" in err
 
 
+def test_a_suite_error_names_each_file_once(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The suite file's own YAML error names it once; a state file's error names the suite, the
+    field (state) and the state file, each once."""
+    unreadable = write(tmp_path, "broken.yaml", "name: x\ntests: [\n")
+    code, _, err = run(capsys, str(unreadable))
+    assert code == 2 and err.count(str(unreadable)) == 1, err
+    assert err.startswith(f"error: {unreadable}: not valid YAML or JSON")
+    write(tmp_path, "state/pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {nodeNme: x}\n")
+    suite = write(tmp_path, "s.yaml", """\
+        name: s
+        state: [state]
+        tests:
+        - name: t
+          operation: CREATE
+          object: {apiVersion: v1, kind: Namespace, metadata: {name: a}}
+          expect: allow
+    """)
+    code, _, err = run(capsys, str(suite))
+    state_file = tmp_path / "state" / "pod.yaml"
+    assert (code, err) == (
+        2,
+        f'error: {suite}: state: {state_file}: document 1: Pod p: unknown field "spec.nodeNme": '
+        'did you mean "nodeName"?\n',
+    )
+
+
 def test_a_pod_the_api_server_refuses_before_any_webhook_is_a_broken_suite(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

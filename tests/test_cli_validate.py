@@ -181,7 +181,7 @@ def test_directories_and_lists(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 def test_unknown_fields_error_warn_or_ignore(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     f = write(tmp_path, "u.yaml", SLICE.replace("  driver:", "  drvier: x\n  driver:"))
-    line = f'{f}: document 1: ResourceSlice node-1: unknown field "spec.drvier"'
+    line = f'{f}: document 1: ResourceSlice node-1: unknown field "spec.drvier": did you mean "driver"?'
     assert run(capsys, "-f", f)[:2] == (1, [line, "1 object: 0 valid, 1 invalid (1 problem)"])
     assert run(capsys, "-f", f, "--unknown-fields", "warn")[:2] == (
         0,
@@ -210,7 +210,7 @@ def test_unknown_fields_stop_validation_like_strict_decoding(
     code, out, _ = run(capsys, "-f", f)
     assert (code, out[0], out[-1]) == (
         1,
-        f'{f}: document 1: ResourceSlice node-1: unknown field "spec.drvier"',
+        f'{f}: document 1: ResourceSlice node-1: unknown field "spec.drvier": did you mean "driver"?',
         "1 object: 0 valid, 1 invalid (1 problem)",
     )
     code, out, _ = run(capsys, "-f", f, "--unknown-fields", "warn")

@@ -18,6 +18,7 @@ from webhook import schemas
 from webhook.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
+WORKLOADS = ROOT / "examples" / "workloads"
 CLUSTER = ROOT / "examples" / "gpu-cluster"
 SUITES = ROOT / "examples" / "policy-tests"
 
@@ -76,6 +77,8 @@ def test_the_changelog_states_the_version_and_every_kind() -> None:
         ("DryRunAnswer", ["allocate", "-f", str(CLUSTER)]),
         ("AuditReport", ["audit", "-f", str(CLUSTER), "-f", "{mixed}"]),
         ("TestReport", ["test", str(SUITES)]),
+        ("DeviceAvailability", ["devices", "-f", str(CLUSTER)]),
+        ("HeadroomAnswer", ["headroom", "-f", str(CLUSTER), "-f", str(WORKLOADS)]),
     ],
 )
 @pytest.mark.parametrize("output", ["json", "yaml"])

@@ -52,7 +52,9 @@ def test_strict_decoding_happens_in_the_version_written() -> None:
     the path the user wrote, before any conversion."""
     raw = {**CLAIM_V1BETA1, "spec": {"devices": {"requests": [{"name": "g", "deviceClassNam": "x"}]}}}
     reading = read(raw, ReadOptions(api_versions=RuntimeConfig.parse(["resource.k8s.io/v1beta1"])))
-    assert reading.errors == ['unknown field "spec.devices.requests[0].deviceClassNam"']
+    assert reading.errors == [
+        'unknown field "spec.devices.requests[0].deviceClassNam": did you mean "deviceClassName"?'
+    ]
 
 
 def test_device_taint_rules_need_their_version_turned_on() -> None:
@@ -157,14 +159,19 @@ def test_a_workload_template_is_read_as_its_pod() -> None:
 
 def test_a_workload_is_decoded_strictly_as_a_whole() -> None:
     reading = read(deployment({"containers": [{"name": "c", "image": "i", "imagePullPolice": "Always"}]}))
-    assert reading.errors == ['unknown field "spec.template.spec.containers[0].imagePullPolice"']
+    assert reading.errors == [
+        'unknown field "spec.template.spec.containers[0].imagePullPolice": did you mean "imagePullPolicy"?'
+    ]
     assert reading.obj is None
 
 
 def test_unknown_fields_as_warnings_or_ignored_but_wrong_types_always_fail() -> None:
     raw = deployment({"nodeNme": "n", "containers": [{"name": "c", "image": "i"}]})
     warned = read(raw, ReadOptions(unknown_fields="warn"))
-    assert (warned.errors, warned.warnings) == ([], ['unknown field "spec.template.spec.nodeNme"'])
+    assert (warned.errors, warned.warnings) == (
+        [],
+        ['unknown field "spec.template.spec.nodeNme": did you mean "nodeName"?'],
+    )
     ignored = read(raw, ReadOptions(unknown_fields="ignore"))
     assert (ignored.errors, ignored.warnings) == ([], [])
     raw["spec"]["replicas"] = "3"

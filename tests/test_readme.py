@@ -7,7 +7,9 @@ import argparse
 import re
 from pathlib import Path
 
-from webhook.commands import build_parser
+import pytest
+
+from webhook.commands import SUMMARIES, build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -71,3 +73,46 @@ def test_every_command_line_shown_takes_the_flags_and_outputs_shown() -> None:
         shown = re.search(r"\[-o ([\w|]+)\]", line)
         if shown:
             assert set(shown.group(1).split("|")) == set(options["-o"].choices or ()), line
+
+
+def _options(parser: argparse.ArgumentParser, prog: str) -> list[tuple[str, list[str]]]:
+    """``(command, spellings)`` of every option of ``parser`` and its subcommands but --help."""
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += _options(sub, f"{prog} {name}")
+        elif action.option_strings and "--help" not in action.option_strings:
+            found.append((prog, action.option_strings))
+    return found
+
+
+def test_every_option_in_help_is_in_the_readme() -> None:
+    """What ``--help`` offers, the README says too (issue 28: twenty options were only in --help)."""
+    options = []
+    for command in SUMMARIES:
+        parser = _parser_of(["draguard", command])
+        options += _options(parser, command)
+    assert len(options) > 50
+    missing = [f"{prog} {spellings[-1]}" for prog, spellings in options
+               if not any(re.search(rf"(?<![\w-]){re.escape(s)}(?![\w-])", README) for s in spellings)]
+    assert missing == []
+
+
+def test_the_architecture_points_only_inside_the_repository() -> None:
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    assert re.findall(r"`(\.\./[^`]*)`", text) == [] and "/work/" not in text
+
+
+def test_the_answers_shown_are_what_the_commands_print(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each ```console block: ``$ draguard ...`` and what it prints, as a user sees it."""
+    from webhook.cli import main
+
+    shown = re.findall(r"```console\n\$ (draguard [^\n]*)\n(.*?)```", README, re.DOTALL)
+    assert {command.split()[1] for command, _ in shown} >= {"devices", "headroom"}
+    monkeypatch.chdir(ROOT)
+    for command, printed in shown:
+        main(command.split()[1:])
+        assert capsys.readouterr().out.rstrip() == printed.rstrip(), command

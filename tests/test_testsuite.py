@@ -166,6 +166,20 @@ def test_config_file_errors_name_the_file() -> None:
     ]
 
 
+def test_a_suite_takes_the_config_file_serve_takes() -> None:
+    """The file the chart renders (with the server's logLevel, tls and certificates) is a suite's
+    config as it is serve's; a misspelt top-level key is named with the one that was meant."""
+    def read(name: str) -> list[Any]:
+        return [{"rules": {"personas": {"mode": "warn"}}, "logLevel": "info", "tls": {"minVersion": "1.2"},
+                 "certificates": {"mode": "selfManaged", "service": "draguard", "namespace": "n"}}]
+
+    prepared = prepare(parse_suite(suite(admission(), config="chart.yaml")), state(), read, NOW)
+    assert prepared.context.config.rules.personas.mode == "warn"
+    assert problems(suite(admission(), config={"logLevl": "info"})) == [
+        "config: logLevl: unknown field; did you mean logLevel?"
+    ]
+
+
 def test_files_come_from_the_reader_and_objects_are_defaulted_as_the_api_server_would() -> None:
     asked: list[str] = []
 

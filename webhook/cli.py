@@ -10,6 +10,7 @@ import gc
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any, TextIO
 
 from webhook.commands import SUMMARIES, build_parser
 
@@ -28,6 +29,38 @@ BATCH_GC_THRESHOLDS = (100_000, 50, 100)
 # device bindings in 300 ms at 5,000 nodes. Young cycles are still collected within 10,000
 # allocations.
 SERVE_GC_THRESHOLDS = (10_000, 20, 1_000)
+# The exit status of a process killed by SIGPIPE (128 + 13), for a broken pipe met outside stdout.
+BROKEN_PIPE = 141
+
+
+class _Stdout:
+    """stdout that outlives its reader: ``draguard validate -f bad.yaml | head -1`` closes the pipe
+    after one line, and the next write fails. The command must still finish and exit with its own
+    code (1 for invalid manifests, so that a CI step with ``pipefail`` fails), so a write or flush
+    into a closed pipe points stdout at /dev/null (Python's ``signal`` module documentation's
+    recipe) and carries on as if it had been read."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._discard()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._discard()
+
+    def _discard(self) -> None:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -42,16 +75,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     thresholds = gc.get_threshold()
     gc.set_threshold(*(SERVE_GC_THRESHOLDS if args.command == "serve" else BATCH_GC_THRESHOLDS))
+    stdout, sys.stdout = sys.stdout, _Stdout(sys.stdout)
     try:
         code: int = args.func(args)
+        sys.stdout.flush()
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
-        # `draguard ... | head`: the reader is gone. Point stdout at nothing so that the interpreter's
-        # final flush does not fail again (the recipe of Python's signal module documentation).
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+        # A pipe other than stdout (a log on stderr read by head): the command could not finish.
+        return BROKEN_PIPE
     finally:
+        sys.stdout = stdout
         gc.set_threshold(*thresholds)
     return code
 

@@ -37,6 +37,8 @@ from pydantic.json_schema import models_json_schema
 from policies.allocator import SearchBudget
 from policies.cel import Environment, SelectorCache
 from policies.dryrun import DryRunResponse, FeatureGates, Prepared
+from policies.dryrun.headroom_answer import HeadroomResponse
+from policies.dryrun.headroom_answer import document as headroom_document
 from policies.dryrun.request import (
     DryRunRequest,
     HttpQuestion,
@@ -44,6 +46,7 @@ from policies.dryrun.request import (
     RequestError,
     UnanswerableError,
     answer_request,
+    headroom_request,
     parse_request,
 )
 from policies.snapshot import Snapshot
@@ -376,6 +379,8 @@ def encoded_answer(
     cyclic garbage collector is paused meanwhile (:class:`CollectorPause`)."""
     budget = deadlines.budget(settings.node_max_steps)
     with COLLECTOR_PAUSE:
+        if question.headroom:
+            return _headroom_answer(question, prepared, settings, deadlines, budget)
         try:
             answer = answer_request(question, prepared, budget=budget, pace=deadlines)
         except UnanswerableError as err:
@@ -387,6 +392,24 @@ def encoded_answer(
                 retry_after=settings.timeout,
             )
         return DryRunResponse(**dict(answer), elapsed_ms=deadlines.elapsed_ms()).to_json_bytes()
+
+
+def _headroom_answer(
+    question: HttpQuestion,
+    prepared: Prepared,
+    settings: DryRunSettings,
+    deadlines: Deadlines,
+    budget: SearchBudget,
+) -> bytes:
+    """``"headroom": true``: copies placed until one does not fit, ``max`` or the deadline (the
+    answer then says how many fit at least, ``limit.by: Deadline``)."""
+    try:
+        found = headroom_request(question, prepared, budget=budget, pace=deadlines)
+    except UnanswerableError as err:
+        raise Problem(422, str(err), err.problems) from None
+    answer = headroom_document(found, question.max, settings.features.changed())
+    fields = {name: value for name, value in dict(answer).items() if name != "kind"}
+    return HeadroomResponse(**fields, elapsed_ms=deadlines.elapsed_ms()).to_json_bytes()
 
 
 # --- HTTP -------------------------------------------------------------------------------------------
@@ -569,7 +592,12 @@ def _schemas(settings: DryRunSettings) -> dict[str, Any]:
     """The JSON Schemas of the request, the answer and an error, from their pydantic models, with
     this server's limits."""
     _, top = models_json_schema(
-        [(DryRunRequest, "validation"), (DryRunResponse, "serialization"), (Error, "serialization")],
+        [
+            (DryRunRequest, "validation"),
+            (DryRunResponse, "serialization"),
+            (HeadroomResponse, "serialization"),
+            (Error, "serialization"),
+        ],
         ref_template="#/components/schemas/{model}",
     )
     schemas: dict[str, Any] = top["$defs"]
@@ -630,10 +658,16 @@ def openapi_document(settings: DryRunSettings) -> dict[str, Any]:
                     },
                     "responses": {
                         "200": {
-                            "description": "the answer, possibly partial (complete: false)",
+                            "description": "the answer, possibly partial (complete: false); with "
+                            '"headroom": true, a HeadroomResponse',
                             "content": {
                                 "application/json": {
-                                    "schema": {"$ref": "#/components/schemas/DryRunResponse"}
+                                    "schema": {
+                                        "anyOf": [
+                                            {"$ref": "#/components/schemas/DryRunResponse"},
+                                            {"$ref": "#/components/schemas/HeadroomResponse"},
+                                        ]
+                                    }
                                 }
                             },
                         },

@@ -41,6 +41,7 @@ class KubeError(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(f"HTTP {status}: {message}" if status else message)
         self.status = status
+        self.message = message
 
 
 class Gone(KubeError):
@@ -63,8 +64,13 @@ class ApiResource:
 
     @property
     def path(self) -> str:
+        return self.object_path("", "").removesuffix("/")
+
+    def object_path(self, namespace: str, name: str) -> str:
+        """The path of one object: ``/api/v1/namespaces/team-a/pods/train``, ``/api/v1/nodes/n1``."""
         root = "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
-        return f"{root}/{self.plural}"
+        scope = f"/namespaces/{namespace}" if namespace else ""
+        return f"{root}{scope}/{self.plural}/{name}"
 
     def __str__(self) -> str:
         return f"{self.plural}.{self.api_version}"
@@ -101,24 +107,34 @@ def _read_kubeconfig(path: str) -> dict[str, Any]:
     return docs[0]
 
 
-def _context(paths: list[str], wanted: str | None) -> str:
+@dataclass(frozen=True)
+class KubeContext:
+    """The kubeconfig context in use: its name, and the namespace it names ("" for none)."""
+
+    name: str
+    namespace: str = ""
+
+
+def _context(paths: list[str], wanted: str | None) -> KubeContext:
     """The context to use: ``wanted``, else the first current-context set (kubectl's merge rule);
-    either must name a context of the files."""
+    either must name a context of the files. The first file that defines a context wins, as in
+    kubectl's merge."""
     configs = [_read_kubeconfig(p) for p in paths]
-    names = [
-        str(c.get("name"))
-        for config in configs
-        for c in config.get("contexts") or []
-        if isinstance(c, dict) and c.get("name")
-    ]
-    shown = f"(contexts: {', '.join(dict.fromkeys(names))})" if names else "(it defines no contexts)"
+    contexts: dict[str, Any] = {}
+    for found in configs:
+        for c in found.get("contexts") or []:
+            if isinstance(c, dict) and c.get("name"):
+                contexts.setdefault(str(c["name"]), c.get("context"))
+    shown = f"(contexts: {', '.join(contexts)})" if contexts else "(it defines no contexts)"
     where = f"kubeconfig {':'.join(paths)}"
     context = wanted or next((str(c["current-context"]) for c in configs if c.get("current-context")), None)
     if context is None:
         raise ConnectError(f"{where}: no current-context is set: choose one with --context {shown}")
-    if context not in names:
+    if context not in contexts:
         raise ConnectError(f"{where}: no context named {context!r} {shown}")
-    return context
+    body = contexts[context]
+    namespace = body.get("namespace") if isinstance(body, dict) else None
+    return KubeContext(context, namespace if isinstance(namespace, str) else "")
 
 
 def connect(kubeconfig: str | None, in_cluster: bool, context: str | None = None) -> ApiClient:
@@ -128,22 +144,34 @@ def connect(kubeconfig: str | None, in_cluster: bool, context: str | None = None
     Every problem is a :class:`ConnectError` of one line: no file, a file that is not one YAML
     mapping, a missing context, credentials the client cannot use.
     """
+    if not in_cluster:
+        return connect_kubeconfig(kubeconfig, context)[0]
     from kubernetes import client, config
     from kubernetes.config.config_exception import ConfigException
 
     configuration = client.Configuration()
-    if in_cluster:
-        try:
-            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        except (ConfigException, OSError, ValueError) as err:
-            raise ConnectError(f"cannot use the in-cluster service account: {_one_line(err)}") from None
-    else:
-        _load_kubeconfig(kubeconfig, context, configuration)
+    try:
+        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    except (ConfigException, OSError, ValueError) as err:
+        raise ConnectError(f"cannot use the in-cluster service account: {_one_line(err)}") from None
     configuration.connection_pool_maxsize = POOL_SIZE
     return client.ApiClient(configuration)
 
 
-def _load_kubeconfig(kubeconfig: str | None, context: str | None, configuration: Configuration) -> None:
+def connect_kubeconfig(kubeconfig: str | None, context: str | None) -> tuple[ApiClient, KubeContext]:
+    """:func:`connect` through a kubeconfig, and the context it uses (its namespace is where
+    kubectl puts objects that name none)."""
+    from kubernetes import client
+
+    configuration = client.Configuration()
+    chosen = _load_kubeconfig(kubeconfig, context, configuration)
+    configuration.connection_pool_maxsize = POOL_SIZE
+    return client.ApiClient(configuration), chosen
+
+
+def _load_kubeconfig(
+    kubeconfig: str | None, context: str | None, configuration: Configuration
+) -> KubeContext:
     from kubernetes import config
     from kubernetes.config.config_exception import ConfigException
 
@@ -158,10 +186,11 @@ def _load_kubeconfig(kubeconfig: str | None, context: str | None, configuration:
     chosen = _context(paths, context)
     try:
         config.load_kube_config(  # type: ignore[no-untyped-call]
-            config_file=":".join(paths), context=chosen, client_configuration=configuration
+            config_file=":".join(paths), context=chosen.name, client_configuration=configuration
         )
     except (ConfigException, OSError, TypeError, ValueError, KeyError, AttributeError) as err:
         raise ConnectError(f"kubeconfig {':'.join(paths)}: {_one_line(err)}") from None
+    return chosen
 
 
 def _one_line(err: object) -> str:
@@ -205,6 +234,17 @@ def _error(status: int, body: bytes, reason: str) -> KubeError:
     except ValueError:
         pass
     return _status_error(status, message)
+
+
+def _json(response: urllib3.BaseHTTPResponse, failure: str) -> Any:
+    """The response's body decoded; a :class:`KubeError` starting with ``failure`` when it cannot be
+    read whole or is no JSON. The connection goes back to the pool either way."""
+    try:
+        return json.loads(response.read())
+    except (urllib3.exceptions.HTTPError, OSError, ValueError) as err:
+        raise KubeError(0, f"{failure}: {err}") from None
+    finally:
+        response.release_conn()
 
 
 def _status_error(status: int, message: str) -> KubeError:
@@ -283,14 +323,18 @@ class KubeReader:
 
     def version(self) -> dict[str, Any]:
         """``GET /version``: what any client may ask, so it tells whether the server answers at all."""
-        response = self._get("/version", {}, CONNECT_TIMEOUT)
-        try:
-            answer = json.loads(response.read())
-        except (urllib3.exceptions.HTTPError, OSError, ValueError) as err:
-            raise KubeError(0, f"/version did not answer with JSON: {err}") from None
-        finally:
-            response.release_conn()
+        answer = _json(self._get("/version", {}, CONNECT_TIMEOUT), "/version did not answer with JSON")
         return answer if isinstance(answer, dict) else {}
+
+    def get(self, resource: ApiResource, namespace: str, name: str) -> dict[str, Any] | None:
+        """One object as the API server holds it (``namespace`` "" for a cluster-scoped kind), None
+        when there is none (404)."""
+        try:
+            response = self._get(resource.object_path(namespace, name), {}, LIST_READ_TIMEOUT)
+        except NotServed:
+            return None
+        found = _json(response, f"get of {resource} {name} interrupted")
+        return found if isinstance(found, dict) else None
 
     def list_pages(self, resource: ApiResource) -> Iterator[tuple[list[dict[str, Any]], str]]:
         """``(items, resourceVersion)`` page by page; all pages are one consistent read.

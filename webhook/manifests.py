@@ -26,7 +26,7 @@ import yaml
 
 from policies.api.base import TypedObject
 from policies.api.kinds import DecodeError, decode
-from policies.api.schema import DuplicateKeys
+from policies.api.schema import DuplicateKeys, is_namespaced
 from policies.priority import Priorities
 from policies.reading import DEFAULTS, Reading, ReadOptions, read
 from policies.validation.documents import duplicates, judge_existing
@@ -91,6 +91,13 @@ def _files(path: str, recursive: bool) -> list[str]:
         if not recursive:
             break
     return found
+
+
+def _deeper(directory: str) -> str:
+    """The hint for a directory whose manifests are all in its subdirectories (read with ``-R``)."""
+    if not _files(directory, recursive=True):
+        return ""
+    return "; its subdirectories have some: pass -R (--recursive) to read them, as kubectl does"
 
 
 def _text(file: str, stdin: TextIO) -> str:
@@ -285,7 +292,7 @@ def iter_inputs(
     for path in paths:
         files = _files(path, recursive)
         if not files:
-            yield Unreadable(path, f"{path}: a directory with no .yaml, .yml or .json files")
+            yield Unreadable(path, f"{path}: a directory with no .yaml, .yml or .json files{_deeper(path)}")
         for file in files:
             name = STDIN_NAME if file == STDIN else file
             if _streamed(file):
@@ -349,19 +356,68 @@ class Entry:
         return f"{self.where}: {self.reading.label}" if self.reading is not None else self.where
 
 
+@dataclass(frozen=True)
+class DefaultNamespace:
+    """Where ``kubectl apply`` puts the documents that name no namespace: ``-n``, else the
+    kubeconfig context's namespace, else ``default``. ``explicit`` (given with ``-n``): a document
+    naming another namespace is refused, as kubectl refuses it (upstream
+    ``staging/src/k8s.io/cli-runtime/pkg/resource/visitor.go``, SetNamespace and RequireNamespace)."""
+
+    name: str
+    explicit: bool = False
+
+    def place(self, raw: Any) -> str | None:
+        """Give a namespaced document that names no namespace this one (in place: the parsed
+        document is the reader's own); the refusal, in kubectl's words, of one naming another."""
+        if not isinstance(raw, dict) or not isinstance(raw.get("metadata"), dict):
+            return None
+        api_version, kind = raw.get("apiVersion"), raw.get("kind")
+        if not (isinstance(api_version, str) and isinstance(kind, str) and is_namespaced(api_version, kind)):
+            return None
+        given = raw["metadata"].get("namespace")
+        if not given:
+            raw["metadata"]["namespace"] = self.name
+        elif self.explicit and given != self.name:
+            return (
+                f"metadata.namespace: Invalid value: {json.dumps(given)}: the namespace from the provided "
+                f'object "{given}" does not match the namespace "{self.name}". You must pass '
+                f"'--namespace={given}' to perform this operation."
+            )
+        return None
+
+
+def _read(raw: Any, options: ReadOptions, namespace: DefaultNamespace | None) -> Reading:
+    refused = namespace.place(raw) if namespace is not None else None
+    reading = read(raw, options)
+    if refused is not None:
+        reading.errors.insert(0, refused)
+    return reading
+
+
 def read_entries(
     paths: Sequence[str],
     options: ReadOptions = DEFAULTS,
     recursive: bool = False,
     stdin: TextIO | None = None,
+    namespace: DefaultNamespace | None = None,
 ) -> list[Entry]:
-    """Every document under ``paths`` read as the API server would read it, and every path that
-    could not be read."""
+    """Every document under ``paths`` read as the API server would read it (placed in
+    ``namespace`` when it names none), and every path that could not be read."""
+    return entries_of(iter_inputs(paths, recursive, stdin), options, namespace)
+
+
+def entries_of(
+    items: Iterable[Document | Unreadable],
+    options: ReadOptions = DEFAULTS,
+    namespace: DefaultNamespace | None = None,
+) -> list[Entry]:
+    """:func:`read_entries` of documents already split (``convert`` keeps each one's JSON), one
+    entry per item, in order."""
     return [
         Entry(path=item.path, problem=item.message)
         if isinstance(item, Unreadable)
-        else Entry(item.source, read(item.raw, options))
-        for item in iter_inputs(paths, recursive, stdin)
+        else Entry(item.source, _read(item.raw, options, namespace))
+        for item in items
     ]
 
 
@@ -371,6 +427,15 @@ def duplicated(entries: Sequence[Entry]) -> list[tuple[Entry, Entry]]:
     documents = [e for e in entries if e.reading is not None]
     found = duplicates([e.reading for e in documents if e.reading is not None])
     return [(documents[later], documents[earlier]) for later, earlier in found.items()]
+
+
+def applied_twice(later: Entry, earlier: Entry) -> str:
+    """What is said of a document naming the same object as an earlier one (see :func:`duplicated`)."""
+    kind = later.reading.kind if later.reading is not None else "object"
+    return (
+        f"the same {kind} is also in {earlier.where}: kubectl apply applies both, "
+        "this one as an update of that one"
+    )
 
 
 def latest(entries: Sequence[Entry]) -> tuple[list[Entry], list[str]]:
@@ -450,6 +515,8 @@ def load(
     return [
         Loaded(e.reading.obj, e.source)
         for e in entries
-        if e.source is not None and e.reading is not None and e.reading.obj is not None
+        if e.source is not None
+        and e.reading is not None
+        and e.reading.obj is not None
         and e.reading.template is None
     ]

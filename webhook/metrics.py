@@ -8,6 +8,7 @@ series without end. The snapshot gauges are read from the current state at scrap
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -16,6 +17,7 @@ from prometheus_client.registry import Collector
 
 from certs.reloader import CertReloader
 from policies.api.kinds import KNOWN_KINDS
+from policies.availability import Availability, Counts, Tally
 from policies.cel import stats as cel_stats
 from policies.rules.engine import Outcome
 from policies.snapshot import Snapshot
@@ -69,6 +71,57 @@ class SnapshotCollector(Collector):
         for kind, count in counts.items():
             objects.add_metric([kind], count)
         yield objects
+
+
+DEVICE_STATES = ("allocated", "available", "unavailable")
+
+
+class DeviceCollector(Collector):
+    """``draguard_pool_devices{driver,pool,state}`` and ``draguard_class_devices{class,state}``: the
+    devices of each complete pool and each DeviceClass, allocated, available or unavailable
+    (KEP-5677's counts, :mod:`policies.availability`). Counted on a scrape from the live snapshot by
+    a :class:`Tally` that keeps what it counted, so a scrape costs what changed since the last one;
+    the same snapshot is counted once."""
+
+    def __init__(self, state: State) -> None:
+        self._state = state
+        self._tally = Tally()
+        self._lock = threading.Lock()
+        self._counted: tuple[Snapshot, Availability] | None = None
+
+    def availability(self) -> Availability:
+        snapshot = self._state.snapshot
+        with self._lock:
+            if self._counted is None or self._counted[0] is not snapshot:
+                self._counted = (snapshot, self._tally.of(snapshot))
+            return self._counted[1]
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        found = self.availability()
+        pools = GaugeMetricFamily(
+            "draguard_pool_devices",
+            "Devices of each complete resource pool by state: allocated to claims, available, or "
+            "unavailable (not allocated, tainted NoSchedule or NoExecute).",
+            labels=["driver", "pool", "state"],
+        )
+        for pool in found.pools:
+            if pool.counts is not None:
+                for state, count in zip(DEVICE_STATES, _by_state(pool.counts), strict=True):
+                    pools.add_metric([pool.driver, pool.pool, state], count)
+        yield pools
+        classes = GaugeMetricFamily(
+            "draguard_class_devices",
+            "Devices a DeviceClass's selectors admit, over the complete pools, by state.",
+            labels=["class", "state"],
+        )
+        for device_class in found.classes:
+            for state, count in zip(DEVICE_STATES, _by_state(device_class.counts), strict=True):
+                classes.add_metric([device_class.name, state], count)
+        yield classes
+
+
+def _by_state(counts: Counts) -> tuple[int, int, int]:
+    return counts.allocated, counts.available, counts.unavailable
 
 
 class CelCacheCollector(Collector):
@@ -152,6 +205,7 @@ class Metrics:
             registry=self.registry,
         )
         self.registry.register(SnapshotCollector(state))
+        self.registry.register(DeviceCollector(state))
         self.registry.register(CelCacheCollector())
         if tls is not None:
             self.registry.register(CertificateCollector(tls))

@@ -17,8 +17,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-# On a terminal the last column keeps at least this much, even when the others fill the line.
+# On a terminal the last column keeps at least this much, even when the others fill the line;
+# they are cut to make room for it, each down to MIN_COLUMN.
 MIN_LAST_COLUMN = 30
+MIN_COLUMN = 8
 CUT = "..."
 CUT_NOTE = "note: long text was cut to one line; -o json or -o yaml shows it in full"
 
@@ -97,10 +99,12 @@ def cut(text: str, width: int | None) -> tuple[str, bool]:
 class Table:
     """Rows under a header, columns padded to their widest cell and the last one left free.
 
-    Every cell is one line; the last column, the free text (a reason, a message), is cut to what
-    ``width`` leaves it. Without a width (output to a file or a pipe, read with grep or less rather
-    than at a glance) it is kept whole. ``cut`` says afterwards whether anything was cut, for
-    :data:`CUT_NOTE`.
+    Every cell is one line, and with a ``width`` every line fits in it: the last column, the free
+    text (a reason, a message), is cut to what the others leave it, and when they would leave it
+    less than :data:`MIN_LAST_COLUMN` the widest of them are cut first (a test's long name, a
+    node's devices). Without a width (output to a file or a pipe, read with grep or less rather
+    than at a glance) everything is kept whole. ``cut`` says afterwards whether anything was cut,
+    for :data:`CUT_NOTE`.
     """
 
     def __init__(self, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
@@ -111,16 +115,23 @@ class Table:
     def render(self, width: int | None = None, style: Style = PLAIN) -> str:
         cells = [self.header, *(self._single_lines(row) for row in self.rows)]
         widths = [max(len(row[i]) for row in cells) for i in range(len(self.header) - 1)]
+        if width is not None:
+            last = min(MIN_LAST_COLUMN, max(len(row[-1]) for row in cells))
+            widths = _fitted(widths, width - last - 2 * len(widths))
         fixed = sum(widths) + 2 * len(widths)
         room = None if width is None else max(width - fixed, MIN_LAST_COLUMN)
         lines = []
         for n, row in enumerate(cells):
-            last, was_cut = cut(row[-1], room)
-            self.cut |= was_cut
+            shown = [self._cut(cell, w) for cell, w in zip(row, [*widths, room], strict=True)]
             paint = (lambda text: style.paint(text, BOLD)) if n == 0 else style.status
-            padded = [paint(cell) + " " * (w - len(cell)) for cell, w in zip(row[:-1], widths, strict=True)]
-            lines.append("  ".join([*padded, paint(last)]).rstrip())
+            padded = [paint(cell) + " " * (w - len(cell)) for cell, w in zip(shown[:-1], widths, strict=True)]
+            lines.append("  ".join([*padded, paint(shown[-1])]).rstrip())
         return "\n".join(lines)
+
+    def _cut(self, text: str, width: int | None) -> str:
+        shown, was_cut = cut(text, width)
+        self.cut |= was_cut
+        return shown
 
     def _single_lines(self, row: tuple[str, ...]) -> tuple[str, ...]:
         out = []
@@ -129,6 +140,17 @@ class Table:
             self.cut |= was_cut
             out.append(line)
         return tuple(out)
+
+
+def _fitted(widths: list[int], room: int) -> list[int]:
+    """``widths`` capped so that they add up to at most ``room``, the widest cut first and none
+    below :data:`MIN_COLUMN` (or its own width): the widths of the columns before the last."""
+    if sum(widths) <= room:
+        return widths
+    cap = max(widths)
+    while cap > MIN_COLUMN and sum(min(w, cap) for w in widths) > room:
+        cap -= 1
+    return [min(w, cap) for w in widths]
 
 
 def print_table(table: Table, out: TextIO, style: Style) -> None:

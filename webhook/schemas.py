@@ -18,7 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from policies.availability.answer import DeviceAvailability
 from policies.dryrun.answer import DryRunAnswer, DryRunResponse
+from policies.dryrun.headroom_answer import HeadroomAnswer, HeadroomResponse
 from policies.outputs import API_VERSION, AuditReport, TestReport, ValidateReport
 
 DOCUMENTS: tuple[type[BaseModel], ...] = (
@@ -27,6 +29,9 @@ DOCUMENTS: tuple[type[BaseModel], ...] = (
     AuditReport,
     TestReport,
     DryRunResponse,
+    DeviceAvailability,
+    HeadroomAnswer,
+    HeadroomResponse,
 )
 DIRECTORY = Path(__file__).resolve().parent.parent / "schemas" / API_VERSION
 

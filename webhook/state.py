@@ -38,7 +38,7 @@ from policies.snapshot import Key, Snapshot
 from policies.store import Store, key_of
 from policies.stored import KeepPod, Reader, trim
 from policies.validation.documents import judge_existing
-from webhook.kube import ApiResource, KubeReader
+from webhook.kube import ApiResource, KubeError, KubeReader
 from webhook.manifests import Document, ManifestError, Unreadable, iter_inputs
 from webhook.watch import READ_TIMEOUT, WATCH_TIMEOUT, Backoff, Reflector
 
@@ -271,6 +271,35 @@ class _Loading:
             self.seen[(kind, key)] = where
 
 
+class ListFailed(Exception):
+    """A resource's list failed (:meth:`ClusterState.list_once`): which one, and the API server's
+    error."""
+
+    def __init__(self, resource: ApiResource, error: KubeError) -> None:
+        super().__init__(f"cannot list {resource}: {error}")
+        self.resource = resource
+        self.error = error
+
+
+def list_state(
+    reader: KubeReader, resources: Sequence[ApiResource] = RESOURCES, keep: KeepPod = DEFAULT_RELEVANCE
+) -> tuple[Store, Reader]:
+    """The cluster read once, as ``serve`` reads it before it watches (:meth:`ClusterState.list_once`):
+    a store the caller may go on writing to, and the reader that decoded it."""
+    return ClusterState(reader, resources, keep).list_once()
+
+
+def write_over(store: Store, reader: Reader, objects: Iterable[TypedObject]) -> None:
+    """``objects`` (as the API server would store them: defaulted, pods admitted) written over the
+    store's objects of the same keys, or added, as ``kubectl apply`` of them would leave the
+    cluster. Every pod is kept, whatever the store's relevance: it is a question."""
+    for obj in objects:
+        if isinstance(obj, Pod):
+            store.put_pod(PodInfo.of(obj), obj)
+        else:
+            store.put(reader.stored(obj))
+
+
 class ClusterState:
     """The snapshot of a live cluster, kept current by list/watch (see the module docstring).
 
@@ -364,6 +393,35 @@ class ClusterState:
         self._dirty.set()
 
     # --- threads -----------------------------------------------------------------------------
+
+    def list_once(self) -> tuple[Store, Reader]:
+        """Every resource listed once, each on a thread of its own as :meth:`start` lists them, and
+        no watch; the store and the reader that filled it, now the caller's (no thread is left).
+        Raises :class:`ListFailed` for the first resource (in :data:`RESOURCES` order) whose list
+        failed."""
+        failed: dict[int, ListFailed] = {}
+
+        def list_one(i: int, reflector: Reflector) -> None:
+            try:
+                reflector.list_once()
+            except KubeError as err:
+                failed[i] = ListFailed(reflector.resource, err)
+                for other in self.reflectors:  # the answer is an error now: stop the other lists
+                    other.stop()
+
+        threads = [
+            threading.Thread(
+                target=list_one, args=(i, r), name=f"draguard-list-{r.resource.plural}", daemon=True
+            )
+            for i, r in enumerate(self.reflectors)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if failed:
+            raise failed[min(failed)]
+        return self._store, self._decoder
 
     def start(self) -> None:
         for reflector in self.reflectors:

@@ -137,9 +137,7 @@ class Reflector:
                 self._backoff.reset()
             except NotServed as err:
                 if self.resource.optional and not self.listed:
-                    log.info("the cluster does not serve %s (%s); not watching it", self.resource, err)
-                    self.skipped = True
-                    self._sink.skipped()
+                    self._skip(err)
                     return
                 self._failed(err)
             except Gone as err:
@@ -152,6 +150,22 @@ class Reflector:
             except Exception:  # a bug here must not silently stop the state from updating
                 log.exception("%s: unexpected error in list/watch", self.resource)
                 self._failed(None)
+
+    def list_once(self) -> None:
+        """One list into the sink and no watch: a cluster read once (``allocate --kubeconfig``), as
+        :meth:`run` lists it first. An optional resource the cluster does not serve is skipped as
+        :meth:`run` skips it; any other failure is raised."""
+        try:
+            self._list()
+        except NotServed as err:
+            if not self.resource.optional:
+                raise
+            self._skip(err)
+
+    def _skip(self, err: NotServed) -> None:
+        log.info("the cluster does not serve %s (%s); not reading it", self.resource, err)
+        self.skipped = True
+        self._sink.skipped()
 
     def _failed(self, err: KubeError | None) -> None:
         self.connected = False

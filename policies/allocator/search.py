@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass
 
 from policies.allocator.budget import SearchBudget
@@ -81,9 +81,9 @@ class SearchContext:
     features: Features
     classes: Mapping[str, DeviceClass]
     engine: SelectorEngine
-    allocated_uids: frozenset[int]
+    allocated_uids: Set[int]
     # Devices allocated in any way (exclusive, shared, with consumed capacity): they consume counters.
-    allocated_keys: frozenset[tuple[str, str, str]]
+    allocated_keys: Set[tuple[str, str, str]]
     aggregated: Mapping[int, Mapping[str, int]]
     available_counters: dict[str, PoolCounters]
     new_share_id: Callable[[], str]

@@ -15,7 +15,7 @@ from types import MappingProxyType
 
 from policies.allocator.features import Features
 from policies.api.quantity import Quantity
-from policies.api.resource import ResourceClaim
+from policies.api.resource import DeviceRequestAllocationResult, ResourceClaim
 
 
 @dataclass(frozen=True, order=True)
@@ -60,21 +60,33 @@ class AllocatedState:
         for claim in claims:
             allocation = claim.status.allocation if claim.status else None
             results = allocation.devices.results if allocation and allocation.devices else None
-            for result in results or ():
-                if result.admin_access:
-                    continue
-                device_id = DeviceID(result.driver, result.pool, result.device)
-                if features.consumable_capacity and result.share_id is not None:
-                    shared.add((device_id, result.share_id))
-                    if result.consumed_capacity is not None:
-                        _add_capacity(capacity.setdefault(device_id, {}), result.consumed_capacity)
-                    continue
-                exclusive.add(device_id)
+            collect(results or (), features, exclusive, shared, capacity)
         return cls(
             allocated_devices=frozenset(exclusive),
             allocated_shared_device_ids=frozenset(shared),
             aggregated_capacity=MappingProxyType({k: MappingProxyType(v) for k, v in capacity.items()}),
         )
+
+
+def collect(
+    results: Iterable[DeviceRequestAllocationResult],
+    features: Features,
+    exclusive: set[DeviceID],
+    shared: set[tuple[DeviceID, str]],
+    capacity: dict[DeviceID, dict[str, Quantity]],
+) -> None:
+    """Add one allocation's results to what is in use: admin access aside, a share of a
+    multi-allocatable device (with consumable capacity on) and what it consumed, else the device."""
+    for result in results:
+        if result.admin_access:
+            continue
+        device_id = DeviceID(result.driver, result.pool, result.device)
+        if features.consumable_capacity and result.share_id is not None:
+            shared.add((device_id, result.share_id))
+            if result.consumed_capacity is not None:
+                _add_capacity(capacity.setdefault(device_id, {}), result.consumed_capacity)
+            continue
+        exclusive.add(device_id)
 
 
 def _add_capacity(total: dict[str, Quantity], more: Mapping[str, Quantity]) -> None:

@@ -68,6 +68,58 @@ def _attribute_value(attribute: DeviceAttribute, list_types: bool) -> Any:
     raise ValueError("unsupported attribute value")
 
 
+# Converted scalar values by attribute object. A cluster's devices share their equal attribute
+# objects (policies.api.base.share_values: 40,000 GPUs hold a few hundred distinct values), so most
+# conversions become a lookup. An entry holds the attribute itself, so that its id cannot be reused
+# by another object while the entry lives; lists are left out (they are copied per device).
+_SCALARS: dict[tuple[int, bool], tuple[DeviceAttribute, Any]] = {}
+_SCALARS_MAX = 65_536
+
+
+def _converted(attribute: DeviceAttribute, list_types: bool) -> Any:
+    """:func:`_attribute_value`, remembered per attribute object; raises ValueError the same."""
+    key = (id(attribute), list_types)
+    found = _SCALARS.get(key)
+    if found is not None and found[0] is attribute:
+        return found[1]
+    value = _attribute_value(attribute, list_types)
+    if not isinstance(value, list):
+        if len(_SCALARS) >= _SCALARS_MAX:
+            _SCALARS.clear()
+        _SCALARS[key] = (attribute, value)
+    return value
+
+
+def converts(device: Device, list_types: bool) -> bool:
+    """Whether every attribute of the device converts (else its binding carries the error that
+    every evaluation reports)."""
+    try:
+        for attribute in (device.attributes or {}).values():
+            _converted(attribute, list_types)
+    except ValueError:
+        return False
+    return True
+
+
+def entry(driver: str, device: Device, section: str, domain: str, ident: str, list_types: bool) -> Any:
+    """One attribute's (``section`` ``attributes``) or capacity's value as the device's binding holds
+    it, read off the device: the last of its names that qualify to ``domain``/``ident``, ``absent``
+    when none does. The device's attributes must convert (:func:`converts`)."""
+    found: Any = ABSENT
+    if section == "attributes":
+        for name, attribute in (device.attributes or {}).items():
+            if split_qualified_name(name, driver) == (domain, ident):
+                found = _converted(attribute, list_types)
+        return found
+    for name, capacity in (device.capacity or {}).items():
+        if split_qualified_name(name, driver) == (domain, ident):
+            found = capacity.value
+    return found
+
+
+ABSENT: Any = object()
+
+
 @lru_cache(maxsize=4096)
 def _semver(text: str) -> Semver:
     """One (frozen) Semver per version text: a fleet's devices repeat a few driver and compute
@@ -86,7 +138,7 @@ def bind_device(
     error: str | None = None
     for name, attribute in (device.attributes or {}).items():
         try:
-            value = _attribute_value(attribute, env.list_type_attributes)
+            value = _converted(attribute, env.list_type_attributes)
         except ValueError as exc:
             error = error or f"attribute {name}: {exc}"
             continue

@@ -17,10 +17,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policies.api.quantity import Quantity
-from policies.cel.binding import DeviceBinding
+from policies.cel.binding import ABSENT, DeviceBinding, converts, entry
 from policies.cel.checker import Checked, check
 from policies.cel.cost import Estimate, estimate
 from policies.cel.engines import COST_LIMIT, ENGINES, MISSING, Runner, UnitError, input_value
@@ -30,6 +30,9 @@ from policies.cel.library import Semver, cel_type_name
 from policies.cel.lower import Input, Plan, lower
 from policies.cel.parser import check_depth, parse
 from policies.cel.stats import COMPILE, RESULTS
+
+if TYPE_CHECKING:
+    from policies.api.resource import Device
 
 # CELSelectorExpressionMaxLength (resource/v1/types.go). Checked before parsing: besides being
 # the API limit, very large inputs would crash the Rust engine's parser.
@@ -110,6 +113,37 @@ class Program:
             value = input_value(inp, device)
             out.append(_MISSING_KEY if value is MISSING else _memo_key(value))
         return tuple(out)
+
+    @cached_property
+    def _reads_entries(self) -> bool:
+        """Whether the program reads the device only through single values, their presence, the
+        driver and allowMultipleAllocations (not whole maps): then its projection can be read off
+        a device without binding it."""
+        return all(inp.kind in ("driver", "multi", "value", "has") for inp in self.device_inputs)
+
+    def known_result(self, driver: str, device: Device) -> bool | None:
+        """The memoised result for a device of ``driver``, found without binding the device (its
+        projection read off the model): None when not memoised yet, when the program reads whole
+        maps or when an attribute of the device does not convert (a binding decides then). Counting
+        a whole cluster's devices for a class costs a lookup per device this way."""
+        list_types = self.env.list_type_attributes
+        if not self._reads_entries or not converts(device, list_types):
+            return None
+        key = []
+        for inp in self.device_inputs:
+            if inp.kind == "driver":
+                value: Any = driver
+            elif inp.kind == "multi":
+                value = bool(device.allow_multiple_allocations)
+            else:
+                value = entry(driver, device, inp.section, inp.domain, inp.ident, list_types)
+                value = value is not ABSENT if inp.kind == "has" else value
+            key.append(_MISSING_KEY if value is ABSENT else _memo_key(value))
+        found = self._memo.get(tuple(key))
+        if not isinstance(found, bool):
+            return None
+        RESULTS.hits += 1
+        return found
 
     def matches(self, device: DeviceBinding) -> bool:
         """True if the selector accepts the device; EvalError (naming the device) otherwise."""

@@ -43,6 +43,8 @@ from policies.snapshot import Snapshot
 
 Results = Sequence[AllocationResult | None]
 _CostKey = tuple[tuple[DeviceKey, ...], ...]
+# The node-allocatable resources the devices yield, and the pod's whole charge.
+_Costed = tuple[Mapping[str, Quantity], Mapping[str, Quantity]]
 
 
 @dataclass(frozen=True)
@@ -100,9 +102,7 @@ class Costs:
     quotas: tuple[ResourceQuota, ...]
     ledger_usage: Mapping[str, Quantity]
     inventory: Inventory
-    _priced: dict[_CostKey, tuple[dict[str, str], QuotaCharge] | str] = field(
-        default_factory=dict, compare=False, repr=False
-    )
+    _priced: dict[_CostKey, _Costed | str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(
@@ -143,13 +143,29 @@ class Costs:
 
     def price(self, results: Results) -> tuple[dict[str, str], QuotaCharge] | str:
         """Footprint and quota charge, or why the footprint cannot be computed."""
+        found = self._costed(results)
+        if isinstance(found, str):
+            return found
+        footprint, charge = found
+        exceeded = first_exceeded(self.quotas, charge, self.ledger_usage)
+        return _quantities(footprint), QuotaCharge(
+            charge=_quantities(charge), exceeded=exceeded.message() if exceeded else None
+        )
+
+    def charge(self, results: Results) -> Mapping[str, Quantity] | str:
+        """What the quota rule charges the namespace for the pod with these results, or why the
+        footprint cannot be computed."""
+        found = self._costed(results)
+        return found if isinstance(found, str) else found[1]
+
+    def _costed(self, results: Results) -> _Costed | str:
         key = self._key(results)
         if key is None:
-            return self._price(results)
-        price = self._priced.get(key)
-        if price is None:
-            price = self._priced[key] = self._price(results)
-        return price
+            return self._cost(results)
+        found = self._priced.get(key)
+        if found is None:
+            found = self._priced[key] = self._cost(results)
+        return found
 
     def _key(self, results: Results) -> _CostKey | None:
         """Per claim, the devices claim_footprint counts that yield anything, in order (the others
@@ -169,13 +185,9 @@ class Costs:
             key.append(tuple(counted))
         return tuple(key)
 
-    def _price(self, results: Results) -> tuple[dict[str, str], QuotaCharge] | str:
+    def _cost(self, results: Results) -> _Costed | str:
         try:
             uses = self.uses(results)
         except FootprintError as err:
             return str(err)
-        charge = add_lists(pod_charge(self.pod, uses), self.created_usage)
-        exceeded = first_exceeded(self.quotas, charge, self.ledger_usage)
-        return _quantities(dra_resources(uses)), QuotaCharge(
-            charge=_quantities(charge), exceeded=exceeded.message() if exceeded else None
-        )
+        return dra_resources(uses), add_lists(pod_charge(self.pod, uses), self.created_usage)

@@ -28,6 +28,7 @@ from policies.api.defaults import apply_defaults
 from policies.api.kinds import DEFAULT_NAMESPACE, DecodeError, decode, validation_problems
 from policies.api.resource import ResourceClaim, ResourceClaimTemplate
 from policies.dryrun.answer import PodAnswer
+from policies.dryrun.headroom import Headroom, headroom
 from policies.dryrun.run import SYNTHETIC_POD, DryRun, Prepared, Question, to_answer, with_uid
 from policies.priority import Priorities, PriorityRefused
 from policies.scheduler.claims import ClaimNotFoundError
@@ -90,6 +91,12 @@ class DryRunRequest(BaseModel):
     )
     nodes: list[str] | None = Field(default=None, description="ask only these nodes (default: all)")
     limit: int | None = Field(default=None, ge=1, description="node answers to return")
+    headroom: bool = Field(
+        default=False,
+        description="place copies of the pod one after another until one does not fit (or max): the "
+        "answer is then a HeadroomResponse",
+    )
+    max: int | None = Field(default=None, ge=1, description="with headroom: the most copies to place")
 
 
 @dataclass(frozen=True)
@@ -102,6 +109,8 @@ class HttpQuestion:
     nodes: tuple[str, ...] | None
     limit: int
     synthetic: bool
+    headroom: bool = False
+    max: int | None = None
 
 
 def _decoded(raw: Any, where: str, kind: type[T]) -> T:
@@ -146,6 +155,10 @@ def _check_counts(body: DryRunRequest, limits: Limits) -> None:
     problems += [f"nodes: Duplicate value: {n!r}" for n in duplicates]
     if body.pod is None and not body.claims and not body.claim_templates:
         problems.append("pod: Required value: give a pod, or claims and/or claimTemplates to allocate")
+    if body.headroom and body.nodes is not None:
+        problems.append("nodes: Forbidden: a headroom places copies on any node; leave nodes out")
+    if body.max is not None and not body.headroom:
+        problems.append('max: Forbidden: only with "headroom": true')
     if problems:
         raise RequestError(problems)
 
@@ -159,7 +172,7 @@ def parse_request(raw: Any, limits: Limits, now: datetime) -> HttpQuestion:
     try:
         parsed = DryRunRequest.model_validate(raw, by_alias=True, by_name=False)
     except ValidationError as err:
-        known = "unknown field (known: pod, claims, claimTemplates, nodes, limit)"
+        known = "unknown field (known: pod, claims, claimTemplates, nodes, limit, headroom, max)"
         raise RequestError(
             [p.replace("Extra inputs are not permitted", known) for p in validation_problems(err)]
         ) from None
@@ -196,6 +209,8 @@ def parse_request(raw: Any, limits: Limits, now: datetime) -> HttpQuestion:
         nodes=tuple(parsed.nodes) if parsed.nodes is not None else None,
         limit=parsed.limit or limits.default_limit,
         synthetic=parsed.pod is None,
+        headroom=parsed.headroom,
+        max=parsed.max,
     )
 
 
@@ -272,20 +287,41 @@ def _known_nodes(question: HttpQuestion, snapshot: Snapshot) -> None:
         )
 
 
-def answer_request(
-    question: HttpQuestion, prepared: Prepared, *, budget: SearchBudget, pace: Pace
-) -> PodAnswer:
-    """The answer to ``question`` on the prepared snapshot, ``question.limit`` nodes listed; raises
-    UnanswerableError for objects the API server would refuse, names the cluster already has,
-    unknown nodes and missing claims or templates."""
+def _checked(question: HttpQuestion, prepared: Prepared) -> tuple[HttpQuestion, Snapshot]:
+    """The question with its pod admitted, and the snapshot with its objects; raises
+    UnanswerableError for objects the API server would refuse, names the cluster already has and
+    unknown nodes."""
     snapshot = prepared.snapshot
     question = _admitted(question, snapshot)
     _validated(question, snapshot)
     extended = _with_objects(snapshot, question)
     _known_nodes(question, snapshot)
+    return question, extended
+
+
+def answer_request(
+    question: HttpQuestion, prepared: Prepared, *, budget: SearchBudget, pace: Pace
+) -> PodAnswer:
+    """The answer to ``question`` on the prepared snapshot, ``question.limit`` nodes listed; raises
+    UnanswerableError (see :func:`_checked`) and for missing claims or templates."""
+    question, extended = _checked(question, prepared)
     dry = DryRun(prepared, snapshot=extended, budget=budget, pace=pace)
     try:
         outcome = dry.outcome(Question(question.pod), question.nodes, listed=question.limit)
     except ClaimNotFoundError as err:
         raise UnanswerableError(str(err), [str(err)]) from None
     return to_answer(outcome, question.limit)
+
+
+def headroom_request(
+    question: HttpQuestion, prepared: Prepared, *, budget: SearchBudget, pace: Pace
+) -> Headroom:
+    """Copies of the question's pod placed until one does not fit, ``question.max`` are placed or
+    ``pace`` runs out; raises UnanswerableError as :func:`answer_request`. The request's claims and
+    templates are not allocated, so the prepared allocator and cluster serve as they are."""
+    question, extended = _checked(question, prepared)
+    ready = prepared if extended is prepared.snapshot else replace(prepared, snapshot=extended)
+    try:
+        return headroom(ready, question.pod, limit=question.max, budget=budget, pace=pace)
+    except ClaimNotFoundError as err:
+        raise UnanswerableError(str(err), [str(err)]) from None

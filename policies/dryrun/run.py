@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from policies.allocator import AllocatedState, Allocator, SearchBudget
 from policies.allocator.results import allocation_result_json
@@ -67,7 +68,7 @@ class Prepared:
     gates: FeatureGates
     allocator: Allocator
     cluster: Cluster
-    inventory: Inventory
+    state: AllocatedState
     cel_cache: SelectorCache
 
     @classmethod
@@ -83,11 +84,16 @@ class Prepared:
         allocator = Allocator(
             features, state, snapshot.classes, snapshot.slices, taint_rules=rules, cel_cache=cache
         )
-        return cls(snapshot, gates, allocator, Cluster.of(snapshot), Inventory.of(snapshot, state), cache)
+        return cls(snapshot, gates, allocator, Cluster.of(snapshot), state, cache)
 
     def after(self, snapshot: Snapshot) -> Prepared:
         """The same, for a snapshot whose allocated claims or bound pods changed."""
         return Prepared.of(snapshot, self.gates, self.cel_cache)
+
+    @cached_property
+    def inventory(self) -> Inventory:
+        """The devices as the answer prices them (only fitting nodes need it)."""
+        return Inventory.of(self.snapshot, self.state)
 
 
 @dataclass(frozen=True)
@@ -446,21 +452,33 @@ def _deallocated(snapshot: Snapshot, claim: ResourceClaim) -> Snapshot:
 
 
 def place(outcome: Outcome, node: str) -> Snapshot:
-    """The snapshot after the pod was bound to ``node`` with the node's allocations: its claims
-    allocated and reserved for it, template claims and the extended-resource claim created, the
-    pod bound (as PreBind and Bind leave the cluster)."""
-    pod, dra = outcome.question.pod, outcome.dra
+    """The snapshot after the pod was bound to ``node`` with the node's allocations (see :func:`placed`)."""
+    dra = outcome.dra
+    claims, bound = placed(outcome.question.pod, dra.claims, dra.results(node), dra.extended_index, node)
+    return outcome.snapshot.with_claims_and_pods(claims, [bound])
+
+
+def placed(
+    pod: Pod,
+    claims: Sequence[ResourceClaim],
+    results: Sequence[AllocationResult | None],
+    extended_index: int | None,
+    node: str,
+) -> tuple[list[ResourceClaim], Pod]:
+    """What binding the pod to ``node`` with these results writes, as PreBind and Bind leave the
+    cluster: its claims (``claims``, in the results' order) allocated and reserved for it, template
+    claims and the extended-resource claim created (index ``extended_index``), the pod bound."""
     consumer = ResourceClaimConsumerReference(resource="pods", name=pod.name, uid=pod.metadata.uid or "")
     statuses = []
-    claims = []
+    written = []
     refs = {f"{pod.name}-{r.name}": r.name for r in pod.spec.resource_claims or ()}
-    for i, (claim, result) in enumerate(zip(dra.claims, dra.results(node), strict=True)):
+    for i, (claim, result) in enumerate(zip(claims, results, strict=True)):
         if result is None:
             continue
-        name = f"{pod.name}-extended-resources" if i == dra.extended_index else claim.name
+        name = f"{pod.name}-extended-resources" if i == extended_index else claim.name
         reserved = (claim.status.reserved_for or []) if claim.status else []
         status = ResourceClaimStatus(allocation=result, reserved_for=[*reserved, consumer])
-        claims.append(
+        written.append(
             claim.model_copy(
                 update={"metadata": claim.metadata.model_copy(update={"name": name}), "status": status}
             )
@@ -475,4 +493,4 @@ def place(outcome: Outcome, node: str) -> Snapshot:
             ),
         }
     )
-    return outcome.snapshot.with_claims_and_pods(claims, [bound])
+    return written, bound

@@ -10,7 +10,7 @@ run), a :class:`Status` (the pod is unschedulable before any node is looked at),
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import TYPE_CHECKING
@@ -96,3 +96,58 @@ class Cycle:
 
 
 PreFilterOutcome = Prepared | Status | None
+
+
+# --- scoring -------------------------------------------------------------------------------------
+
+Normalizer = Callable[[int, int, int], int]
+"""A raw score to 0..100, given the lowest and the highest raw score of the fitting nodes."""
+
+
+def as_is(score: int, lowest: int, highest: int) -> int:
+    return score
+
+
+def by_highest(score: int, lowest: int, highest: int) -> int:
+    """upstream helper.DefaultNormalizeScore (0 for every node when the highest is 0)."""
+    return MAX_NODE_SCORE * score // highest if highest else 0
+
+
+def by_highest_reversed(score: int, lowest: int, highest: int) -> int:
+    """upstream helper.DefaultNormalizeScore with reverse: fewer is better."""
+    return MAX_NODE_SCORE - MAX_NODE_SCORE * score // highest if highest else MAX_NODE_SCORE
+
+
+def between(score: int, lowest: int, highest: int) -> int:
+    """InterPodAffinity's NormalizeScore: scaled between the lowest and the highest (0 when equal)."""
+    return 0 if highest == lowest else int(MAX_NODE_SCORE * ((score - lowest) / (highest - lowest)))
+
+
+# How far a node's raw score reaches: the node and the pod alone (its labels, taints, images),
+# also the node's own pods and devices, or the other fitting nodes too.
+STATIC, NODE, FITTING = "static", "node", "fitting"
+
+
+@dataclass(frozen=True)
+class ScorePart:
+    """One score plugin for one pod: raw scores of fitting nodes, normalized over them (``normalize``
+    gets the lowest and highest raw score), times the plugin's weight in the default profile.
+    ``scope`` says what a node's raw score depends on (:data:`STATIC`, :data:`NODE`,
+    :data:`FITTING`), so that pods placed one after another recompute only what they change."""
+
+    plugin: str
+    weight: int
+    raw: Callable[[Sequence[NodeInfo]], dict[str, int]]
+    normalize: Normalizer = as_is
+    scope: str = STATIC
+
+    def normalized(self, fitting: Sequence[NodeInfo]) -> dict[str, int]:
+        """The fitting nodes' scores, 0..100 (before the weight)."""
+        raw = self.raw(fitting)
+        lowest, highest = min(raw.values(), default=0), max(raw.values(), default=0)
+        return {name: self.normalize(score, lowest, highest) for name, score in raw.items()}
+
+
+def zeros(nodes: Sequence[NodeInfo]) -> dict[str, int]:
+    """The raw scores of a plugin with nothing to tell the nodes apart."""
+    return dict.fromkeys((n.name for n in nodes), 0)

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from policies.api.core import Pod
 from policies.scheduler.cluster import NodeInfo
-from policies.scheduler.framework import MAX_NODE_SCORE, Cycle
+from policies.scheduler.framework import MAX_NODE_SCORE, Cycle, ScorePart, zeros
 
 NAME = "ImageLocality"
 MB = 1024 * 1024
@@ -35,19 +35,28 @@ def _holders(nodes: Sequence[NodeInfo], wanted: set[str]) -> Mapping[str, int]:
     return counts
 
 
-def score(cycle: Cycle, fitting: Sequence[NodeInfo]) -> dict[str, int]:
+def score_part(cycle: Cycle) -> ScorePart:
+    """Weight 1, the scores as they are; a node's depends on its images and on how many nodes
+    hold each image, which placing pods does not change."""
     pod: Pod = cycle.pod
     containers = [*(pod.spec.init_containers or ()), *pod.spec.containers]
     images = [normalized(c.image) for c in containers if c.image]
-    total = len(cycle.cluster.nodes)
-    holders = _holders(cycle.cluster.nodes, set(images)) if images else {}
-    if not any(holders.values()):
-        return dict.fromkeys((n.name for n in fitting), 0)
-    ceiling = MAX_CONTAINER_THRESHOLD * len(containers)
-    scores = {}
-    for info in fitting:
-        sizes = info.image_sizes
-        found = sum(int(sizes[i] * (holders[i] / total)) for i in images if i in sizes)
-        clamped = min(max(found, MIN_THRESHOLD), ceiling)
-        scores[info.name] = MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // (ceiling - MIN_THRESHOLD)
-    return scores
+    found: list[Mapping[str, int]] = []
+
+    def raw(nodes: Sequence[NodeInfo]) -> dict[str, int]:
+        if not found:  # the cluster's holders, counted once for the pod
+            found.append(_holders(cycle.cluster.nodes, set(images)) if images else {})
+        holders = found[0]
+        if not any(holders.values()):
+            return zeros(nodes)
+        total = len(cycle.cluster.nodes)
+        ceiling = MAX_CONTAINER_THRESHOLD * len(containers)
+        scores = {}
+        for info in nodes:
+            sizes = info.image_sizes
+            present = sum(int(sizes[i] * (holders[i] / total)) for i in images if i in sizes)
+            clamped = min(max(present, MIN_THRESHOLD), ceiling)
+            scores[info.name] = MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // (ceiling - MIN_THRESHOLD)
+        return scores
+
+    return ScorePart(NAME, 1, raw)

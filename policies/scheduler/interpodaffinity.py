@@ -19,7 +19,16 @@ from collections.abc import Mapping, Sequence
 
 from policies.scheduler.affinityterms import NO_TERMS, PodTerms, Term
 from policies.scheduler.cluster import Cluster, NodeInfo
-from policies.scheduler.framework import MAX_NODE_SCORE, Cycle, Prepared, Status, unschedulable
+from policies.scheduler.framework import (
+    FITTING,
+    STATIC,
+    Cycle,
+    Prepared,
+    ScorePart,
+    Status,
+    between,
+    unschedulable,
+)
 from policies.scheduler.podinfo import PodInfo
 
 NAME = "InterPodAffinity"
@@ -123,15 +132,33 @@ def pre_filter(cycle: Cycle) -> Prepared | None:
 HARD_POD_AFFINITY_WEIGHT = 1  # InterPodAffinityArgs.hardPodAffinityWeight, default profile
 
 
-def score(cycle: Cycle, fitting: Sequence[NodeInfo]) -> dict[str, int]:
+def score_part(cycle: Cycle) -> ScorePart:
     """upstream PreScore, Score and NormalizeScore: per topology pair, the weights of the incoming
     pod's preferred terms that bound pods match (anti-affinity negative), of the bound pods'
     required affinity terms (weight 1) and preferred terms that the incoming pod matches; a node
     sums the pairs of its labels, and the sums are scaled to 0..100 between their minimum and
-    maximum. Every node 0 when nothing matched (the plugin skips)."""
+    maximum (:func:`between`). Every node 0 when nothing matched (the plugin skips). Weight 2. A
+    node's sum depends on pods elsewhere in its domains only through the pod's own preferred
+    terms; without them, only bound pods with affinity count, which placing such a pod does not add."""
     pod = cycle.info
     wanted = [(w, _merged(t, cycle.cluster)) for w, t in _terms(pod).preferred_affinity]
     unwanted = [(w, _merged(t, cycle.cluster)) for w, t in _terms(pod).preferred_anti_affinity]
+    everything = bool(wanted or unwanted)
+    found: list[dict[TopologyPair, int]] = []
+
+    def raw(nodes: Sequence[NodeInfo]) -> dict[str, int]:
+        if not found:  # the pairs, counted once for the pod
+            found.append(_pairs(cycle, wanted, unwanted))
+        pairs = found[0]
+        return {n.name: sum(pairs.get(pair, 0) for pair in n.labels.items()) if pairs else 0 for n in nodes}
+
+    return ScorePart(NAME, 2, raw, between, FITTING if everything else STATIC)
+
+
+def _pairs(
+    cycle: Cycle, wanted: list[tuple[int, Term]], unwanted: list[tuple[int, Term]]
+) -> dict[TopologyPair, int]:
+    pod = cycle.info
     everything = bool(wanted or unwanted)
     own_namespace = cycle.cluster.namespace_labels(pod.namespace)
     pairs: dict[TopologyPair, int] = {}
@@ -156,10 +183,4 @@ def score(cycle: Cycle, fitting: Sequence[NodeInfo]) -> dict[str, int]:
                 add(term, weight, _matches(term, pod, own_namespace), node)
             for weight, term in terms.preferred_anti_affinity:
                 add(term, -weight, _matches(term, pod, own_namespace), node)
-    if not pairs:
-        return dict.fromkeys((n.name for n in fitting), 0)
-    raw = {n.name: sum(pairs.get(pair, 0) for pair in n.labels.items()) for n in fitting}
-    low, high = min(raw.values()), max(raw.values())
-    if high == low:
-        return dict.fromkeys(raw, 0)
-    return {name: int(MAX_NODE_SCORE * ((s - low) / (high - low))) for name, s in raw.items()}
+    return pairs

@@ -20,7 +20,16 @@ from dataclasses import dataclass
 
 from policies.api.core import Pod, TopologySpreadConstraint
 from policies.scheduler.cluster import NodeInfo
-from policies.scheduler.framework import MAX_NODE_SCORE, Cycle, Prepared, Status, unschedulable
+from policies.scheduler.framework import (
+    FITTING,
+    MAX_NODE_SCORE,
+    STATIC,
+    Cycle,
+    Prepared,
+    ScorePart,
+    Status,
+    unschedulable,
+)
 from policies.scheduler.labels import Selector, label_keys, selector
 from policies.scheduler.nodeaffinity import RequiredAffinity
 from policies.scheduler.tainttoleration import GATE, first_untolerated
@@ -121,6 +130,13 @@ def pre_filter(cycle: Cycle) -> Prepared | None:
 # --- scoring (upstream scoring.go) ---------------------------------------------------------------------
 
 HOSTNAME = "kubernetes.io/hostname"
+
+
+def score_part(cycle: Cycle) -> ScorePart:
+    """Weight 2, the scores of :func:`score`; with ScheduleAnyway constraints a node's depends on the
+    pods of every fitting node."""
+    soft = constraints(cycle.pod, cycle.gates.enabled("MatchLabelKeysInPodTopologySpread"), "ScheduleAnyway")
+    return ScorePart(NAME, 2, lambda fitting: score(cycle, fitting), scope=FITTING if soft else STATIC)
 
 
 def score(cycle: Cycle, fitting: Sequence[NodeInfo]) -> dict[str, int]:

@@ -34,7 +34,18 @@ from policies.scheduler import (
 )
 from policies.scheduler.cluster import NodeInfo
 from policies.scheduler.dynamicresources import DynamicResources
-from policies.scheduler.framework import MAX_NODE_SCORE, Code, Cycle, PreFilterOutcome, Prepared, Status
+from policies.scheduler.framework import (
+    NODE,
+    Code,
+    Cycle,
+    PreFilterOutcome,
+    Prepared,
+    ScorePart,
+    Status,
+    by_highest,
+    by_highest_reversed,
+    zeros,
+)
 
 # The plugins of the default profile that draguard does not run, and why (said once per answer).
 NOT_CHECKED = {
@@ -225,9 +236,7 @@ class Refilter:
 
     def _status(self, node: NodeInfo, changed: bool) -> Status | None:
         recounted = self.recounted if changed else set()
-        cycle = (
-            replace(self.cycle, cluster=self.cycle.cluster.with_node(node)) if recounted else None
-        )
+        cycle = replace(self.cycle, cluster=self.cycle.cluster.with_node(node)) if recounted else None
         for name in self.order:
             recount = cycle is not None and name in recounted
             found = POD_COUNTING[name](cycle) if cycle is not None and recount else self.prepared.get(name)
@@ -257,54 +266,59 @@ def fit_error(attempt: Attempt) -> str:
 # --- scoring -------------------------------------------------------------------------------------
 
 
-def normalize(scores: Mapping[str, int], reverse: bool = False) -> dict[str, int]:
-    """upstream helper.DefaultNormalizeScore to 0..100."""
-    top = max(scores.values(), default=0)
-    if top == 0:
-        return dict.fromkeys(scores, MAX_NODE_SCORE if reverse else 0)
-    return {
-        n: (MAX_NODE_SCORE - MAX_NODE_SCORE * s // top) if reverse else MAX_NODE_SCORE * s // top
-        for n, s in scores.items()
-    }
+def _per_node(score: Callable[[NodeInfo], int]) -> Callable[[Sequence[NodeInfo]], dict[str, int]]:
+    return lambda nodes: {n.name: score(n) for n in nodes}
+
+
+def _taints(cycle: Cycle, nodes: Sequence[NodeInfo]) -> dict[str, int]:
+    """TaintToleration's raw scores; nodes without PreferNoSchedule taints score 0 unasked."""
+    if not any(t.effect == tainttoleration.PREFER_NO_SCHEDULE for n in nodes for t in n.taints):
+        return zeros(nodes)
+    return {n.name: tainttoleration.score(cycle, n) for n in nodes}
+
+
+def score_parts(cycle: Cycle, dra: DynamicResources) -> list[ScorePart]:
+    """The default profile's score plugins for the pod (upstream RunScorePlugins). A plugin with
+    nothing to tell the nodes apart (no preferred node affinity, no alternatives in the claims)
+    scores every node 0 without asking each."""
+    with_defaults, as_requested = noderesources.scoring_requests(cycle)
+    prefers = nodeaffinity.prefers(cycle.pod)
+    parts = [
+        ScorePart(tainttoleration.NAME, 3, lambda nodes: _taints(cycle, nodes), by_highest_reversed),
+        ScorePart(
+            nodeaffinity.NAME,
+            2,
+            _per_node(lambda n: nodeaffinity.score(cycle, n)) if prefers else zeros,
+            by_highest,
+        ),
+        ScorePart(
+            noderesources.NAME,
+            1,
+            _per_node(lambda n: noderesources.least_allocated(with_defaults, n)),
+            scope=NODE,
+        ),
+        podtopologyspread.score_part(cycle),
+        imagelocality.score_part(cycle),
+        interpodaffinity.score_part(cycle),
+        ScorePart(
+            dra.NAME,
+            2,
+            _per_node(lambda n: dra.score(n.name)) if dra.has_alternatives() else zeros,
+            by_highest,
+            NODE,
+        ),
+    ]
+    if as_requested.milli_cpu or as_requested.memory:
+        balanced = _per_node(lambda n: noderesources.balanced_allocation(as_requested, n))
+        parts.append(ScorePart(noderesources.BALANCED, 1, balanced, scope=NODE))
+    return parts
 
 
 def scores(cycle: Cycle, dra: DynamicResources, fitting: Sequence[NodeInfo]) -> dict[str, dict[str, int]]:
     """Per fitting node, each scoring plugin's weighted score (upstream RunScorePlugins: normalized,
-    times the plugin's weight in the default profile). A plugin with nothing to tell the nodes
-    apart (no preferred node affinity, no alternatives in the claims, no PreferNoSchedule taint)
-    gives every node the same score without asking each."""
+    times the plugin's weight in the default profile)."""
     names = [n.name for n in fitting]
-    with_defaults, as_requested = noderesources.scoring_requests(cycle)
-    tainted = any(t.effect == tainttoleration.PREFER_NO_SCHEDULE for n in fitting for t in n.taints)
-    raw_taints = (
-        {n.name: tainttoleration.score(cycle, n) for n in fitting} if tainted else dict.fromkeys(names, 0)
-    )
-    per_plugin: dict[str, tuple[int, dict[str, int]]] = {
-        tainttoleration.NAME: (3, normalize(raw_taints, reverse=True)),
-        nodeaffinity.NAME: (
-            2,
-            normalize(_raw(nodeaffinity.prefers(cycle.pod), nodeaffinity.score, cycle, fitting)),
-        ),
-        noderesources.NAME: (1, {n.name: noderesources.least_allocated(with_defaults, n) for n in fitting}),
-        podtopologyspread.NAME: (2, podtopologyspread.score(cycle, fitting)),
-        imagelocality.NAME: (1, imagelocality.score(cycle, fitting)),
-        interpodaffinity.NAME: (2, interpodaffinity.score(cycle, fitting)),
-        dra.NAME: (
-            2,
-            normalize(
-                {n: dra.score(n) for n in names} if dra.has_alternatives() else dict.fromkeys(names, 0)
-            ),
-        ),
-    }
-    if as_requested.milli_cpu or as_requested.memory:
-        per_plugin[noderesources.BALANCED] = (
-            1,
-            {n.name: noderesources.balanced_allocation(as_requested, n) for n in fitting},
-        )
-    return {n: {plugin: weight * s[n] for plugin, (weight, s) in per_plugin.items()} for n in names}
-
-
-def _raw(
-    applies: bool, score: Callable[[Cycle, NodeInfo], int], cycle: Cycle, nodes: Sequence[NodeInfo]
-) -> dict[str, int]:
-    return {n.name: score(cycle, n) if applies else 0 for n in nodes}
+    weighted: dict[str, dict[str, int]] = {}
+    for part in score_parts(cycle, dra):
+        weighted[part.plugin] = {n: part.weight * s for n, s in part.normalized(fitting).items()}
+    return {n: {plugin: by_node[n] for plugin, by_node in weighted.items()} for n in names}

@@ -119,6 +119,7 @@ _STANDARD_RESOURCES = _STANDARD_CONTAINER_RESOURCES | {
     "services.nodeports",
     "services.loadbalancers",
     "requests.storage",
+    "storage",
 }
 _INTEGER_RESOURCES = frozenset(
     {
@@ -698,18 +699,19 @@ def _overcommit_allowed(name: str) -> bool:
     return _is_native(name) and not _is_hugepages(name)
 
 
-def _resource_name(name: str, path: Path) -> ErrorList:
+def resource_name_errors(name: str, path: Path) -> ErrorList:
     """validateResourceName: a qualified name; an unqualified one must be standard."""
     errs = [invalid(path, name, msg) for msg in is_label_key(name)]
     if errs:
         return errs
-    if "/" not in name and name not in _STANDARD_RESOURCES and not _is_hugepages(name):
+    quota_hugepages = _is_hugepages(name) or name.startswith("requests." + HUGEPAGES_PREFIX)
+    if "/" not in name and name not in _STANDARD_RESOURCES and not quota_hugepages:
         return [invalid(path, name, "must be a standard resource type or fully qualified")]
     return []
 
 
 def _container_resource_name(name: str, path: Path) -> ErrorList:
-    errs = _resource_name(name, path)
+    errs = resource_name_errors(name, path)
     if "/" not in name:
         if name not in _STANDARD_CONTAINER_RESOURCES and not _is_hugepages(name):
             errs.append(invalid(path, name, "must be a standard resource for containers"))
@@ -719,13 +721,13 @@ def _container_resource_name(name: str, path: Path) -> ErrorList:
 
 
 def _pod_resource_name(name: str, path: Path) -> ErrorList:
-    errs = _resource_name(name, path)
+    errs = resource_name_errors(name, path)
     if name not in ("cpu", "memory") and not _is_hugepages(name):
         errs.append(not_supported(path, name, POD_LEVEL_RESOURCES))
     return errs
 
 
-def _quantity_value(name: str, quantity: Quantity, path: Path) -> ErrorList:
+def quantity_value_errors(name: str, quantity: Quantity, path: Path) -> ErrorList:
     """ValidateResourceQuantityValue: not negative; a whole number for integer resources."""
     errs: ErrorList = []
     if quantity.sign() < 0:
@@ -759,13 +761,13 @@ def validate_resource_requirements(resources: Json, path: Path, *, container: bo
     errs: ErrorList = []
     for name, quantity in limits.items():
         at = lim_path.key(name)
-        errs += name_check(name, at) + _quantity_value(name, quantity, at)
+        errs += name_check(name, at) + quantity_value_errors(name, quantity, at)
         problem = _hugepage_problem(name, quantity) if _is_hugepages(name) else None
         if problem:
             errs.append(invalid(at, quantity.canonical(), problem))
     for name, quantity in requests.items():
         at = req_path.key(name)
-        errs += name_check(name, at) + _quantity_value(name, quantity, at)
+        errs += name_check(name, at) + quantity_value_errors(name, quantity, at)
         limit = limits.get(name)
         if limit is not None:
             shown = limit.canonical()

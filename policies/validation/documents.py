@@ -64,6 +64,10 @@ _STATUS_RESET_ON_CREATE = (
     core.ResourceQuota,
 )
 
+# Kinds whose update keeps the stored status (PrepareForUpdate in their registry strategy: the status
+# is written through its own subresource): those above, and Node.
+_STATUS_KEPT_ON_UPDATE = (*_STATUS_RESET_ON_CREATE, core.Node)
+
 Identity = tuple[str, str, str, str]
 # Labels of a namespace: known, or None ("not known": admin access cannot be verified).
 Labels = Mapping[str, str] | None
@@ -111,6 +115,30 @@ def as_created(obj: TypedObject) -> TypedObject:
     return obj
 
 
+def as_updated(obj: TypedObject, old: TypedObject) -> TypedObject:
+    """``obj`` as an update of ``old`` would store it: with the stored status (where the strategy
+    keeps it), generation, creation and deletion times, and the stored uid, resourceVersion and
+    grace period where the document has none (upstream
+    ``staging/src/k8s.io/apiserver/pkg/registry/rest/update.go``, BeforeUpdate)."""
+    meta, stored = obj.metadata, old.metadata
+    kept = {
+        "generation": stored.generation,
+        "creation_timestamp": stored.creation_timestamp,
+        "deletion_timestamp": stored.deletion_timestamp,
+        "uid": meta.uid or stored.uid,
+        "resource_version": meta.resource_version or stored.resource_version,
+        "deletion_grace_period_seconds": meta.deletion_grace_period_seconds
+        if meta.deletion_grace_period_seconds is not None
+        else stored.deletion_grace_period_seconds,
+    }
+    update: dict[str, object] = {
+        "metadata": meta.model_copy(update={k: v for k, v in kept.items() if v is not None})
+    }
+    if isinstance(obj, _STATUS_KEPT_ON_UPDATE) and "status" in type(obj).model_fields:
+        update["status"] = getattr(old, "status", None)
+    return obj.model_copy(update=update)
+
+
 def _errors(
     reading: Reading, old: TypedObject | None, labels: Labels, allow_privileged: bool, unchanged: bool = False
 ) -> ErrorList:
@@ -138,7 +166,7 @@ def _errors(
         return errors + [under(reading.template, e) for e in privileged]
     try:
         errors = validate(
-            as_created(obj) if old is None else obj,
+            as_created(obj) if old is None else as_updated(obj, old),
             old,
             namespace_labels=labels,
             check_fields=False,

@@ -101,12 +101,18 @@ def _validate_finalizers(finalizers: list[str], path: Path) -> ErrorList:
         shown = GoSyntax(slice_of("string", [go_quote(f) for f in finalizers]))
         errs.append(invalid(path, shown, f"finalizer {_ORPHAN} and {_FOREGROUND} cannot be both set"))
     for i, name in enumerate(finalizers):
-        item = path.index(i)
-        errs += [invalid(item, name, msg) for msg in is_label_key(name)]
-        if "/" not in name and name not in _STANDARD_FINALIZERS:
-            errs.append(
-                invalid(item, name, "name is neither a standard finalizer name nor is it fully qualified")
-            )
+        errs += finalizer_name_errors(name, path.index(i))
+    return errs
+
+
+def finalizer_name_errors(name: str, path: Path) -> ErrorList:
+    """core's ``validateFinalizerName``: a qualified name, and an unqualified one a standard
+    finalizer (metadata's finalizers, a Namespace's ``spec.finalizers``)."""
+    errs = [invalid(path, name, msg) for msg in is_label_key(name)]
+    if "/" not in name and name not in _STANDARD_FINALIZERS:
+        errs.append(
+            invalid(path, name, "name is neither a standard finalizer name nor is it fully qualified")
+        )
     return errs
 
 

@@ -13,6 +13,7 @@ A document whose strict decoding fails is never validated: the server stops ther
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from policies.api import schema
@@ -24,6 +25,7 @@ from policies.validation.fielderrors import (
     FieldError,
     Path,
     duplicate_field,
+    go_quote,
     invalid,
     unknown_field,
 )
@@ -167,8 +169,16 @@ def _members(
 
 
 def _hint(owner: str | None, key: str) -> str:
-    """What replaced a field older manifests use; otherwise nothing, the server's words alone."""
-    return REPLACED_FIELDS.get((owner, key), "") if owner is not None else ""
+    """What replaced a field older manifests use, else the closest field the type has (a misspelt
+    ``nodeNme``); nothing for a map's key or a key like no field. Either follows the server's
+    words, which name the field only."""
+    if owner is None:
+        return ""
+    replaced = REPLACED_FIELDS.get((owner, key))
+    if replaced is not None:
+        return replaced
+    close = difflib.get_close_matches(key, list(schema.fields(owner)), n=1)
+    return f"did you mean {go_quote(close[0])}?" if close else ""
 
 
 def is_strict(err: FieldError) -> bool:

@@ -24,7 +24,7 @@ from policies.api import core, resource, scheduling
 from policies.api.base import TypedObject
 from policies.api.defaults import apply_defaults
 from policies.api.kinds import DEFAULT_NAMESPACE
-from policies.validation import gosyntax
+from policies.validation import corekinds, gosyntax
 from policies.validation.claims import validate_claim_spec, validate_claim_status
 from policies.validation.core import validate_pod_claims
 from policies.validation.fielderrors import ErrorList, Path, forbidden, internal, invalid
@@ -216,7 +216,8 @@ def _taint_rule(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> E
 
 
 # Core kinds: ValidatePodUpdate, ValidateNodeUpdate, ValidateNamespaceUpdate and
-# ValidateResourceQuotaUpdate check metadata with ValidateObjectMetaUpdate only.
+# ValidateResourceQuotaUpdate check metadata with ValidateObjectMetaUpdate only; the rest of a
+# Node, Namespace or ResourceQuota is policies.validation.corekinds'.
 
 
 def _pod(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> ErrorList:
@@ -238,15 +239,18 @@ def _priority_class(obj: TypedObject, old: TypedObject | None, _labels: Labels) 
 
 
 def _namespace(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> ErrorList:
-    return _meta(obj, old, False, is_dns1123_label, recheck_on_update=False)
+    errs = _meta(obj, old, False, is_dns1123_label, recheck_on_update=False)
+    return errs + (corekinds.validate_namespace(obj.to_json()) if old is None else [])
 
 
-def _cluster_object(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> ErrorList:
-    return _meta(obj, old, False, recheck_on_update=False)
+def _node(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> ErrorList:
+    errs = _meta(obj, old, False, recheck_on_update=False)
+    return errs + corekinds.validate_node(obj.to_json(), old.to_json() if old is not None else None)
 
 
-def _namespaced_object(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> ErrorList:
-    return _meta(obj, old, True, recheck_on_update=False)
+def _quota(obj: TypedObject, old: TypedObject | None, _labels: Labels) -> ErrorList:
+    errs = _meta(obj, old, True, recheck_on_update=False)
+    return errs + corekinds.validate_quota(obj.to_json(), old.to_json() if old is not None else None)
 
 
 _VALIDATORS: dict[type[TypedObject], Validator] = {
@@ -256,8 +260,8 @@ _VALIDATORS: dict[type[TypedObject], Validator] = {
     resource.ResourceSlice: _resource_slice,
     resource.DeviceTaintRule: _taint_rule,
     core.Pod: _pod,
-    core.Node: _cluster_object,
+    core.Node: _node,
     core.Namespace: _namespace,
-    core.ResourceQuota: _namespaced_object,
+    core.ResourceQuota: _quota,
     scheduling.PriorityClass: _priority_class,
 }

@@ -6,13 +6,14 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from controlplane import cannot_run
 from helm_render import HELM_MISSING, render
 
 
 @pytest.fixture(scope="session")
 def default_objects() -> list[dict[str, Any]]:
     if HELM_MISSING:
-        pytest.skip(HELM_MISSING)
+        cannot_run(HELM_MISSING)
     return render()
 
 

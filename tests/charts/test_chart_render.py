@@ -9,16 +9,27 @@ import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import celpy
 import pytest
 import yaml
-from helm_render import CHART, NAMESPACE, HelmError, helm_sdkpy, needs_helm, render, uninstall_deletes
+from helm_render import (
+    CHART,
+    NAMESPACE,
+    HelmError,
+    helm_sdkpy,
+    needs_helm,
+    render,
+    require_helm,
+    uninstall_deletes,
+)
+from pydantic import BaseModel
 
 from certs.settings import CertSettings
-from policies.config import Config
+from policies.config import Config, RulesConfig
 from policies.rules.registry import RULES
+from webhook.commands.audit import load_config as audit_config
 from webhook.commands.serve import load_config
 from webhook.server import split_rules
 from webhook.state import RESOURCES as STATE_RESOURCES
@@ -70,7 +81,7 @@ def webhooks(
 
 
 def lint(chart: str) -> dict[str, Any]:
-    assert helm_sdkpy is not None
+    require_helm()
     result: dict[str, Any] = asyncio.run(
         helm_sdkpy.Lint(helm_sdkpy.Configuration(namespace=NAMESPACE)).run(chart)
     )
@@ -106,9 +117,10 @@ def test_every_default_manifest_is_valid_against_kubernetes_schemas(
 
 
 @needs_schemas
-def test_optional_manifests_are_valid_too() -> None:
+def test_optional_manifests_are_valid_too(find: Find) -> None:
+    peers = [{"ipBlock": {"cidr": "10.0.0.0/8"}}]
     values = {
-        "networkPolicy": {"enabled": True, "webhookFrom": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]},
+        "networkPolicy": {"enabled": True, "webhookFrom": peers},
         "webhooks": {
             "prescheduled": {"mutating": {"enabled": True}},
             "namespaceSelector": {
@@ -117,8 +129,17 @@ def test_optional_manifests_are_valid_too() -> None:
             },
         },
     }
-    for obj in render(values):
+    objects = render(values)
+    for obj in objects:
         validate(obj, "1.34.0")
+    # Each optional manifest is there and does its job, not merely valid when it is empty.
+    assert find(objects, "MutatingWebhookConfiguration", "draguard")["webhooks"]
+    policy = find(objects, "NetworkPolicy", "draguard")["spec"]
+    pod_labels = find(objects, "Deployment", "draguard")["spec"]["template"]["metadata"]["labels"]
+    assert policy["podSelector"]["matchLabels"].items() <= pod_labels.items()
+    assert policy["policyTypes"] == ["Ingress"]
+    ports = {r["ports"][0]["port"]: r.get("from") for r in policy["ingress"]}
+    assert ports == {8443: peers, 8080: None, 8081: None}
 
 
 # -- deployment shape --------------------------------------------------------------------------
@@ -585,6 +606,29 @@ def test_the_dry_run_role_grants_only_the_endpoint_and_is_bound_to_nobody(
     assert role["rules"][0] not in rbac_rules(default_objects)
 
 
+def test_the_reader_role_grants_get_and_list_of_what_the_commands_read_and_is_bound_to_nobody(
+    default_objects: list[dict[str, Any]], find: Find
+) -> None:
+    from webhook.cluster import READER_ROLE
+
+    role = find(default_objects, "ClusterRole", READER_ROLE)
+    granted = {
+        (group, resource, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    wanted = {
+        (r.api_version.rpartition("/")[0], r.plural, verb)
+        for r in STATE_RESOURCES
+        for verb in ("get", "list")
+    }
+    assert granted == wanted
+    refs = [o["roleRef"]["name"] for o in default_objects if o["kind"].endswith("RoleBinding")]
+    assert READER_ROLE not in refs
+
+
 def test_secrets_and_leases_are_only_writable_in_our_namespace(default_objects: list[dict[str, Any]]) -> None:
     for obj in default_objects:
         if obj["kind"] == "ClusterRole":
@@ -714,6 +758,9 @@ def test_secret_mode_templates_the_ca_bundle(find: Find) -> None:
         ({"replicas": 3}, "replicas"),
         ({"webhooks": {"namespaceSelector": {"matchLabel": {"a": "b"}}}}, "matchLabel"),
         ({"ports": {"https": 8443, "metrics": 8080, "health": 8080}}, "must differ"),
+        ({"rules": {"quota": {"mode": "enforce", "modee": "audit"}}}, "modee"),
+        ({"rules": {"personas": {"mode": "warn", "admins": {"grups": ["ops"]}}}}, "grups"),
+        ({"rules": {"drain": {"driverPodSelector": {"matchLabel": {"a": "b"}}}}}, "matchLabel"),
     ],
 )
 def test_wrong_values_fail_at_install(values: dict[str, Any], message: str) -> None:
@@ -759,8 +806,9 @@ def test_rendered_config_is_what_serve_loads(
     path = tmp_path / "config.yaml"
     path.write_text(find(default_objects, "ConfigMap", "draguard-config")["data"]["config.yaml"])
     loaded = load_config(str(path)).policy
-    assert loaded == Config().model_copy(update={"rules": loaded.rules})
+    assert (loaded.snapshot, loaded.cel) == (Config().snapshot, Config().cel)
     assert loaded.rules == Config().rules  # the chart's defaults are draguard's own
+    assert audit_config(str(path)).rules == loaded.rules  # one file for every command (issue 28)
     drain = {"mode": "enforce", "driverPodSelector": {"matchLabels": {"app": "gpu"}}}
     custom = render({"rules": {"drain": drain}})
     path.write_text(find(custom, "ConfigMap", "draguard-config")["data"]["config.yaml"])
@@ -841,6 +889,7 @@ OWN = [
     "draguard_snapshot_age_seconds",
     "draguard_snapshot_objects",
     "draguard_cel_cache_hit_ratio",
+    "draguard_class_devices",
 ]
 
 
@@ -876,3 +925,29 @@ def test_service_monitor_and_alerts_when_enabled(find: Find) -> None:
     rules = find(objects, "PrometheusRule", "draguard")["spec"]["groups"][0]["rules"]
     expiry = next(r for r in rules if r["alert"] == "DraguardCertificateExpiresSoon")["expr"]
     assert "time() < 2 * 24 * 3600" in expiry
+
+
+def _schema_keys(schema: dict[str, Any]) -> dict[str, Any]:
+    """The keys an object schema allows, each with its own nested keys (None: not an object)."""
+    schema = next((s for s in schema.get("anyOf", [schema]) if s.get("type") != "null"), schema)
+    if schema.get("type") == "array":
+        return _schema_keys(schema["items"])
+    if "properties" not in schema:
+        return {}
+    assert schema.get("additionalProperties") is False, f"{sorted(schema['properties'])} allows any other key"
+    return {key: _schema_keys(s) for key, s in schema["properties"].items()}
+
+
+def _model_keys(annotation: Any) -> dict[str, Any]:
+    """The keys draguard's config model reads at a field, each with its nested keys."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return {f.alias or n: _model_keys(f.annotation) for n, f in annotation.model_fields.items()}
+    return next((k for a in get_args(annotation) if (k := _model_keys(a))), {})
+
+
+def test_the_rules_values_allow_exactly_the_keys_draguard_reads() -> None:
+    """The schema lists every key of each rules section at every depth and refuses any other, so a
+    misspelt key fails ``helm install`` instead of the pods refusing their config (issue 28)."""
+    schema = json.loads((Path(CHART) / "values.schema.json").read_text())
+    assert _schema_keys(schema["properties"]["rules"]) == _model_keys(RulesConfig)
+

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from controlplane import ControlPlane, wait_for
+import pytest
+from controlplane import ControlPlane, cannot_run, wait_for
 from kubernetes import client
 
 
@@ -63,3 +64,14 @@ def test_restart_after_compaction_makes_old_watches_gone(
     event = json.loads(answer.read().splitlines()[0])
     assert event["type"] == "ERROR"
     assert event["object"]["code"] == 410, event
+
+
+@pytest.mark.parametrize(("ci", "outcome"), [("true", pytest.fail.Exception), ("", pytest.skip.Exception)])
+def test_a_missing_real_part_fails_under_ci_and_skips_elsewhere(
+    monkeypatch: pytest.MonkeyPatch, ci: str, outcome: type[BaseException]
+) -> None:
+    """kube-scheduler, kube-controller-manager and Helm as the core binaries are (issue 28): under
+    CI=true a missing one is a failure, not a skip that hides it."""
+    monkeypatch.setenv("CI", ci)
+    with pytest.raises(outcome, match="no kube-scheduler here"):
+        cannot_run("no kube-scheduler here")

@@ -124,6 +124,15 @@ def test_only_evictions_are_looked_at() -> None:
     assert not DrainRule().applies(delete, drain_context())
 
 
+@pytest.mark.parametrize("operation", ["DELETE", "UPDATE", "CONNECT"])
+def test_only_the_creation_of_an_eviction_is_looked_at(operation: str) -> None:
+    """The operation is checked on its own: everything else of the request is an eviction of a
+    driver pod that would be refused if it were a CREATE."""
+    ctx = drain_context(claim("c1", "pod-uid"))
+    assert DrainRule().applies(eviction("plugin-node-1"), ctx)
+    assert not DrainRule().applies(eviction("plugin-node-1")._replace(operation=operation), ctx)
+
+
 def test_stale_snapshot_cannot_decide() -> None:
     fresh = drain_context()
     stale = Context(fresh.snapshot, fresh.config, fresh.now, snapshot_fresh=False)

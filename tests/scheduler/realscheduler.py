@@ -413,18 +413,25 @@ class Scene:
 
     def scores(self, pod: str) -> dict[str, dict[str, int]] | None:
         """Each plugin's weighted score of each node for ``pod``, from the scheduler's log (None
-        when it logged none: one node fitted, so nothing was scored)."""
+        when it logged none: one node fitted, so nothing was scored). The binding's line comes
+        after the scores' (schedule_one.go logs "Successfully bound pod to node" once bound): wait
+        for it, so that a log not yet flushed is not taken for a pod that was not scored."""
         key = f'pod="{self.ns}/{pod}"'
+        bound = "Successfully bound pod to node"
+        wait_for(
+            f"kube-scheduler to log the binding of {pod}",
+            lambda: any(bound in line and key in line for line in self._log_lines()),
+            interval=0.05,
+        )
         found: dict[str, dict[str, int]] = {}
-        for _ in range(3):  # the log is flushed every 100 ms
-            for line in self.plane.scheduler_log().splitlines():
-                if "Plugin scored node for pod" in line and key in line:
-                    fields = dict(re.findall(r'(\w+)="?([^" ]+)"?', line.split("]", 1)[1]))
-                    found.setdefault(fields["node"], {})[fields["plugin"]] = int(fields["score"])
-            if found:
-                return found
-            time.sleep(0.1)
-        return None
+        for line in self._log_lines():
+            if "Plugin scored node for pod" in line and key in line:
+                fields = dict(re.findall(r'(\w+)="?([^" ]+)"?', line.split("]", 1)[1]))
+                found.setdefault(fields["node"], {})[fields["plugin"]] = int(fields["score"])
+        return found or None
+
+    def _log_lines(self) -> list[str]:
+        return self.plane.scheduler_log().splitlines()
 
     def devices(self, pod: dict[str, Any]) -> tuple[frozenset[str], ...]:
         """``driver/pool/device`` of each claim of the bound pod, in draguard's claim order."""

@@ -27,7 +27,7 @@ from policies.scheduler import (
 )
 from policies.scheduler.cluster import Cluster
 from policies.scheduler.features import FeatureGates
-from policies.scheduler.framework import Code, Cycle, Prepared, Status
+from policies.scheduler.framework import Code, Cycle, Prepared, Status, by_highest, by_highest_reversed
 from policies.snapshot import Snapshot
 
 NOW_ = datetime(2026, 1, 1, tzinfo=UTC)
@@ -126,7 +126,8 @@ def test_prefer_no_schedule_taints_do_not_filter_but_score() -> None:
     c = cycle(pod(), soft, node("clean"))
     assert refused(tainttoleration, c) == {}
     assert [tainttoleration.score(c, n) for n in c.cluster.nodes] == [1, 0]
-    assert profile.normalize({"soft": 1, "clean": 0}, reverse=True) == {"soft": 0, "clean": 100}
+    # Normalized over the fitting nodes (highest 1), fewer untolerated taints scoring higher.
+    assert [by_highest_reversed(raw, 0, 1) for raw in (1, 0)] == [0, 100]
 
 
 def test_a_cordoned_node_takes_only_pods_tolerating_the_unschedulable_taint() -> None:
@@ -536,7 +537,7 @@ def test_pod_affinity_scores_preferred_terms_and_bound_pods_required_terms() -> 
     }
     db = pod("db", {"app": "db"}, nodeName="b")
     c = cycle(pod(affinity=near_db), *zones(), db)
-    assert interpodaffinity.score(c, c.cluster.nodes) == {"a": 0, "b": 100, "none": 0}
+    assert interpodaffinity.score_part(c).normalized(c.cluster.nodes) == {"a": 0, "b": 100, "none": 0}
     # A bound pod's required affinity term the incoming pod matches counts 1 (hardPodAffinityWeight);
     # a preferred anti-affinity term of another counts against its zone.
     wants_web = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [affinity_term("web")]}}
@@ -550,7 +551,7 @@ def test_pod_affinity_scores_preferred_terms_and_bound_pods_required_terms() -> 
     bound = [pod("x", nodeName="a", affinity=wants_web), pod("y", nodeName="b", affinity=shuns_web)]
     c = cycle(pod(labels={"app": "web"}), *zones(), *bound)
     # a: +1, b: -5, none: 0 -> scaled between -5 and 1.
-    assert interpodaffinity.score(c, c.cluster.nodes) == {"a": 100, "b": 0, "none": 83}
+    assert interpodaffinity.score_part(c).normalized(c.cluster.nodes) == {"a": 100, "b": 0, "none": 83}
 
 
 def test_image_locality_prefers_nodes_holding_the_images_scaled_by_their_spread() -> None:
@@ -560,9 +561,10 @@ def test_image_locality_prefers_nodes_holding_the_images_scaled_by_their_spread(
     latest["status"]["images"] = [{"names": ["registry.example.com/tool:latest"], "sizeBytes": 10**9}]
     c = cycle(pod(containers=[{"name": "c", "image": "registry.example.com/app:1"}]), held, node("b"), latest)
     # 500 MB held by 1 of 3 nodes counts 166 MB: (166 - 23) / (1000 - 23) of 100.
-    assert imagelocality.score(c, c.cluster.nodes) == {"a": 14, "b": 0, "c": 0}
+    assert imagelocality.score_part(c).normalized(c.cluster.nodes) == {"a": 14, "b": 0, "c": 0}
     untagged = cycle(pod(containers=[{"name": "c", "image": "registry.example.com/tool"}]), held, latest)
-    assert imagelocality.score(untagged, untagged.cluster.nodes)["c"] == 46  # ":latest", on 1 of 2 nodes
+    # ":latest", on 1 of 2 nodes
+    assert imagelocality.score_part(untagged).normalized(untagged.cluster.nodes)["c"] == 46
 
 
 def test_scores_least_allocated_balanced_and_normalized() -> None:
@@ -586,7 +588,7 @@ def test_scores_least_allocated_balanced_and_normalized() -> None:
     c = cycle(big, small_node, big_node, pod("load", nodeName="b", containers=[requests("500m")]))
     _, as_requested = noderesources.scoring_requests(c)
     assert [noderesources.balanced_allocation(as_requested, n) for n in c.cluster.nodes] == [75, 67]
-    assert profile.normalize({"x": 3, "y": 1, "z": 0}) == {"x": 100, "y": 33, "z": 0}
+    assert [by_highest(raw, 0, 3) for raw in (3, 1, 0)] == [100, 33, 0]
     # Pod-level requests fit the pod on the node, but least allocated sees only the containers'
     # (with the defaults, 100m and 200Mi): 1.36's NodeResourcesFit scorer skips pod-level resources.
     level = pod(containers=[{"name": "c"}], resources={"requests": {"cpu": "3", "memory": "8Gi"}})

@@ -43,17 +43,18 @@ def test_a_complete_pod_has_nothing_unknown() -> None:
     assert lines(pod(spec, labels={"app": "x"}), "core.v1.Pod") == []
 
 
-def test_unknown_fields_anywhere_in_a_pod_are_named_with_their_path() -> None:
+def test_unknown_fields_anywhere_in_a_pod_are_named_with_their_path_and_the_closest_field() -> None:
     spec = {
         "nodeNme": "n",
         "containers": [{**CONTAINER, "resources": {"claims": [{"name": "gpu", "requests": "gpu"}]}}],
         "resourceClaims": [{"name": "gpu", "resourceClaimTemplate": "t"}],
     }
     assert lines(pod(spec, labelz={}), "core.v1.Pod") == [
-        'unknown field "metadata.labelz"',
-        'unknown field "spec.nodeNme"',
-        'unknown field "spec.containers[0].resources.claims[0].requests"',
-        'unknown field "spec.resourceClaims[0].resourceClaimTemplate"',
+        'unknown field "metadata.labelz": did you mean "labels"?',
+        'unknown field "spec.nodeNme": did you mean "nodeName"?',
+        'unknown field "spec.containers[0].resources.claims[0].requests": did you mean "request"?',
+        'unknown field "spec.resourceClaims[0].resourceClaimTemplate": did you mean '
+        '"resourceClaimTemplateName"?',
     ]
 
 

@@ -397,7 +397,7 @@ def test_pod(obj: dict[str, Any], expected: list[str]) -> None:
     assert lines(obj) == expected
 
 
-def test_core_kinds_get_metadata_checks_only() -> None:
+def test_core_kinds_metadata_is_checked_too() -> None:
     assert lines({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a.b"}}) == [
         'metadata.name: Invalid value: "a.b": must not contain dots'
     ]
@@ -408,3 +408,59 @@ def test_core_kinds_get_metadata_checks_only() -> None:
         "status": {"allocatable": {"cpu": "4"}},
     }
     assert lines(node) == []
+
+
+# --- Node, Namespace, ResourceQuota past their metadata (tests/kube/test_core_kinds_agreement.py
+# holds them to kube-apiserver 1.36.2 case by case) -----------------------------------------------
+
+
+def test_the_quota_and_node_of_issue_28_are_refused() -> None:
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "q", "namespace": "team-a"},
+        "spec": {"hard": {"cpu": "-1", "a/b/c": "1"}, "scopes": ["Bogus"]},
+    }
+    found = lines(quota)
+    assert 'spec.hard[cpu]: Invalid value: "-1": must be greater than or equal to 0' in found
+    label_key = 'spec.hard[a/b/c]: Invalid value: "a/b/c": a valid label key'
+    assert any(line.startswith(label_key) for line in found)
+    assert 'spec.scopes: Invalid value: ["Bogus"]: unsupported scope' in found
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "node-1"},
+        "spec": {"podCIDR": "notacidr", "taints": [{"key": "k", "effect": "Bogus"}]},
+    }
+    assert lines(node) == [
+        'metadata.taints[0].effect: Unsupported value: "Bogus": supported values: "NoSchedule", '
+        '"PreferNoSchedule", "NoExecute"',
+        'spec.podCIDRs[0]: Invalid value: "notacidr": must be a valid CIDR value, (e.g. 10.9.8.0/24 or '
+        "2001:db8::/64)",
+    ]
+
+
+def test_updates_keep_what_the_api_server_keeps() -> None:
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "q", "namespace": "team-a"},
+        "spec": {"hard": {"pods": "2"}, "scopes": ["Terminating"]},
+    }
+    assert lines(changed(quota, "spec", {"hard": {"pods": "3"}, "scopes": ["NotTerminating"]}), quota) == [
+        'spec.scopes: Invalid value: ["NotTerminating"]: field is immutable'
+    ]
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "node-1"},
+        "spec": {"podCIDRs": ["10.244.1.0/24"], "providerID": "cloud://1"},
+    }
+    assert lines(changed(node, "spec", {"podCIDRs": ["10.244.2.0/24"], "providerID": "cloud://1"}), node) == [
+        'spec.podCIDRs: Forbidden: node updates may not change podCIDR except from "" to valid'
+    ]
+    assert lines(changed(node, "spec", {"podCIDRs": ["10.244.1.0/24"], "providerID": "cloud://2"}), node) == [
+        'spec.providerID: Forbidden: node updates may not change providerID except from "" to valid'
+    ]
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}}
+    assert lines(changed(namespace, "spec", {"finalizers": ["bogus"]}), namespace) == []  # create-only

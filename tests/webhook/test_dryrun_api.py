@@ -852,3 +852,81 @@ async def test_openapi_describes_real_answers_errors_and_requests(serve: Any) ->
 def test_the_request_schema_names_the_fields_the_parser_takes() -> None:
     request = api.openapi_document(DEMO)["components"]["schemas"]["DryRunRequest"]
     assert set(request["properties"]) == {f.alias for f in api.DryRunRequest.model_fields.values()}
+
+
+# --- headroom --------------------------------------------------------------------------------------
+
+
+def without_quota() -> Snapshot:
+    return snapshot_of([o for o in cluster_objects() if o["kind"] != "ResourceQuota"])
+
+
+async def test_headroom_places_copies_until_the_gpus_run_out(serve: Any) -> None:
+    served = await serve(snapshot=without_quota())
+    status, body, _ = await served.post({**ONE_GPU_POD, "headroom": True})
+    assert status == 200
+    # A copy takes a GPU and a CPU: node-b has 2 CPUs left of 8 (BUSY_CPU).
+    free = {node: min(4 - taken, 2 if node == "node-b" else 8) for node, taken in TAKEN.items()}
+    assert (body["apiVersion"], body["kind"], body["pod"]) == (
+        "draguard.io/v1alpha1",
+        "HeadroomResponse",
+        "team-a/trainer",
+    )
+    assert body["copies"] == sum(free.values())
+    assert {n["node"]: n["copies"] for n in body["nodes"]} == {n: c for n, c in free.items() if c}
+    assert body["limit"]["by"] == "Scheduler" and body["limit"]["reason"] == "Unschedulable"
+    assert body["limit"]["message"].startswith(
+        "0/3 nodes are available: 1 Insufficient cpu, 2 cannot allocate all claims."
+    )
+    assert body["limit"]["detail"] == ["devices of class gpu: 2 free of 12"]
+    assert body["elapsedMs"] >= 0
+    _, document = await served.get(api.OPENAPI_PATH)
+    jsonschema.Draft202012Validator(schema_for(document, "HeadroomResponse")).validate(body)
+    status, body, _ = await served.post({**ONE_GPU_POD, "headroom": True, "max": 2})
+    assert (status, body["copies"], body["limit"]["by"], body["max"]) == (200, 2, "Max", 2)
+
+
+async def test_headroom_names_the_quota_that_refuses_the_template_claim(serve: Any) -> None:
+    served = await serve()
+    status, body, _ = await served.post({**ONE_GPU_POD, "headroom": True})
+    assert (status, body["copies"], body["limit"]["by"]) == (200, 0, "Quota")
+    assert body["limit"]["message"] == (
+        'resourceclaims "trainer-copy-1-gpu" is forbidden: exceeded quota: claims, requested: '
+        "count/resourceclaims.resource.k8s.io=1, used: count/resourceclaims.resource.k8s.io=2, "
+        "limited: count/resourceclaims.resource.k8s.io=2"
+    )
+    assert body["limit"]["quota"] == {
+        "name": "claims",
+        "hard": {"count/resourceclaims.resource.k8s.io": "2"},
+        "used": {"count/resourceclaims.resource.k8s.io": "2"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("extra", "problem"),
+    [
+        ({"headroom": True, "nodes": ["node-a"]}, "nodes: Forbidden: a headroom places copies on any node"),
+        ({"max": 3}, 'max: Forbidden: only with "headroom": true'),
+        ({"headroom": True, "max": 0}, "max: Invalid value: 0: Input should be greater than or equal to 1"),
+    ],
+)
+async def test_headroom_requests_that_cannot_work_are_400(
+    serve: Any, extra: dict[str, Any], problem: str
+) -> None:
+    served = await serve()
+    status, body, _ = await served.post({**ONE_GPU_POD, **extra})
+    assert status == 400
+    assert any(p.startswith(problem) for p in body["problems"]), body
+
+
+async def test_headroom_past_the_deadline_says_how_many_fit_at_least(serve: Any) -> None:
+    # Time passes as the placing reads the clock: the deadline comes before the GPUs run out.
+    settings = replace(DEMO, timeout=20.0, node_timeout=100.0)
+    served = await serve(settings, snapshot=without_quota(), clock=SteppingClock(1.0))
+    status, body, _ = await served.post({**ONE_GPU_POD, "headroom": True})
+    assert status == 200, body
+    assert body["limit"]["by"] == "Deadline", body
+    assert 0 < body["copies"] < 5 and len(body["order"]) == body["copies"]
+    assert body["limit"]["message"] == (
+        f"the deadline passed after {body['copies']} copies: at least that many fit"
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import time
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -55,10 +56,13 @@ def test_the_answer_is_built_paused_and_a_refusal_resumes_the_collector(monkeypa
         raise UnanswerableError("nodes: Not found: 'x'", ["nodes: Not found: 'x'"])
 
     monkeypatch.setattr(api, "answer_request", unanswerable)
+    monkeypatch.setattr(api, "headroom_request", unanswerable)
     settings = api.DryRunSettings()
     deadlines = api.Deadlines(time.monotonic, settings.timeout, settings.node_timeout)
-    with pytest.raises(api.Problem) as problem:
-        api.encoded_answer(object(), object(), settings, deadlines)  # type: ignore[arg-type]
-    assert problem.value.status == 422
-    assert seen == [False]
+    for headroom in (False, True):  # a dry run, and a headroom's copies
+        question = SimpleNamespace(headroom=headroom)
+        with pytest.raises(api.Problem) as problem:
+            api.encoded_answer(question, object(), settings, deadlines)  # type: ignore[arg-type]
+        assert problem.value.status == 422
+    assert seen == [False, False]
     assert gc.isenabled()

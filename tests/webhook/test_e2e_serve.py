@@ -130,6 +130,24 @@ def wait_ready(served: Served, timeout: float = 10.0) -> None:
         time.sleep(0.05)
 
 
+def wait_draining(served: Served, timeout: float = 10.0) -> None:
+    """Until the server has handled SIGTERM: it then answers every request with "Connection:
+    close", here one on a connection of its own."""
+    deadline = time.monotonic() + timeout
+    while True:
+        probe = HTTPSConnection("127.0.0.1", served.port, context=served.context(), timeout=10)
+        try:
+            probe.request("GET", "/healthz")
+            answer = probe.getresponse()
+            answer.read()
+            if answer.getheader("Connection") == "close":
+                return
+        finally:
+            probe.close()
+        assert time.monotonic() < deadline, "SIGTERM not handled in time"
+        time.sleep(0.02)
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     tmp = tmp_path_factory.mktemp("serve")
@@ -244,7 +262,7 @@ def test_on_sigterm_open_connections_end_on_an_answer_before_the_server_exits(tm
         assert first.status == 200 and first.getheader("Connection") != "close"
         first.read()
         server.process.terminate()
-        time.sleep(0.5)  # the signal handled: the server is draining, the connection still open
+        wait_draining(server)  # the signal handled: the server is draining, the connection still open
         connection.request("POST", "/validate", body, headers)
         last = connection.getresponse()
         assert last.status == 200, last.read()

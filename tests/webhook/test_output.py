@@ -66,7 +66,21 @@ def test_table_rows_are_one_line_each_and_the_last_column_fits() -> None:
 
 def test_the_last_column_keeps_a_minimum_on_a_narrow_terminal() -> None:
     table = Table(("NODE", "REASON"), [("a-very-long-node-name", "y" * 100)])
-    assert table.render(width=20).splitlines()[1] == "a-very-long-node-name  " + "y" * 27 + "..."
+    assert table.render(width=20).splitlines()[1] == "a-ver...  " + "y" * 27 + "..."
+
+
+def test_wide_columns_before_the_last_are_cut_so_that_every_line_fits_the_terminal() -> None:
+    """A test suite's long test names (or a node's devices) must not push the line past 80."""
+    name = "a pod pinned with nodeName whose claim is not allocated is refused"
+    rows = [("gpu-policies", name, "pass", "denied: " + "z" * 80)]
+    table = Table(("SUITE", "TEST", "RESULT", "REASON"), rows)
+    lines = table.render(width=80).splitlines()
+    assert all(len(line) <= 80 for line in lines), lines
+    assert lines[1].startswith("gpu-policies  a pod pinned with nodeN...  pass    denied: z")
+    assert len(lines[1]) == 80 and table.cut
+    narrow = Table(("A", "B"), [("x" * 60, "short")])
+    assert narrow.render(width=80).splitlines()[1] == "x" * 60 + "  short"  # it fits: nothing cut
+    assert not narrow.cut
 
 
 def test_a_table_that_fits_is_not_cut() -> None:

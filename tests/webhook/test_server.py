@@ -143,6 +143,15 @@ async def client_for(aiohttp_client: Client, admission: Admission) -> TestClient
     return await aiohttp_client(build_app(admission, readiness(admission.state, None)))
 
 
+async def until(condition: Callable[[], object], timeout: float = 5.0) -> None:
+    """Wait on the loop for ``condition`` (what a fixed sleep would only hope for), failing after
+    ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.005)
+
+
 async def post(client: TestClient, body: Any, path: str = "/validate") -> tuple[int, Any]:
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
     response = await client.post(path, data=data, headers={"Content-Type": "application/json"})
@@ -420,7 +429,7 @@ async def test_deadline_answers_per_failure_policy_and_the_loop_keeps_serving(ai
     client = await client_for(aiohttp_client, admission)
     started = time.perf_counter()
     decision = asyncio.ensure_future(post(client, admission_review()))
-    await asyncio.sleep(0.05)
+    await until(lambda: any(r.seen for r in slow))  # a rule is deciding: the request is in flight
     health = await client.get("/healthz")
     assert health.status == 200 and time.perf_counter() - started < 0.2
     assert "draguard_admission_in_flight 1.0" in admission.metrics.render().decode()
@@ -718,9 +727,10 @@ async def test_large_bodies_are_decoded_off_the_loop_and_shed_with_429_past_the_
         return to_request(request)
 
     monkeypatch.setattr(review, "to_request", slow)
-    client = await client_for(aiohttp_client, make_admission())
+    admission = make_admission()
+    client = await client_for(aiohttp_client, admission)
     large = [asyncio.ensure_future(post(client, large_review(f"large-{i}"))) for i in range(2)]
-    await asyncio.sleep(0.1)
+    await until(admission.large.full)  # one large body is being decoded, the other waits for the thread
     status, body = await post(client, large_review("third"))
     assert status == 429 and body["error"].startswith("draguard is busy: 2 bodies over 262144 bytes")
     answers = await asyncio.gather(*large)
@@ -802,12 +812,11 @@ async def test_a_lagging_loop_sets_the_deadline_earlier_by_its_lag(aiohttp_clien
 async def test_the_loop_lag_is_how_late_the_loop_ran_its_timers_lately() -> None:
     lag = server.LoopLag()
     watch = asyncio.create_task(lag.watch())
-    await asyncio.sleep(server.LAG_INTERVAL * 2)
+    await until(lambda: lag._samples)  # one timer measured
     assert lag.recent() < 0.1
     time.sleep(0.3)  # the loop blocked, as by a long pass of the garbage collector
-    await asyncio.sleep(server.LAG_INTERVAL * 2)
+    await until(lambda: lag.recent() >= 0.2)
     watch.cancel()
-    assert lag.recent() >= 0.2
 
 
 def test_the_loop_lag_is_a_metric() -> None:

@@ -81,16 +81,21 @@ def started(server: WatchServer) -> Iterator[Callable[..., ClusterState]]:
 
 
 class CountingReader(KubeReader):
-    """The reader, counting the list pages it asks for per resource."""
+    """The reader, counting the list pages it asks for per resource, and the lists that failed."""
 
     def __init__(self, api: client.ApiClient, page_size: int) -> None:
         super().__init__(api, page_size)
         self.pages: dict[str, int] = {}
+        self.failed: dict[str, int] = {}
 
     def list_pages(self, resource: ApiResource) -> Iterator[tuple[list[dict[str, Any]], str]]:
-        for page in super().list_pages(resource):
-            self.pages[resource.plural] = self.pages.get(resource.plural, 0) + 1
-            yield page
+        try:
+            for page in super().list_pages(resource):
+                self.pages[resource.plural] = self.pages.get(resource.plural, 0) + 1
+                yield page
+        except Exception:
+            self.failed[resource.plural] = self.failed.get(resource.plural, 0) + 1
+            raise
 
 
 @pytest.fixture
@@ -218,9 +223,10 @@ def test_age_is_infinite_before_the_first_sync(
     real_state: Callable[..., tuple[ClusterState, CountingReader]],
 ) -> None:
     """A caller the API server lets list nothing (403): the state never syncs, and is not fresh."""
-    state, _ = real_state(user="nobody-in-particular")
-    time.sleep(0.3)
-    assert not state.synced
+    state, reader = real_state(user="nobody-in-particular")
+    # Every resource refused and retried at least once: the state has had its chances to sync.
+    wait_for(lambda: all(reader.failed.get(r.resource.plural, 0) >= 2 for r in state.reflectors))
+    assert not state.synced and not reader.pages
     assert math.isinf(state.age())
 
 

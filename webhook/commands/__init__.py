@@ -18,6 +18,8 @@ from typing import Any
 SUMMARIES = {
     "validate": "check manifests with the API server's validation rules, without a cluster",
     "allocate": "would the pending pods fit: on which nodes, with which devices, and why not elsewhere",
+    "devices": "what is free where: devices per pool and DeviceClass, allocated, free and tainted",
+    "headroom": "how many more copies of a pod fit, where they would go, and what stops the next one",
     "audit": "check the objects of a cluster (or of manifests) against the rules, and its DRA health",
     "convert": "print older resource.k8s.io objects (v1beta1, v1beta2) converted to resource.k8s.io/v1",
     "test": "run policy test suites: objects and the answers draguard should give for them",

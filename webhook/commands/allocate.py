@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from policies.allocator import SearchBudget
 from policies.api.base import TypedObject
@@ -31,7 +31,7 @@ from policies.dryrun import (
     with_uid,
 )
 from policies.dryrun.answer import Timing
-from policies.priority import admitted
+from policies.priority import Priorities
 from policies.reading import Reading
 from policies.scheduler.claims import is_allocated
 from policies.snapshot import Snapshot
@@ -40,15 +40,22 @@ from webhook.commands import add_command
 from webhook.commands.common import (
     TABLE_FORMATS,
     UsageError,
+    add_cluster,
     add_file_flags,
+    add_namespace,
     add_output,
     add_reading_flags,
+    connect_cluster,
+    default_namespace,
     print_notes,
     read_inputs,
     style,
 )
-from webhook.manifests import Entry, existing_warnings, latest, priority_classes
+from webhook.manifests import Entry, existing_warnings, latest
 from webhook.output import CUT_NOTE, PLAIN, Progress, Style, Table, dump, terminal_width
+
+if TYPE_CHECKING:  # the Kubernetes client is imported only when a cluster is asked
+    from webhook.cluster import Cluster, Listed
 
 DESCRIPTION = """\
 Would the pending pods fit, on which nodes, with which devices, and if not, why: answered as
@@ -72,6 +79,12 @@ of two documents naming the same object the later one wins (a note says so), and
 server's validation says of an object is a warning, since kube-scheduler evaluates the objects a
 cluster holds as they are (selectors in the stored-expressions environment).
 
+Given a cluster (--kubeconfig FILE or --context NAME; read-only, never written to), its state is
+listed from the API server as 'serve' lists it, and the files add the questions (pods, workloads,
+their claims and templates), each written over the cluster's object of the same name as 'kubectl
+apply' would; documents naming no namespace go to -n, else the context's namespace, else default.
+Without either flag no cluster is read (not even ~/.kube/config).
+
 Exit codes: 0 every pod fits somewhere, 1 some pod fits nowhere, 2 unusable input."""
 
 
@@ -83,6 +96,8 @@ def register(sub: Any) -> None:
     p = add_command(sub, "allocate", DESCRIPTION)
     add_file_flags(p)
     add_reading_flags(p)
+    add_cluster(p, "ask (only when this or --context is given): its state is listed, the files add to it")
+    add_namespace(p)
     p.add_argument(
         "--node",
         dest="nodes",
@@ -105,13 +120,7 @@ def register(sub: Any) -> None:
         help="place the pods one after another, each on its best node, as consecutive scheduling cycles "
         "would",
     )
-    p.add_argument(
-        "--features",
-        default=None,
-        metavar="LIST",
-        help="Kubernetes feature gates as Name=true|false (DRAPartitionableDevices=false), on top of the "
-        "1.36 defaults; or 'all', 'none' or a comma list of allocator switches",
-    )
+    add_search_flags(p)
     add_output(p, (*TABLE_FORMATS, "name"))
     p.add_argument(
         "--repeat",
@@ -119,6 +128,19 @@ def register(sub: Any) -> None:
         default=0,
         metavar="N",
         help="answer each pod N more times per node on the warm allocator and report timing",
+    )
+    p.set_defaults(func=run)
+
+
+def add_search_flags(p: argparse.ArgumentParser) -> None:
+    """``--features``, ``--max-steps`` and ``--timeout``: the dry run's feature gates and its search
+    budget per node (``allocate`` and ``headroom``)."""
+    p.add_argument(
+        "--features",
+        default=None,
+        metavar="LIST",
+        help="Kubernetes feature gates as Name=true|false (DRAPartitionableDevices=false), on top of the "
+        "1.36 defaults; or 'all', 'none' or a comma list of allocator switches",
     )
     p.add_argument(
         "--max-steps",
@@ -134,20 +156,28 @@ def register(sub: Any) -> None:
         metavar="SECONDS",
         help="give up a node after this long, like the scheduler's filter timeout (default 10)",
     )
-    p.set_defaults(func=run)
 
 
-def _read(args: argparse.Namespace) -> list[Entry]:
+def check_search_numbers(args: argparse.Namespace) -> None:
+    if args.max_steps < 1:
+        raise UsageError(f"--max-steps must be at least 1, got {args.max_steps}")
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout must be more than 0 seconds, got {args.timeout:g}")
+
+
+def _read(args: argparse.Namespace, use: str, cluster: Cluster | None, held: Priorities) -> list[Entry]:
     """The input, read as ``draguard validate`` reads it: what cannot be read is an
     :class:`InputError` with validate's lines. The objects describe a cluster as it stands, so the
     later of two documents naming the same object wins, and what validation says of an object is a
     warning on stderr (kube-scheduler evaluates stored objects as they are), never a refusal. A pod
     the Priority admission plugin refuses (a workload's pods too) is one: no cluster holds it."""
-    entries, notes = latest(read_inputs(args))
+    entries, notes = latest(read_inputs(args, namespace=default_namespace(args, cluster)))
     print_notes(entries, sys.stderr)
     problems = [entry.problem or entry.where for entry in entries if entry.reading is None]
     problems += [f"{e.label}: {line}" for e in entries if e.reading is not None for line in e.reading.errors]
-    priorities = priority_classes(entries)
+    priorities = Priorities.among(
+        [*held.classes.values(), *(e.reading.obj for e in entries if e.reading and e.reading.obj)]
+    )
     # A pod the Priority admission plugin would refuse is in no cluster, nor would a workload's
     # pods be: where they would fit is no question.
     problems += [
@@ -168,8 +198,7 @@ def _read(args: argparse.Namespace) -> list[Entry]:
         reading = entry.reading
         if reading is not None and reading.template is not None:
             print(
-                f"note: {entry.where}: {reading.label}: allocating one pod of its template "
-                f"({'.'.join(reading.template)})",
+                f"note: {entry.where}: {reading.label}: {use} ({'.'.join(reading.template)})",
                 file=sys.stderr,
             )
     return entries
@@ -197,14 +226,43 @@ def _as_created(reading: Reading) -> TypedObject | None:
     return obj.model_copy(update={"spec": obj.spec.model_copy(update={"volumes": claims + others})})
 
 
-def _snapshot(args: argparse.Namespace) -> Snapshot:
+def stored_snapshot(
+    args: argparse.Namespace, use: str = "allocating one pod of its template", cluster: Cluster | None = None
+) -> tuple[Snapshot, list[str]]:
     """The objects as the API server stores them: defaulted, each pod's priority resolved (the
-    input was judged first, so no pod is refused here)."""
+    input was judged first, so no pod is refused here); with a cluster, written over its state,
+    and the files' pending pods (the questions: the cluster's own pending pods are not asked).
+    ``use``: what the note on a workload says is done with its template's pod."""
     now = datetime.now(UTC)
-    entries = _read(args)
-    objects = (_as_created(e.reading) for e in entries if e.reading is not None and e.reading.obj is not None)
-    stored, _ = admitted([apply_defaults(obj, now) for obj in objects if obj is not None])
-    return Snapshot.build(stored)
+    listed = _list(cluster) if cluster is not None else None
+    held = Priorities.of(listed.store.snapshot().priority_classes.values()) if listed else Priorities.of(())
+    entries = _read(args, use, cluster, held)
+    objects = [
+        apply_defaults(obj, now)
+        for obj in (_as_created(e.reading) for e in entries if e.reading is not None and e.reading.obj)
+        if obj is not None
+    ]
+    stored, _ = Priorities.among([*held.classes.values(), *objects]).store(objects)
+    if listed is None:
+        return Snapshot.build(stored), []
+    from webhook.state import write_over
+
+    write_over(listed.store, listed.reader, stored)
+    asked = [o.key for o in stored if isinstance(o, Pod) and not o.spec.node_name]
+    return listed.store.snapshot(), asked
+
+
+def _list(cluster: Cluster) -> Listed:
+    """The cluster's state, listed once; a note on stderr says what came from it."""
+    from webhook.cluster import ClusterError
+
+    try:
+        listed = cluster.listed()
+    except ClusterError as err:
+        raise InputError(str(err)) from None
+    counts = ", ".join(f"{n} {plural}" for plural, n in listed.counts.items() if n)
+    print(f"note: read from {cluster.where} in {listed.seconds:.1f}s: {counts}", file=sys.stderr)
+    return listed
 
 
 def _nodes(snapshot: Snapshot, wanted: list[str]) -> list[str] | None:
@@ -267,21 +325,18 @@ class NodeClock:
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
-    if args.max_steps < 1:
-        raise UsageError(f"--max-steps must be at least 1, got {args.max_steps}")
+    check_search_numbers(args)
     if args.repeat < 0:
         raise UsageError(f"--repeat must be at least 0, got {args.repeat}")
-    if args.timeout <= 0:
-        raise UsageError(f"--timeout must be more than 0 seconds, got {args.timeout:g}")
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         _check_numbers(args)
         gates = FeatureGates() if args.features is None else FeatureGates.parse(args.features)
-        snapshot = _snapshot(args)
+        snapshot, asked = stored_snapshot(args, cluster=connect_cluster(args))
         nodes = _nodes(snapshot, args.nodes)
-        questions = _questions(snapshot, args.pods)
+        questions = _questions(snapshot, args.pods or asked)
     except (InputError, UsageError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

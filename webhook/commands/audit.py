@@ -11,12 +11,10 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from policies.api.base import TypedObject
-from policies.api.kinds import KINDS, DecodeError, decode, validation_problems
+from policies.api.kinds import KINDS, DecodeError, decode
 from policies.audit import (
     RESULTS,
     UNDECODABLE,
@@ -49,8 +47,12 @@ from webhook.commands.common import (
     read_inputs,
     style,
 )
-from webhook.manifests import Entry, ManifestError, latest, priority_classes, read_documents
+from webhook.configfile import ConfigFileError, read_config
+from webhook.manifests import Entry, latest, priority_classes
 from webhook.output import PLAIN, Progress, Style, Table, dump, dump_all, plural, print_table
+
+if TYPE_CHECKING:
+    from webhook.kube import ApiResource
 
 DESCRIPTION = """\
 What draguard would say about the objects already in a cluster, and the cluster's DRA health.
@@ -104,18 +106,13 @@ def register(sub: Any) -> None:
 # --- input ---------------------------------------------------------------------------------------
 
 
-def load_config(path: str) -> Config:
-    """The draguard config in ``path``; :class:`InputError` naming the field on any problem."""
+def load_config(path: str | None) -> Config:
+    """The draguard config in ``path`` (the file ``serve`` takes); :class:`InputError` naming each
+    field on any problem."""
     try:
-        docs = read_documents([path])
-    except ManifestError as err:
-        raise InputError(f"--config {err}") from None
-    if len(docs) != 1:
-        raise InputError(f"--config {path}: holds {len(docs)} YAML documents; a config is one")
-    try:
-        return Config.model_validate(docs[0].raw or {})
-    except ValidationError as err:
-        raise InputError("\n".join(f"--config {path}: {p}" for p in validation_problems(err))) from None
+        return read_config(path)
+    except ConfigFileError as err:
+        raise InputError(str(err)) from None
 
 
 def _decode(raws: Iterable[tuple[Any, str]]) -> tuple[list[TypedObject], list[Finding], set[str]]:
@@ -191,9 +188,12 @@ def _unreadable(entry: Entry) -> Finding:
     return undecodable_document(entry.reading, [f"{entry.where}: {p}" for p in entry.reading.errors])
 
 
-def from_cluster(kubeconfig: str | None, context: str | None) -> list[tuple[Any, str]]:
-    """Every object draguard reads, listed once (raw JSON, so fields the client's models do not
-    know are kept); a resource the cluster does not serve is skipped when it is optional."""
+def from_cluster(
+    kubeconfig: str | None, context: str | None, resources: Sequence[ApiResource] | None = None
+) -> list[tuple[Any, str]]:
+    """Every object draguard reads (or those of ``resources``), listed once (raw JSON, so fields
+    the client's models do not know are kept); a resource the cluster does not serve is skipped
+    when it is optional."""
     # The Kubernetes client is imported only when a cluster is audited (it takes longer to import
     # than the audit of a small file takes to run).
     from webhook.kube import ConnectError, KubeError, KubeReader, NotServed, connect
@@ -205,7 +205,7 @@ def from_cluster(kubeconfig: str | None, context: str | None) -> list[tuple[Any,
         raise InputError(str(err)) from None
     raws: list[tuple[Any, str]] = []
     try:
-        for resource in RESOURCES:
+        for resource in RESOURCES if resources is None else resources:
             try:
                 for items, _ in reader.list_pages(resource):
                     # List items carry no apiVersion/kind: the list's resource says what they are.
@@ -254,7 +254,7 @@ def run(args: argparse.Namespace) -> int:
         if args.files and (args.kubeconfig or args.context):
             raise InputError("give -f (manifests) or a cluster (--kubeconfig, --context), not both")
         features = FeatureGates() if args.features is None else FeatureGates.parse(args.features)
-        config = load_config(args.config) if args.config else Config()
+        config = load_config(args.config)
         if args.files:
             objects, read = from_files(args)
         else:

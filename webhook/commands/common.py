@@ -15,14 +15,18 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from policies.api import runtimeconfig
 from policies.api.conversion import CONVERTIBLE
+from policies.api.kinds import DEFAULT_NAMESPACE
 from policies.api.runtimeconfig import RuntimeConfig
 from policies.reading import CUSTOM_RESOURCE, NOT_CHECKED, UNKNOWN_FIELD_MODES, ReadOptions
-from webhook.manifests import Entry, read_entries, skipped_kinds
+from webhook.manifests import DefaultNamespace, Entry, read_entries, skipped_kinds
 from webhook.output import Style, plural, style_for
+
+if TYPE_CHECKING:
+    from webhook.cluster import Cluster
 
 TABLE_FORMATS = ("table", "json", "yaml")
 
@@ -121,9 +125,13 @@ def read_options(args: argparse.Namespace) -> ReadOptions:
     )
 
 
-def read_inputs(args: argparse.Namespace, paths: Sequence[str] | None = None) -> list[Entry]:
-    """The documents of ``-f`` (or ``paths``) read with the command's reading flags."""
-    return read_entries(args.files if paths is None else paths, read_options(args), args.recursive)
+def read_inputs(
+    args: argparse.Namespace, paths: Sequence[str] | None = None, namespace: DefaultNamespace | None = None
+) -> list[Entry]:
+    """The documents of ``-f`` (or ``paths``) read with the command's reading flags (and placed in
+    ``namespace`` when they name none)."""
+    files = args.files if paths is None else paths
+    return read_entries(files, read_options(args), args.recursive, namespace=namespace)
 
 
 def print_notes(entries: Sequence[Entry], out: TextIO) -> None:
@@ -167,6 +175,49 @@ def add_output(parser: argparse.ArgumentParser, formats: Sequence[str] = TABLE_F
 def style(args: argparse.Namespace, stream: TextIO | None = None) -> Style:
     """The colours for ``stream`` (stdout by default) under the parsed ``--no-color``."""
     return style_for(stream if stream is not None else sys.stdout, args.no_color)
+
+
+def add_namespace(parser: argparse._ActionsContainer) -> None:
+    """``-n/--namespace``, as kubectl's: where documents that name no namespace go."""
+    parser.add_argument(
+        "-n",
+        "--namespace",
+        metavar="NAME",
+        help="the namespace of documents that name none, as kubectl -n (default: with a cluster, its "
+        "kubeconfig context's namespace, else default); a document naming another is refused, as "
+        "kubectl refuses it",
+    )
+
+
+def wants_cluster(args: argparse.Namespace) -> bool:
+    """Whether the command reads a cluster: only when ``--kubeconfig`` or ``--context`` is given (an
+    offline run never reaches for ``~/.kube/config``)."""
+    return bool(args.kubeconfig or args.context)
+
+
+def default_namespace(args: argparse.Namespace, cluster: Cluster | None) -> DefaultNamespace | None:
+    """Where documents naming no namespace go, as kubectl puts them: ``-n``; else, with a cluster,
+    its context's namespace or ``default``; else nowhere (offline, an object without a namespace
+    is left as written, and keyed under ``default``)."""
+    if args.namespace:
+        return DefaultNamespace(args.namespace, explicit=True)
+    if cluster is None:
+        return None
+    return DefaultNamespace(cluster.context.namespace or DEFAULT_NAMESPACE)
+
+
+def connect_cluster(args: argparse.Namespace) -> Cluster | None:
+    """The cluster of ``--kubeconfig``/``--context`` (not yet asked anything), None when neither is
+    given; :class:`UsageError` of one line when the kubeconfig cannot be used. The Kubernetes
+    client is imported only then."""
+    if not wants_cluster(args):
+        return None
+    from webhook.cluster import Cluster, ClusterError
+
+    try:
+        return Cluster.connect(args.kubeconfig, args.context)
+    except ClusterError as err:
+        raise UsageError(str(err)) from None
 
 
 def add_cluster(parser: argparse._ActionsContainer, what: str) -> None:

@@ -4,8 +4,12 @@ In the shape of ``kubectl convert``: the documents of ``-f`` are printed again, 
 v1beta1 or v1beta2 (and v1alpha3 DeviceTaintRules) converted field by field as the 1.36 API server
 converts them (:mod:`policies.api.conversion`: v1beta1's flat request fields move under
 ``exactly``, a device's ``basic`` fields up into the device), every other document unchanged, so
-that the output can replace the input. A document that strict decoding refuses in its own version
-is not converted: its problems go to stderr.
+that the output can replace the input. Every document is read as the other commands read it
+(:func:`webhook.manifests.entries_of`: strict decoding in its own version, kinds and versions
+1.36 does not serve, the same object twice), with every older version counted as served, since
+converting them is the point; a document that reading refuses is not printed, and its problems
+go to stderr. A v1beta2 DeviceTaintRule is already in the version 1.36 serves it in (there is no
+v1 yet): it is printed unchanged.
 
 Exit codes: 0 everything printed, 1 some document could not be converted or some file not read,
 2 nothing could be read.
@@ -18,12 +22,12 @@ import json
 import sys
 from typing import Any
 
-from policies.api.conversion import CONVERTIBLE, GROUP, V1, convert
+from policies.api.conversion import CONVERTIBLE, convert, target_version
 from policies.api.runtimeconfig import RuntimeConfig
-from policies.reading import ReadOptions, read
+from policies.reading import Reading, ReadOptions
 from webhook.commands import add_command
 from webhook.commands.common import add_file_flags, add_output
-from webhook.manifests import Document, Unreadable, iter_inputs
+from webhook.manifests import Document, applied_twice, duplicated, entries_of, iter_inputs, problems
 from webhook.output import Progress, dump, dump_all
 
 DESCRIPTION = """\
@@ -46,55 +50,34 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _as_is(raw: Any) -> bool:
-    """A Kubernetes object that is not in an older resource.k8s.io version: printed unchanged.
-    Anything else is read first: what is no object, or in a version nothing converts from
-    (classic DRA's v1alpha2), is refused with the reader's reason, as kubectl convert refuses it."""
-    if not isinstance(raw, dict):
-        return False
-    api_version, kind = raw.get("apiVersion"), raw.get("kind")
-    if not (isinstance(api_version, str) and api_version and isinstance(kind, str) and kind):
-        return False
-    return not api_version.startswith(f"{GROUP}/") or api_version == V1
-
-
-def _converted(doc: Document) -> tuple[Any, list[str]]:
-    """The document in the version 1.36 serves, or unchanged; and why it cannot be converted."""
-    raw = doc.raw
-    if _as_is(raw):
-        return raw, []
-    reading = read(raw, _ALL_VERSIONS)
-    if reading.errors:
-        return None, [f"{doc.source}: {reading.label}: {e}" for e in reading.errors]
-    if reading.skipped is not None:
-        return raw, []
-    return convert(raw), []
+def _converted(raw: Any, reading: Reading) -> Any:
+    """The document in the version 1.36 serves it in, as plain JSON values (a document read with a
+    key written twice is a dict subclass)."""
+    if target_version(reading.api_version, reading.kind) is not None:
+        raw = convert(raw)
+    return json.loads(json.dumps(raw))
 
 
 def run(args: argparse.Namespace) -> int:
-    out: list[Any] = []
-    problems: list[str] = []
-    read_any = False
     items = list(iter_inputs(args.files, args.recursive))
+    entries = entries_of(items, _ALL_VERSIONS)
+    out: list[Any] = []
     with Progress("convert") as progress:
-        for done, item in enumerate(items, start=1):
+        for done, (item, entry) in enumerate(zip(items, entries, strict=True), start=1):
             progress(done, len(items))
-            if isinstance(item, Unreadable):
-                problems.append(item.message)
-                continue
-            read_any = True
-            converted, found = _converted(item)
-            problems += found
-            if not found:
-                # Plain JSON values: a document read with a repeated key is a dict subclass.
-                out.append(json.loads(json.dumps(converted)))
-    for line in problems:
+            if isinstance(item, Document) and entry.reading is not None and not entry.reading.errors:
+                out.append(_converted(item.raw, entry.reading))
+    found = problems(entries)
+    for line in found:
         print(f"error: {line}", file=sys.stderr)
-    if not read_any:
+    # Both are printed, as kubectl apply applies both (validate warns the same way).
+    for later, earlier in duplicated(entries):
+        print(f"warning: {later.label}: {applied_twice(later, earlier)}", file=sys.stderr)
+    if not any(isinstance(item, Document) for item in items):
         return 2
     if args.output == "json":
         body = out[0] if len(out) == 1 else {"apiVersion": "v1", "kind": "List", "items": out}
         dump(body, "json", sys.stdout)
     else:
         dump_all(out, sys.stdout)
-    return 1 if problems else 0
+    return 1 if found else 0

@@ -26,15 +26,11 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
-
-import yaml
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from certs.material import CertificateError, generate_ca, issue_serving
 from certs.reloader import CertReloader
 from certs.settings import CertSettings, SettingsError, start_rotation
-from policies.api.kinds import validation_problems
 from policies.config import Config
 from policies.quota import LedgerUnavailable, MemoryLedgerStore, snapshot_ledger
 from policies.rules.registry import RULES
@@ -43,6 +39,7 @@ from webhook.commands import add_command
 from webhook.commands.certs import LOCAL_HOSTS, _write
 from webhook.commands.common import UsageError as ReadingUsageError
 from webhook.commands.common import add_cluster, add_reading_flags, read_options
+from webhook.configfile import ConfigFileError, read_config
 from webhook.dryrun_api import DryRunSettings, add_dryrun_routes, add_flags, settings_from_args
 from webhook.dryrun_api import SettingsError as DryRunSettingsError
 from webhook.kube import ConnectError, KubeError, KubeReader, check_reachable, connect
@@ -174,78 +171,21 @@ def _check_options(args: argparse.Namespace) -> None:
         raise UsageError(f"--exit-after must be more than 0 seconds, got {args.exit_after:g}")
 
 
-T = TypeVar("T")
-
-
 def load_config(path: str | None) -> ServeConfig:
-    """Read and check the config file; every problem names its field."""
-    if path is None:
-        return ServeConfig(Config())
+    """Read and check the config file (the same check as every command's,
+    :func:`webhook.configfile.read_config`), then what only serve uses: the certificates' values."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            raw = yaml.safe_load(fh)
-    except OSError as err:
-        raise UsageError(f"--config {path}: cannot read: {err.strerror}") from None
-    except yaml.YAMLError as err:
-        raise UsageError(f"--config {path}: not valid YAML: {err}") from None
-    raw = {} if raw is None else raw
-    if not isinstance(raw, dict):
-        raise UsageError(f"--config {path}: must be a mapping of settings, got {type(raw).__name__}")
-    rest = {k: v for k, v in raw.items() if k not in ("certificates", "tls", "logLevel")}
-    # Every section is checked, so one run names every problem of the file.
-    problems: list[str] = []
-
-    def checked(check: Callable[[str, Any], T], value: Any) -> T | None:
+        config = read_config(path)
+    except ConfigFileError as err:
+        raise UsageError(str(err)) from None
+    certificates = None
+    if config.certificates is not None:
         try:
-            return check(path, value)
-        except UsageError as err:
-            problems.append(str(err))
-            return None
-
-    policy = checked(_policy, rest)
-    certificates = checked(_certificates, raw.get("certificates"))
-    tls_min_version = checked(_tls_version, raw.get("tls"))
-    log_level = checked(_log_level, raw.get("logLevel", "info"))
-    if problems:
-        raise UsageError("\n".join(problems))
-    assert policy is not None and tls_min_version is not None and log_level is not None
-    return ServeConfig(policy, certificates, tls_min_version, log_level)
-
-
-def _policy(path: str, raw: dict[str, Any]) -> Config:
-    try:
-        return Config.model_validate(raw)
-    except ValidationError as err:
-        raise UsageError("\n".join(f"--config {path}: {p}" for p in validation_problems(err))) from None
-
-
-def _certificates(path: str, raw: Any) -> CertSettings | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, dict):
-        raise UsageError(f"--config {path}: certificates: must be a mapping")
-    try:
-        return CertSettings.from_mapping(raw)
-    except SettingsError as err:
-        raise UsageError(f"--config {path}: {err}") from None
-
-
-def _tls_version(path: str, raw: Any) -> ssl.TLSVersion:
-    tls = raw or {}
-    if not isinstance(tls, dict) or set(tls) - {"minVersion"}:
-        raise UsageError(f"--config {path}: tls: the only setting is minVersion")
-    version = str(tls.get("minVersion", "1.2"))
-    if version not in TLS_VERSIONS:
-        raise UsageError(
-            f"--config {path}: tls.minVersion: {version!r} is not one of {', '.join(TLS_VERSIONS)}"
-        )
-    return TLS_VERSIONS[version]
-
-
-def _log_level(path: str, raw: Any) -> str:
-    if raw not in logs.LEVELS:
-        raise UsageError(f"--config {path}: logLevel: {raw!r} is not one of {', '.join(logs.LEVELS)}")
-    return str(raw)
+            section = config.certificates.model_dump(by_alias=True, exclude_none=True)
+            certificates = CertSettings.from_mapping(section)
+        except SettingsError as err:
+            raise UsageError(f"--config {path}: {err}") from None
+    return ServeConfig(config, certificates, TLS_VERSIONS[config.tls.min_version], config.log_level)
 
 
 def _is_unspecified(host: str) -> bool:

@@ -16,11 +16,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from policies.api.base import TypedObject
 from policies.outputs import TestCaseResult, TestReport, TestSuiteResult
 from policies.rules.registry import RULES
 from policies.testsuite import (
     PreparedSuite,
     Reader,
+    Suite,
     SuiteError,
     SuiteResult,
     parse_suite,
@@ -121,16 +123,24 @@ def load_suite(file: str, now: datetime) -> PreparedSuite:
     base = os.path.dirname(file)
     try:
         docs = read_documents([file])
+    except ManifestError as err:
+        raise BrokenSuite(str(err)) from None  # it names the file already
+    try:
         if len(docs) != 1:
             raise SuiteError([f"<root>: holds {len(docs)} YAML documents; a suite is one"])
         suite = parse_suite(docs[0].raw)
-        paths = [os.path.join(base, p) for p in suite.state]
-        state = [x.obj for x in load(paths, say=lambda line: _say(file, line))] if suite.state else []
-        return prepare(suite, state, _reader(base), now)
-    except ManifestError as err:
-        raise BrokenSuite(f"{file}: {err}") from None
+        return prepare(suite, _state(suite, base, file), _reader(base), now)
     except SuiteError as err:
         raise BrokenSuite("\n".join(f"{file}: {p}" for p in err.problems)) from None
+
+
+def _state(suite: Suite, base: str, file: str) -> list[TypedObject]:
+    """The objects of the suite's ``state:``; :class:`SuiteError` with each problem under ``state``."""
+    paths = [os.path.join(base, p) for p in suite.state]
+    try:
+        return [x.obj for x in load(paths, say=lambda line: _say(file, line))] if suite.state else []
+    except ManifestError as err:
+        raise SuiteError([f"state: {line}" for line in str(err).splitlines()]) from None
 
 
 def _say(file: str, line: str) -> None:

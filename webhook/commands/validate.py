@@ -1,4 +1,4 @@
-"""``draguard validate``: the API server's verdict on manifests, without a cluster.
+"""``draguard validate``: the API server's verdict on manifests, without a cluster or against one.
 
 Every document is read as a Kubernetes 1.36 API server reads it (:mod:`policies.reading`: strict
 decoding, versions served as ``--api-versions`` (its ``--runtime-config``) says, older DRA versions
@@ -20,6 +20,11 @@ and the webhook would warn about the classes, claims and templates among them: s
 match no device, attribute names no device publishes (with the closest one), classes that do not
 exist (``--strict`` fails on those).
 
+Given a cluster (``--kubeconfig``/``--context``, read-only: :mod:`webhook.cluster`), each document
+is judged as ``kubectl apply`` would send it there: an update of the object stored when there is
+one, a create otherwise, in a namespace that must exist, whose labels say whether admin access is
+allowed; the selector warnings are the webhook's, against the cluster's devices.
+
 Exit codes: 0 every object is valid, 1 any object is invalid or any file cannot be read (the
 others are still checked), 2 nothing could be read at all, or bad options.
 """
@@ -31,27 +36,37 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from policies.api.base import TypedObject
-from policies.api.core import Namespace
+from policies.api.core import Namespace, Pod
+from policies.api.defaults import apply_defaults
 from policies.api.resource import ADMIN_ACCESS_LABEL, ResourceSlice
 from policies.outputs import ValidatedObject, ValidateReport, ValidateSummary
 from policies.priority import Priorities
+from policies.reading import Reading
 from policies.validation.documents import Identity, identity, judge, selector_notes, template_refusal
 from policies.validation.validate import NAMESPACE_UNKNOWN
 from webhook.commands import add_command
 from webhook.commands.common import (
     UsageError,
+    add_cluster,
     add_file_flags,
+    add_namespace,
     add_output,
     add_reading_flags,
+    connect_cluster,
+    default_namespace,
     print_notes,
     read_inputs,
     style,
+    wants_cluster,
 )
-from webhook.manifests import Entry, duplicated
+from webhook.manifests import Entry, applied_twice, duplicated
 from webhook.output import PLAIN, RED, YELLOW, Progress, Style, dump, plural
+
+if TYPE_CHECKING:  # the Kubernetes client is imported only when a cluster is asked
+    from webhook.cluster import Cluster, Known, Listed
 
 DESCRIPTION = """\
 Validate manifests offline as a Kubernetes 1.36 API server would on 'kubectl apply': strict
@@ -72,6 +87,13 @@ DeviceClasses (a picture of the cluster), what audit and the webhook warn about:
 match no device, attribute names no device publishes and classes that do not exist (--strict fails
 on warnings).
 
+Given a cluster (--kubeconfig FILE or --context NAME; read-only, never written to), each document
+is judged as 'kubectl apply' would send it there: an update of the stored object when one exists
+(immutable fields, selectors left unchanged checked as stored, status kept), a create otherwise;
+the namespace must exist and its labels decide admin access; the selector warnings are the
+webhook's, against the cluster's devices. Documents naming no namespace go to -n, else the
+context's namespace, else default.
+
 Exit codes: 0 every object is valid, 1 some object is invalid or some file cannot be read (the
 others are still checked), 2 nothing could be read at all, or bad options."""
 
@@ -87,6 +109,7 @@ class Result:
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     unreadable: bool = False
+    update: bool = False  # judged as an update of a stored object (--old, or the cluster's)
     metadata_only: bool = False
 
     @property
@@ -117,6 +140,8 @@ def register(subparsers: Any) -> None:
         metavar="NS:KEY=VALUE[,KEY=VALUE]",
         help="labels of a namespace, for the adminAccess rule; Namespace objects in the input count as well",
     )
+    add_cluster(parser, "judge the documents against (only when this or --context is given)")
+    add_namespace(parser)
     add_reading_flags(parser)
     parser.add_argument(
         "--strict",
@@ -130,11 +155,15 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         labels = parse_namespace_labels(args.namespace_labels)
-        entries = read_inputs(args)
+        if args.old and wants_cluster(args):
+            raise UsageError("give --old (stored objects in files) or a cluster (--kubeconfig, --context)")
+        cluster = connect_cluster(args)
+        entries = read_inputs(args, namespace=default_namespace(args, cluster))
         old_entries = read_inputs(args, args.old)
         unread = [f"--old: {e.problem}" for e in old_entries if e.reading is None]
         if unread:
             raise UsageError("; ".join(unread))
+        known, listed = _ask(cluster, entries) if cluster is not None else (None, None)
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -148,7 +177,20 @@ def run(args: argparse.Namespace) -> int:
     print_notes(entries, sys.stderr)
     with Progress("validate") as progress:
         results = check(
-            entries, old_entries, labels, allow_privileged=args.allow_privileged, progress=progress
+            entries,
+            old_entries,
+            labels,
+            allow_privileged=args.allow_privileged,
+            progress=progress,
+            known=known,
+            listed=listed,
+        )
+    if cluster is not None:
+        updates = sum(r.update for r in results)
+        print(
+            f"note: judged against the cluster of {cluster.where}: {plural(updates, 'update')} of a stored "
+            f"object, {plural(len(results) - updates, 'create')}",
+            file=sys.stderr,
         )
     if args.output == "table":
         print_text(results, sys.stdout, style(args))
@@ -174,6 +216,29 @@ def parse_namespace_labels(values: Sequence[str]) -> dict[str, dict[str, str]]:
     return result
 
 
+# What the selector warnings and the Priority plugin read of a cluster.
+_WARNING_KINDS = ("DeviceClass", "ResourceSlice", "DeviceTaintRule")
+_PRIORITY_KINDS = ("PriorityClass",)
+
+
+def _ask(cluster: Cluster, entries: Sequence[Entry]) -> tuple[Known, Listed | None]:
+    """What the cluster holds of the documents, and (listed when the documents need them) its
+    devices and classes for the selector warnings and its PriorityClasses for pods; UsageError
+    with the cluster's one line when it cannot be read."""
+    from webhook.cluster import ClusterError
+
+    readings = [e.reading for e in entries if e.reading is not None and e.reading.obj is not None]
+    kinds: tuple[str, ...] = ()
+    if any(r.kind in ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate") for r in readings):
+        kinds += _WARNING_KINDS
+    if any(r.kind == "PriorityClass" or isinstance(r.obj, Pod) for r in readings):
+        kinds += _PRIORITY_KINDS
+    try:
+        return cluster.known(readings), cluster.listed(kinds) if kinds else None
+    except ClusterError as err:
+        raise UsageError(str(err)) from None
+
+
 def _stored(entries: Sequence[Entry]) -> dict[Identity, TypedObject]:
     found: dict[Identity, TypedObject] = {}
     for entry in entries:
@@ -190,27 +255,33 @@ def check(
     *,
     allow_privileged: bool = True,
     progress: Callable[[int, int], None] | None = None,
+    known: Known | None = None,
+    listed: Listed | None = None,
 ) -> list[Result]:
     """A result per document checked and per file that could not be read; objects in --old files
-    only serve as the stored versions, unchecked. ``progress(done, total)`` follows the documents."""
-    olds = _stored(old_entries)
-    namespaces = {
-        e.reading.obj.name: e.reading.obj.metadata.labels or {}
+    (or ``known`` to a cluster) only serve as the stored versions, unchecked; ``listed``: the
+    cluster's devices, classes and PriorityClasses. ``progress(done, total)`` follows the
+    documents."""
+    olds = dict(known.stored) if known is not None else _stored(old_entries)
+    applied = [
+        e.reading.obj
         for e in [*old_entries, *entries]
         if e.reading is not None and isinstance(e.reading.obj, Namespace)
-    }
+    ]
+    if known is not None:
+        known = known.with_namespaces(applied)
+    namespaces = known.labels() if known is not None else {n.name: n.metadata.labels or {} for n in applied}
     namespaces.update(given_labels)
     checked = [
         e for e in entries if e.reading is None or e.reading.skipped is None or e.reading.metadata_only
     ]
-    objects = [e.reading.obj for e in checked if e.reading is not None and e.reading.obj is not None]
-    priorities = Priorities.among([*olds.values(), *objects])
-    warned = iter(_selector_warnings(objects))
+    readings = [e.reading for e in checked if e.reading is not None and e.reading.obj is not None]
+    objects = [r.obj for r in readings if r.obj is not None]
+    stored_classes = listed.store.snapshot().priority_classes.values() if listed is not None else ()
+    priorities = Priorities.among([*stored_classes, *olds.values(), *objects])
+    warned = iter(_selector_warnings(objects, [_old(olds, r) for r in readings], listed))
     again = {
-        id(later): [
-            f"the same {later.reading.kind} is also in {earlier.where}: kubectl apply applies both, "
-            "this one as an update of that one"
-        ]
+        id(later): [applied_twice(later, earlier)]
         for later, earlier in duplicated(entries)
         if later.reading is not None
     }
@@ -227,9 +298,15 @@ def check(
         result.warnings += again.get(id(entry), [])
         key = identity(reading)
         namespace = key[2] if key is not None else reading.namespace
-        old = olds.get(key) if key else None
+        old = _old(olds, reading)
+        result.update = old is not None
+        refused = known.lifecycle_refusal(reading) if known is not None else None
         labels = namespaces.get(namespace)
-        judged = judge(reading, old, labels, allow_privileged=allow_privileged, priorities=priorities)
+        judged = (
+            [refused]
+            if refused is not None
+            else judge(reading, old, labels, allow_privileged=allow_privileged, priorities=priorities)
+        )
         result.errors += [_with_flag(line, namespace) for line in judged]
         result.warnings += selector_notes(reading, judged) if old is None else []
         if reading.obj is not None:
@@ -242,17 +319,35 @@ def check(
     return results
 
 
-def _selector_warnings(objects: Sequence[TypedObject]) -> list[list[str]]:
+def _old(olds: Mapping[Identity, TypedObject], reading: Reading) -> TypedObject | None:
+    key = identity(reading)
+    return olds.get(key) if key is not None else None
+
+
+def _selector_warnings(
+    objects: Sequence[TypedObject], olds: Sequence[TypedObject | None], listed: Listed | None
+) -> list[list[str]]:
     """The selectors rule's warnings for each object, as audit gives them, when the input holds
-    ResourceSlices to compare with. The audit's code and the rule are loaded only then (only the
-    selectors rule: the others bring in the scheduler's dry run); together they take several times
-    longer to import than a small validate takes to run."""
-    if not any(isinstance(o, ResourceSlice) for o in objects):
+    ResourceSlices to compare with, or as the webhook gives them in the ``listed`` cluster (the
+    objects written over its own, each an update of its ``olds`` entry where there is one). The
+    audit's code and the rule are loaded only then (only the selectors rule: the others bring in
+    the scheduler's dry run); together they take several times longer to import than a small
+    validate takes to run."""
+    listed_devices = listed is not None and listed.counts.get("resourceslices") is not None
+    if not listed_devices and not any(isinstance(o, ResourceSlice) for o in objects):
         return [[] for _ in objects]
     from policies.audit import selector_warnings
     from policies.rules.selectors import SelectorsRule
 
-    return selector_warnings(objects, (SelectorsRule(),), datetime.now(UTC))
+    now = datetime.now(UTC)
+    cluster = None
+    if listed is not None and listed_devices:
+        from webhook.state import write_over
+
+        written = [apply_defaults(o, now) for o in objects if not isinstance(o, Pod)]
+        write_over(listed.store, listed.reader, written)
+        cluster = listed.store.snapshot()
+    return selector_warnings(objects, (SelectorsRule(),), now, cluster, olds)
 
 
 def _with_flag(line: str, namespace: str) -> str:

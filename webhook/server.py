@@ -411,7 +411,18 @@ class Admission:
         return _json(review.answer(request.uid, decision))
 
     async def _decide(self, webhook: str, request: Request, started: float) -> Decision:
+        """The decision, with the answer settled (``Context.answer``): a rule's lasting effects for
+        an answer that did not admit the request are undone (issue 30's phantom charges)."""
         ctx = self.context(time.monotonic() + self._left(started) - EFFECTS_MARGIN)
+        allowed = False
+        try:
+            decision = await self._checked(webhook, request, ctx, started)
+            allowed = decision.allowed
+            return decision
+        finally:
+            ctx.answer.settle(allowed)
+
+    async def _checked(self, webhook: str, request: Request, ctx: Context, started: float) -> Decision:
         chosen = engine.applicable(request, self.rules[webhook], ctx)
         if not any(rule.costly(request, ctx) for rule, _ in chosen):
             return engine.decide_applicable(request, chosen, ctx)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, NamedTuple, Protocol
 
+from policies.answer import Answer
 from policies.api.admission import UserInfo
 from policies.api.base import TypedObject
 from policies.api.kinds import decode
@@ -85,6 +86,10 @@ class Context:
     (the quota ledger's write): the webhook then gives the check's turn at computing to the next
     costly check in line, so that checks waiting together for one write do not hold up the ones that
     compute, and arrive together at the ledger.
+
+    ``answer``: settled by the webhook when its answer goes out; a rule registers there what to undo
+    of its lasting effects (a ledger charge) if that answer did not admit the request
+    (:mod:`policies.answer`). Offline nobody settles it, and nothing is undone.
     """
 
     snapshot: Snapshot
@@ -95,6 +100,7 @@ class Context:
     cancelled: Callable[[], bool] = lambda: False
     compile: Callable[[str, Environment], Program] = compile_expression
     waiting_on_api: Callable[[], None] = lambda: None
+    answer: Answer = field(default_factory=Answer)
 
 
 class RuleUnavailable(Exception):

@@ -194,7 +194,7 @@ class QuotaRule:
         if self.store is not None and not request.dry_run:
             ctx.waiting_on_api()  # the rest is the ledger's read and write
             try:
-                exceeded = self.store.charge(namespace, uid, charge, problem, ctx.deadline)
+                exceeded = self.store.charge(namespace, uid, charge, problem, ctx.deadline, ctx.answer)
             except LedgerUnavailable:
                 if charge:
                     raise

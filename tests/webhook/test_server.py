@@ -694,6 +694,35 @@ async def test_a_check_waiting_on_the_api_server_hands_its_turn_on(aiohttp_clien
     assert len(set(rule.threads)) == 3
 
 
+@dataclass
+class Charging(FakeRule):
+    """Registers an undo of what it did (as the quota rule's ledger charge), recorded when run."""
+
+    undone: list[str] = field(default_factory=list)
+
+    def check(self, request: Request, ctx: Context) -> Sequence[Finding]:
+        ctx.answer.unless_admitted(lambda: self.undone.append(request.uid))
+        return super().check(request, ctx)
+
+
+@pytest.mark.parametrize(
+    ("rule", "allowed", "undone"),
+    [
+        (Charging("quota"), True, []),
+        (Charging("quota", findings=[Finding("deny", "over quota")]), False, ["r"]),
+        (Charging("quota", sleep=0.5), False, ["r"]),  # the deadline answered while it worked
+    ],
+)
+async def test_what_a_rule_did_for_an_answer_that_did_not_admit_is_undone(
+    aiohttp_client: Client, rule: Charging, allowed: bool, undone: list[str]
+) -> None:
+    client = await client_for(aiohttp_client, make_admission([rule], deadline=0.3))
+    status, body = await post(client, admission_review(uid="r"))
+    assert status == 200 and body["response"]["allowed"] is allowed
+    await until(lambda: rule.seen)
+    await until(lambda: len(rule.threads) == 1 and rule.undone == undone)
+
+
 async def test_a_caller_gone_while_waiting_leaves_its_turn_to_the_next() -> None:
     line = server.Line(ThreadPoolExecutor(2), turns=1, threads=2)
     release = threading.Event()

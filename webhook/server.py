@@ -74,8 +74,10 @@ DEFAULT_DEADLINE = 4.0
 # Costly checks compute on this many threads at a time; the others wait in line (see Line).
 COSTLY_WORKERS = 2
 # Checks waiting on the API server (the quota ledger's write) hold a thread but no turn: this many
-# may wait so at once, their charges for one namespace written together (webhook/ledger.py).
-API_WAITERS = 32
+# may wait so at once, their charges for one namespace written together (webhook/ledger.py). A
+# waiting thread costs memory, not CPU; 32 could all be taken in a burst of 1,000 reservations over ten
+# namespaces, and the next reservations refused, while the API server answered slowly.
+API_WAITERS = 256
 # What a costly check is taken to need when none of its webhook has finished lately, and how many
 # of the latest are remembered (the need is their median).
 NEED_UNKNOWN = 0.0
@@ -227,7 +229,11 @@ class Line:
         self._took: dict[str, deque[float]] = {}
 
     def need(self, kind: str) -> float:
-        """What a check of ``kind`` has lately taken, from its turn to its answer."""
+        """What a check of ``kind`` has lately taken of its turn: from its turn to its answer, or
+        to its hand-on when it then waited on the API server. The wait is left out: a check waiting
+        on the ledger holds no turn, and the ledger keeps its own deadline (1,000 reservations over
+        ten namespaces: with an API server slow to write, a reservation's turn-to-answer time passed
+        the deadline, and every new one was refused at once, although its turn took milliseconds)."""
         took = self._took.get(kind)
         return statistics.median(took) if took else NEED_UNKNOWN
 
@@ -272,7 +278,9 @@ class Line:
             raise Late(loop.time() - arrived, len(self._waiting), need) from None
         except asyncio.CancelledError:
             if granted.done() and not granted.cancelled():  # granted as its caller went away
-                self._release(_Job(kind, arrived))
+                self._computing -= 1
+                self._busy -= 1
+                self._grant()
             with contextlib.suppress(ValueError):
                 self._waiting.remove(granted)
             raise
@@ -299,20 +307,19 @@ class Line:
                 granted.set_result(None)
 
     def _hand_on(self, job: _Job) -> None:
+        """The job's turn is over (it waits on the API server now, or its thread is done): what it
+        took is noted for :meth:`need`, and the turn given to the next in line."""
         if job.computing:
             job.computing = False
+            took = asyncio.get_running_loop().time() - job.started
+            self._took.setdefault(job.kind, deque(maxlen=NEED_SAMPLES)).append(took)
             self._computing -= 1
             self._grant()
 
-    def _release(self, job: _Job) -> None:
+    def _finish(self, job: _Job) -> None:
         self._hand_on(job)
         self._busy -= 1
         self._grant()
-
-    def _finish(self, job: _Job) -> None:
-        took = asyncio.get_running_loop().time() - job.started
-        self._took.setdefault(job.kind, deque(maxlen=NEED_SAMPLES)).append(took)
-        self._release(job)
 
 
 def _kind(webhook: str, request: Request) -> str:

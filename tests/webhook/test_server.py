@@ -668,7 +668,7 @@ async def test_a_check_whose_turn_would_come_too_late_is_answered_per_failure_po
     assert admission.costly.need("validate: CREATE pods") == pytest.approx(0.6, abs=0.15)
     assert admission.costly.need("validate: UPDATE resourceclaims/status") == 0  # each kind its own
     running = asyncio.ensure_future(post(client, admission_review(uid="running")))
-    await asyncio.sleep(0.05)
+    await until(lambda: len(rule.seen) == 2)  # "running" holds the one turn
     started = time.perf_counter()
     status, body = await post(client, admission_review(uid="late"))
     # it waited while a turn could still leave it 0.6 s (0.4 s), not until the deadline
@@ -733,7 +733,7 @@ async def test_a_caller_gone_while_waiting_leaves_its_turn_to_the_next() -> None
     first = await line.run("k", 5.0, lambda _: release.wait())
     waiting = asyncio.ensure_future(line.run("k", 5.0, lambda _: "second"))
     third = asyncio.ensure_future(line.run("k", 5.0, lambda _: "third"))
-    await asyncio.sleep(0.05)
+    await until(lambda: len(line._waiting) == 2)  # both in line behind the first
     waiting.cancel()
     release.set()
     assert await first is True

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol
 
+from policies.answer import Answer
 from policies.api.core import Pod, ResourceQuota
 from policies.api.quantity import Quantity
 from policies.api.resource import ALL, EXACT_COUNT, Device, DeviceClaim, DeviceClass, ResourceClaim
@@ -309,11 +310,19 @@ class LedgerStore(Protocol):
     ``charge`` reads the namespace's ledger, asks ``check`` and, if it passes, writes the claim's new
     charge with optimistic concurrency, retrying with a fresh ledger on conflict; it returns the
     problem that stopped it, or None once charged. Raises :class:`LedgerUnavailable`, also when no
-    write could land before ``deadline`` (the webhook's answer, see ``Context.deadline``).
+    write could land before ``deadline`` (the webhook's answer, see ``Context.deadline``). A charge
+    written (or perhaps written) for an ``answer`` settled without admitting the request is taken
+    back (:mod:`policies.answer`), and one not yet written when it is settled so is never written.
     """
 
     def charge(
-        self, namespace: str, uid: str, charge: Charge, check: ChargeCheck, deadline: float | None = None
+        self,
+        namespace: str,
+        uid: str,
+        charge: Charge,
+        check: ChargeCheck,
+        deadline: float | None = None,
+        answer: Answer | None = None,
     ) -> Exceeded | None: ...
 
 
@@ -327,13 +336,32 @@ class MemoryLedgerStore:
         self._lock = threading.Lock()
 
     def charge(
-        self, namespace: str, uid: str, charge: Charge, check: ChargeCheck, deadline: float | None = None
+        self,
+        namespace: str,
+        uid: str,
+        charge: Charge,
+        check: ChargeCheck,
+        deadline: float | None = None,
+        answer: Answer | None = None,
     ) -> Exceeded | None:
         """As :class:`LedgerStore` says; in memory a charge is recorded at once, so ``deadline`` is
         never in the way."""
         with self._lock:
             problem = check(self.ledger)
-            if problem is None:
-                self.ledger = self.ledger.with_charge(namespace, uid, charge)
-            return problem
+            if problem is not None:
+                return problem
+            before = self.ledger.charged(namespace, uid)
+            self.ledger = self.ledger.with_charge(namespace, uid, charge)
+            written = self.ledger.charged(namespace, uid)
+        if answer is not None:
+            answer.unless_admitted(lambda: self._undo(namespace, uid, before, written))
+        return None
+
+    def _undo(self, namespace: str, uid: str, before: Charge, written: Charge) -> None:
+        """Put back the charge that ``written`` replaced, unless a later charge replaced it since
+        (a charge is known by its identity, a release by the claim being uncharged still)."""
+        with self._lock:
+            now = self.ledger.charged(namespace, uid)
+            if now is written or not (now or written):
+                self.ledger = self.ledger.with_charge(namespace, uid, before)
 

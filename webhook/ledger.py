@@ -18,8 +18,9 @@ Why a ConfigMap named ``draguard-quota-ledger`` in each namespace:
   create cannot be limited by name, so it is granted separately);
 * one per namespace keeps the contention where quotas are (a namespace's admissions conflict with
   each other, never with another namespace's) and each object small: one data key per claim uid,
-  ``{"charge": {"requests.cpu": "4", ...}, "at": "<RFC 3339>"}``, about 150 bytes, so a namespace
-  holds thousands of charged claims well under the 1 MiB object limit.
+  ``{"charge": {"requests.cpu": "4", ...}, "at": "<RFC 3339>", "by": "<token of the write>"}``,
+  about 170 bytes, so a namespace holds thousands of charged claims well under the 1 MiB object
+  limit.
 
 Charges are keyed by claim uid, so writing one is idempotent: a write whose answer was lost and is
 retried finds its own charge already there and does not add it twice. A charge whose release was
@@ -34,18 +35,23 @@ replica) would otherwise put the released charge back as "lost", for a whole gra
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
+import logging
 import random
 import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import urllib3
 
+from policies.answer import Answer
 from policies.api.quantity import Quantity, QuantityError
 from policies.quota import (
     Charge,
@@ -64,12 +70,17 @@ from policies.snapshot import Snapshot
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
 
+log = logging.getLogger(__name__)
+
 LEDGER_NAME = "draguard-quota-ledger"
+# Changed by a write that changes no entry, so that it still moves the resourceVersion (a fence).
+FENCE = "draguard.io/ledger-fence"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "draguard"}
 # Bounded, like upstream's quota admission retries: under heavy contention a request gives up and is
 # answered per the rule's failure policy rather than spinning past the webhook deadline (4 s).
 MAX_ATTEMPTS = 40
 CONNECT_TIMEOUT = 1.0
+# Without a deadline (reconcile): how long an answer is waited for.
 READ_TIMEOUT = 1.0
 # How long a charge may be missing from the snapshot before reconcile believes the snapshot.
 GRACE = timedelta(seconds=60)
@@ -81,31 +92,56 @@ class Conflict(Exception):
     """409: someone else wrote the ledger (or created it) since it was read."""
 
 
+class NotAnswered(LedgerUnavailable):
+    """The API server gave no answer (no connection, a timeout, no time left to ask), or 429 or
+    5xx: another round may succeed, for the charges with time left. Whether a write so answered was
+    applied is unknown until the ledger is read again."""
+
+
+class OutOfTime(NotAnswered):
+    """No time was left to send a request: the API server's own last failure says more."""
+
+
 Stored = Mapping[str, Any]
 """The ledger ConfigMap as the API server returned it."""
 
-Entries = Mapping[str, tuple[Charge, datetime]]
-"""The ledger of one namespace as stored: claim uid -> (charge, when it was written)."""
+class Entry(NamedTuple):
+    """One claim's entry as stored: its charge, when it was written and by which charge's write
+    (``by``, a token of that write: what taking the charge back looks for; empty for reconcile's)."""
+
+    charge: Charge
+    at: datetime
+    by: str = ""
 
 
-def encode_entry(charge: Charge, at: datetime) -> str:
-    amounts = {k: str(v) for k, v in sorted(charge.items())}
-    return json.dumps({"charge": amounts, "at": at.strftime("%Y-%m-%dT%H:%M:%SZ")}, sort_keys=True)
+Entries = Mapping[str, Entry]
+"""The ledger of one namespace as stored: claim uid -> its entry."""
 
 
-def decode_entry(uid: str, text: str) -> tuple[Charge, datetime]:
+def encode_entry(entry: Entry) -> str:
+    found: dict[str, Any] = {
+        "charge": {k: str(v) for k, v in sorted(entry.charge.items())},
+        "at": entry.at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    if entry.by:
+        found["by"] = entry.by
+    return json.dumps(found, sort_keys=True)
+
+
+def decode_entry(uid: str, text: str) -> Entry:
     """One data key; a damaged entry is an error naming the ConfigMap key (never silently dropped,
     which would let quota be overcommitted)."""
     try:
         found = json.loads(text)
         charge = {str(k): Quantity.parse(str(v)) for k, v in found["charge"].items()}
         at = datetime.strptime(found["at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        by = str(found.get("by", ""))
     except (ValueError, KeyError, TypeError, AttributeError, QuantityError) as err:
         raise LedgerUnavailable(
             f"ConfigMap {LEDGER_NAME} data key {uid} is not a draguard charge ({err}): delete the key "
             "and let the next reconcile restore it"
         ) from None
-    return MappingProxyType(charge), at
+    return Entry(MappingProxyType(charge), at, by)
 
 
 class ConfigMaps:
@@ -122,19 +158,22 @@ class ConfigMaps:
         read_timeout: float = READ_TIMEOUT,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._api = api
+        self._api = _without_retries(api)
         self.name = name
         self._timeouts = (CONNECT_TIMEOUT, read_timeout)
         self._monotonic = monotonic
 
-    def _timeouts_until(self, deadline: float | None, what: str) -> tuple[float, float]:
-        """The request's timeouts, cut to end by ``deadline``; LedgerUnavailable when none is left."""
+    def _timeouts_until(self, deadline: float | None, what: str) -> float | tuple[float, float]:
+        """The request's timeouts: with a ``deadline``, the answer is waited for until then, in
+        all (an API server slowed by a burst answered a ledger read in 1.5 s: given up at the read
+        timeout and sent again, it queued behind itself), and :class:`NotAnswered` when no time is
+        left."""
         if deadline is None:
             return self._timeouts
         left = deadline - self._monotonic()
         if left < MIN_CALL:
-            raise LedgerUnavailable(f"{what}: no time left before the webhook answers")
-        return (min(self._timeouts[0], left), min(self._timeouts[1], left))
+            raise OutOfTime(f"{what}: no time left before the webhook answers")
+        return left  # the total, connecting included
 
     def _call(
         self, method: str, path: str, body: dict[str, Any] | None = None, deadline: float | None = None
@@ -154,11 +193,14 @@ class ConfigMaps:
         except ApiException as err:
             raise LedgerUnavailable(f"{method} {path}: {err.reason}") from None
         except (urllib3.exceptions.HTTPError, OSError) as err:
-            raise LedgerUnavailable(f"{method} {path}: cannot reach the API server: {err}") from None
+            raise NotAnswered(f"{method} {path}: cannot reach the API server: {err}") from None
         try:
-            return answer.status, json.loads(data) if data else None
+            body = json.loads(data) if data else None
         except ValueError:
-            return answer.status, None
+            body = None
+        if answer.status == 429 or answer.status >= 500:
+            raise NotAnswered(f"{method} {path}: HTTP {answer.status}: {_message(body)}")
+        return answer.status, body
 
     def _path(self, namespace: str, name: str = "") -> str:
         path = f"/api/v1/namespaces/{namespace}/configmaps"
@@ -197,39 +239,76 @@ class ConfigMaps:
             )
 
 
+def _without_retries(api: ApiClient) -> ApiClient:
+    """A client like ``api`` (its own connections) that sends each request once: urllib3 sends a
+    PUT again after a read timeout, with a timeout of its own, so a ledger write given up at its
+    deadline was sent again past it, and could be stored after the webhook had answered without
+    it. A round that got no answer is retried by the ledger itself, from a fresh read."""
+    from kubernetes.client import ApiClient  # only a cluster-backed ledger calls
+
+    configuration = copy.deepcopy(api.configuration)
+    configuration.retries = False
+    return ApiClient(configuration)
+
+
 def _message(body: Any) -> str:
     return str(body.get("message")) if isinstance(body, dict) and body.get("message") else "no message"
 
 
 @dataclass(eq=False)
 class _Pending:
-    """One charge waiting for its namespace's next batch."""
+    """One charge waiting for its namespace's next batch, or one taken back (``withdraws``)."""
 
     uid: str
     charge: Charge
     check: ChargeCheck
     deadline: float | None = None
+    answer: Answer | None = None
+    # the charge's write, as the entry's ``by`` says (what taking it back looks for)
+    token: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
+    # taking back the charge of this earlier write instead of charging
+    withdraws: _Pending | None = None
     wake: threading.Event = field(default_factory=threading.Event)
     lead: bool = False
     finished: bool = False
     result: Exceeded | None = None
     error: LedgerUnavailable | None = None
+    # what the write replaced (None: no entry), whether it is stored, and while its outcome is
+    # unknown (no answer), the resourceVersion it was written over ("": it created the ledger)
+    previous: Entry | None = None
+    stored: bool = False
+    landing: str | None = None
+
+    def refused(self) -> bool:
+        """Whether its request was answered without it: a charge not written yet never will be."""
+        return self.answer is not None and self.answer.refused()
 
 
 class ApiLedgerStore:
     """:class:`policies.quota.LedgerStore` on the API server (the quota rule's shared ledger).
 
-    Charges for one namespace that arrive while a write is in flight wait and go together into the
-    next read-check-write, checked one after the other, as upstream's quota admission batches the
-    requests waiting on a namespace: within a replica they never conflict with each other, only
-    with other replicas. A batch is run by the thread of its first request, so a request waits at
-    most for the batch in flight and its own.
+    Group commit: charges and releases for one namespace that arrive while a write is in flight
+    wait and go together into the next read-check-write, checked one after the other on the ledger
+    as read and written in one compare-and-swap update, as upstream's quota admission batches the
+    requests waiting on a namespace; each is answered once the update holding it is stored. Within
+    a replica they never conflict with each other, only with other replicas: a conflict (or an API
+    server that did not answer) starts the batch over from a fresh read, joined by the charges that
+    arrived meanwhile. Whatever one replica wrote, the other reads before deciding, since its write
+    is accepted only at the resourceVersion it read. A batch is run by the thread of its first
+    request, so a request waits at most for the batch in flight and its own (issue 30: 200
+    reservations at once took 6 updates instead of 200).
 
-    Each charge comes with the deadline of its webhook answer. A charge that lands after the answer
-    went out (refused as "no answer within the deadline") is a phantom: quota held for a claim nobody
-    reserved, until reconcile drops it a grace period later. So every read and write of a batch is
-    cut to end by the earliest deadline in it, and a write whose outcome is unknown is not re-read
-    once that time is up (it is answered as unavailable: fail closed).
+    Each charge comes with the deadline of its webhook answer and the answer itself
+    (:class:`policies.answer.Answer`). A charge stored for an answer that did not admit its request
+    is a phantom: quota held for a claim nobody reserved, refusing reservations that fit. So every
+    read and write of a batch is cut to end by the earliest deadline in it, and a charge with no
+    time left for another round, or whose answer went out already, is left out of the next. That
+    still leaves the writes whose answer went out while they were in flight, or that timed out and
+    may yet be stored by the API server: once the answer is settled without them, each is taken back
+    in a later batch, on a thread of its own (:meth:`_withdraw`). An entry names the write that
+    stored it (``by``), so taking it back restores what it replaced only if no later write replaced
+    it since; and a write whose outcome is still unknown is fenced off by a write over the same
+    resourceVersion, after which it can never be stored.
     """
 
     def __init__(
@@ -248,9 +327,7 @@ class ApiLedgerStore:
         self._waiting: dict[str, list[_Pending]] = {}
         self._busy: set[str] = set()
 
-    def _read(
-        self, namespace: str, deadline: float | None = None
-    ) -> tuple[dict[str, tuple[Charge, datetime]], Stored | None]:
+    def _read(self, namespace: str, deadline: float | None = None) -> tuple[dict[str, Entry], Stored | None]:
         data, stored = self._maps.read(namespace, deadline)
         return {uid: decode_entry(uid, text) for uid, text in data.items()}, stored
 
@@ -260,12 +337,22 @@ class ApiLedgerStore:
         return _ledger(namespace, entries)
 
     def charge(
-        self, namespace: str, uid: str, charge: Charge, check: ChargeCheck, deadline: float | None = None
+        self,
+        namespace: str,
+        uid: str,
+        charge: Charge,
+        check: ChargeCheck,
+        deadline: float | None = None,
+        answer: Answer | None = None,
     ) -> Exceeded | None:
         """Check against the stored ledger and record the claim's charge (an empty charge releases
         it); the problem that stopped it, or None once recorded. Raises :class:`LedgerUnavailable`,
-        also when the write could not be done by ``deadline`` (monotonic seconds)."""
-        pending = _Pending(uid, charge, check, deadline)
+        also when the write could not be done by ``deadline`` (monotonic seconds). Taken back if
+        ``answer`` is settled without admitting the request (see the class)."""
+        return self._queue(namespace, _Pending(uid, charge, check, deadline, answer))
+
+    def _queue(self, namespace: str, pending: _Pending) -> Exceeded | None:
+        """Wait for ``pending``'s batch (running it, if it is the first) and answer it."""
         with self._lock:
             self._waiting.setdefault(namespace, []).append(pending)
             if namespace not in self._busy:
@@ -285,14 +372,16 @@ class ApiLedgerStore:
             batch = self._waiting.pop(namespace, [])
         failure: LedgerUnavailable | None = None
         try:
-            self._commit(namespace, batch)
+            self._commit(namespace, batch)  # adds to the batch the charges that join it
         except LedgerUnavailable as err:
             failure = err
         except Exception as err:  # e.g. a bug in a check: the batch must still finish, or its waiters hang
             failure = LedgerUnavailable(f"{type(err).__name__}: {err}")
         for pending in batch:
-            if failure is not None and pending.result is None:
+            if failure is not None and pending.result is None and pending.error is None:
                 pending.error = failure
+            if pending.answer is not None and (pending.stored or pending.landing is not None):
+                pending.answer.unless_admitted(functools.partial(self._withdraw, namespace, pending))
         with self._lock:
             for pending in batch:
                 pending.finished = True
@@ -304,48 +393,110 @@ class ApiLedgerStore:
             else:
                 self._busy.discard(namespace)
 
+    def _withdraw(self, namespace: str, written: _Pending) -> None:
+        """Take back ``written``'s charge in a later batch, on a thread of its own: called when its
+        answer is settled without it, from the event loop or the thread that wrote it."""
+
+        def run() -> None:
+            try:
+                self._queue(namespace, _Pending(written.uid, {}, _fits, withdraws=written))
+            except LedgerUnavailable as err:
+                log.warning(
+                    "could not take back the charge of claim %s in ConfigMap %s/%s for a request answered "
+                    "without it (reconcile drops it later): %s", written.uid, namespace, self._maps.name, err
+                )
+
+        threading.Thread(target=run, name="draguard-ledger-withdraw", daemon=True).start()
+
     def _commit(self, namespace: str, batch: list[_Pending]) -> None:
-        """Check each charge of the batch in order on the stored ledger and write the ones that
-        fit in one compare-and-swap; on a conflict, start over from a fresh read. Everything ends by
-        the earliest deadline of the batch."""
-        deadline = min((p.deadline for p in batch if p.deadline is not None), default=None)
+        """Round after round until one is stored: a conflict or an API server that did not answer
+        starts over, with the charges that arrived meanwhile added to ``batch``."""
+        failure: LedgerUnavailable | None = None
         for attempt in range(self._max_attempts):
-            entries, stored = self._read(namespace, deadline)
-            ledger = _ledger(namespace, entries)
-            changed = False
-            for pending in batch:
-                pending.result = pending.check(ledger)
-                if pending.result is not None or ledger.charged(namespace, pending.uid) == pending.charge:
-                    continue  # refused, or already recorded (a retry whose answer was lost)
-                ledger = ledger.with_charge(namespace, pending.uid, pending.charge)
-                entries[pending.uid] = (pending.charge, self._clock())  # empty: a release's tombstone
-                changed = True
-            if not changed:
+            if attempt:
+                self._backoff(attempt - 1)
+                with self._lock:
+                    batch.extend(self._waiting.pop(namespace, []))
+            active = _in_time(batch, failure)
+            if not active:
                 return
             try:
-                self._maps.write(namespace, _encode(entries), stored, deadline)
-                return
-            except Conflict:
-                self._backoff(attempt)
-            except LedgerUnavailable:
-                if self._landed(namespace, ledger, batch, deadline):
+                if self._round(namespace, batch, active):
                     return
-                raise
+                failure = None
+            except NotAnswered as err:
+                failure = failure if isinstance(err, OutOfTime) and failure is not None else err
+        if failure is not None:
+            raise failure
         raise LedgerUnavailable(
             f"ConfigMap {namespace}/{self._maps.name} kept changing: gave up after "
             f"{self._max_attempts} conflicts"
         )
 
-    def _landed(self, namespace: str, wrote: Ledger, batch: list[_Pending], deadline: float | None) -> bool:
-        """After a write whose answer did not come: did it happen anyway? (If the read fails too, or
-        there is no time left to ask, the requests are answered per the failure policy; a charge
-        that landed is idempotent for a retry, and reconcile removes it if the claim is never
-        reserved.)"""
+    def _round(self, namespace: str, batch: Sequence[_Pending], active: Sequence[_Pending]) -> bool:
+        """Check each charge of ``active`` in order on the stored ledger and write the ones that fit
+        in one compare-and-swap, every call ending by the earliest deadline; False on a conflict.
+        A charge already stored (a write whose answer was lost) is not written again; a write of
+        the batch whose outcome is unknown is settled by the read, or fenced off by this write."""
+        deadline = min((p.deadline for p in active if p.deadline is not None), default=None)
+        entries, stored = self._read(namespace, deadline)
+        version = _version(stored)
+        fence = _settle_unknown(batch, entries, version)
+        ledger = _ledger(namespace, entries)
+        written = []
+        for pending in active:
+            if pending.withdraws is not None:
+                fence |= _take_back(pending.withdraws, entries, version)
+                continue
+            pending.result = pending.check(ledger)
+            before = entries.get(pending.uid)
+            if pending.result is not None or _recorded(pending, before):
+                continue
+            pending.previous = before
+            ledger = ledger.with_charge(namespace, pending.uid, pending.charge)
+            entries[pending.uid] = Entry(pending.charge, self._clock(), pending.token)  # empty: a tombstone
+            written.append(pending)
+        if written or fence:
+            return self._write(namespace, entries, stored, deadline, batch, written)
+        return True
+
+    def _write(
+        self,
+        namespace: str,
+        entries: Entries,
+        stored: Stored | None,
+        deadline: float | None,
+        batch: Sequence[_Pending],
+        written: Sequence[_Pending],
+    ) -> bool:
+        """Store the round's entries over ``stored``; False on a conflict. Until the API server
+        answers, the outcome of each charge written is unknown (``landing``); once this write is
+        stored, no earlier one of the batch over the same version can be. A write that changes no
+        entry (a fence) changes an annotation instead: the API server does not store an update that
+        changes nothing, and only a stored one moves the resourceVersion."""
+        version, base = _version(stored), stored
+        if stored is not None and _encode(entries) == (stored.get("data") or {}):
+            metadata = stored.get("metadata") or {}
+            annotations = {**(metadata.get("annotations") or {}), FENCE: uuid.uuid4().hex[:16]}
+            base = {**stored, "metadata": {**metadata, "annotations": annotations}}
+        for pending in written:
+            pending.landing = version
         try:
-            now = self.current(namespace, deadline)
+            self._maps.write(namespace, _encode(entries), base, deadline)
+        except Conflict:
+            return False  # the ledger moved on: the next read settles what is stored
+        except NotAnswered:
+            raise
         except LedgerUnavailable:
-            return False
-        return all(now.charged(namespace, p.uid) == wrote.charged(namespace, p.uid) for p in batch)
+            for pending in written:
+                pending.landing = None  # refused: not stored
+            raise
+        for pending in batch:
+            if pending.landing == version:
+                pending.landing = None
+        for pending in written:
+            pending.stored = True
+        return True
 
     def reconcile(self, namespace: str, expected: Ledger) -> bool:
         """Make the stored ledger what ``expected`` (computed from the snapshot) says: add lost
@@ -356,12 +507,12 @@ class ApiLedgerStore:
             entries, stored = self._read(namespace)
             now = self._clock()
             wanted = {uid: dict(c) for uid, c in expected.namespace(namespace).items()}
-            fixed: dict[str, tuple[Charge, datetime]] = {}
-            for uid, (charge, at) in entries.items():
-                if now - at < GRACE or dict(charge) == wanted.get(uid):
-                    fixed[uid] = (charge, at)
+            fixed: dict[str, Entry] = {}
+            for uid, entry in entries.items():
+                if now - entry.at < GRACE or dict(entry.charge) == wanted.get(uid):
+                    fixed[uid] = entry
             for uid, charge in wanted.items():
-                fixed.setdefault(uid, (MappingProxyType(charge), now))
+                fixed.setdefault(uid, Entry(MappingProxyType(charge), now))
             if _encode(fixed) == _encode(entries):
                 return False
             try:
@@ -375,17 +526,81 @@ class ApiLedgerStore:
         )
 
 
+def _in_time(batch: Sequence[_Pending], failure: LedgerUnavailable | None) -> list[_Pending]:
+    """The charges of the batch still to be answered that have time for a round and whose request
+    is not answered yet; the others are answered unavailable (with the last round's failure, if
+    any), so that their deadline does not cut the others' calls short."""
+    now = time.monotonic()
+    active = []
+    for pending in batch:
+        if pending.error is None and pending.deadline is not None and pending.deadline - now < MIN_CALL:
+            pending.error = failure or LedgerUnavailable("no time left before the webhook answers")
+        if pending.error is None and pending.refused() and not pending.stored:
+            pending.error = LedgerUnavailable("the webhook answered before the charge was written")
+        if pending.error is None and not pending.stored:
+            active.append(pending)
+    return active
+
+
+def _recorded(pending: _Pending, entry: Entry | None) -> bool:
+    """Whether the ledger already holds what ``pending`` asks: its own write (one whose answer was
+    lost), or nothing to release. An equal charge another write stored is written again as this
+    one's: taking that other back (its answer did not admit it) must not take this one's."""
+    if entry is None:
+        return not pending.charge
+    return entry.by == pending.token or not (entry.charge or pending.charge)
+
+
+def _version(stored: Stored | None) -> str:
+    return str((stored or {}).get("metadata", {}).get("resourceVersion", "")) if stored is not None else ""
+
+
+def _settle_unknown(batch: Sequence[_Pending], entries: Entries, version: str) -> bool:
+    """Settle the writes of the batch whose outcome was unknown with what the read shows; whether
+    one may still be stored later (the ledger is still at the version it was written over, so a
+    write now must fence it off)."""
+    unsettled = False
+    for pending in batch:
+        if pending.landing is None:
+            continue
+        if pending.landing != version:  # the ledger moved on: stored now, or never
+            entry = entries.get(pending.uid)
+            pending.stored = entry is not None and entry.by == pending.token
+            pending.landing = None
+        else:
+            unsettled = True
+    return unsettled
+
+
+def _take_back(written: _Pending, entries: dict[str, Entry], version: str) -> bool:
+    """Restore the entry ``written`` replaced if it is still the one it stored; whether the round
+    must write anyway to fence off its write, whose outcome is still unknown."""
+    entry = entries.get(written.uid)
+    if entry is not None and entry.by == written.token:
+        if written.previous is None:
+            del entries[written.uid]
+        else:
+            entries[written.uid] = written.previous
+        return True
+    return written.landing is not None and written.landing == version
+
+
+def _fits(ledger: Ledger) -> Exceeded | None:
+    """Taking a charge back never exceeds a quota."""
+    return None
+
+
 def _jittered(attempt: int) -> None:
     """Random backoff growing with the attempt, so that contending replicas spread out."""
     time.sleep(random.uniform(0, 0.002 * min(attempt + 1, 10)))
 
 
 def _ledger(namespace: str, entries: Entries) -> Ledger:
-    return Ledger.of(namespace, {uid: charge for uid, (charge, _) in entries.items()})
+    return Ledger.of(namespace, {uid: entry.charge for uid, entry in entries.items()})
 
 
 def _encode(entries: Entries) -> dict[str, str]:
-    return {uid: encode_entry(charge, at) for uid, (charge, at) in sorted(entries.items())}
+    return {uid: encode_entry(entry) for uid, entry in sorted(entries.items())}
 
 
 def with_ledger(rules: Sequence[Rule], store: LedgerStore) -> tuple[Rule, ...]:

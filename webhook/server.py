@@ -13,11 +13,15 @@ The rules are synchronous code. Most checks take microseconds and run inline on 
 handing them to a thread costs more than the check, because the thread then waits for the GIL
 while the loop serves other connections (measured: 2.5x the CPU per request, 3x the median
 latency). A check that may take long (:meth:`policies.rules.engine.Rule.costly`: a dry run over
-every node, selectors over every device, a ledger write) runs on one of two threads while the loop
-keeps accepting requests, under a deadline (below the webhook configuration's ``timeoutSeconds``,
+every node, selectors over every device, a ledger write) runs on a thread while the loop keeps
+accepting requests, under a deadline (below the webhook configuration's ``timeoutSeconds``,
 counted from the request's arrival); when it passes, the answer is what every applicable rule's
 failure policy says (:func:`policies.rules.engine.decide_unavailable`) and the check is told to stop
-(``Context.cancelled``). When two more already wait, a costly request gets that answer at once.
+(``Context.cancelled``). Two costly checks compute at a time; the others wait in line for their
+turn, first come first served, each until its deadline less what a check of its webhook has lately
+taken, and only then get that answer, saying how long they waited (:class:`Line`; issue 30: a
+burst of 200 reservations is decided, not refused). A check that waits on the API server (the
+quota ledger's write) hands its turn to the next in line meanwhile (``Context.waiting_on_api``).
 
 Hostile and heavy input must not stall cheap reviews or the probes (issue 16, measured with
 ``benchmarks/fuzz.py``): bodies over 256 KiB are decoded on a thread of their own, one at a time
@@ -29,8 +33,10 @@ thread waiting for the GIL asks for it after 1 ms instead of 5.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
+import statistics
 import sys
 import threading
 import time
@@ -65,10 +71,17 @@ Decoded = Request | UndecodableObject
 # The chart's webhook configurations wait 5 s (timeoutSeconds); answering within 4 s leaves the
 # API server time to receive the answer before it gives up and applies the failurePolicy itself.
 DEFAULT_DEADLINE = 4.0
-# Costly checks run on this many threads, and at most this many more wait for one; past that a
-# request is answered at once per its rules' failure policies (see Backlog).
+# Costly checks compute on this many threads at a time; the others wait in line (see Line).
 COSTLY_WORKERS = 2
-COSTLY_WAITING = 2
+# Checks waiting on the API server (the quota ledger's write) hold a thread but no turn: this many
+# may wait so at once, their charges for one namespace written together (webhook/ledger.py). A
+# waiting thread costs memory, not CPU; 32 could all be taken in a burst of 1,000 reservations over ten
+# namespaces, and the next reservations refused, while the API server answered slowly.
+API_WAITERS = 256
+# What a costly check is taken to need when none of its webhook has finished lately, and how many
+# of the latest are remembered (the need is their median).
+NEED_UNKNOWN = 0.0
+NEED_SAMPLES = 20
 # Bodies larger than this are decoded on a thread of their own, one at a time, with one more
 # waiting; past that they are answered 429. A Pod of 3 MiB (17,000 containers) takes pydantic over
 # a second to decode: on the event loop every other request would wait that long.
@@ -140,12 +153,13 @@ def split_rules(rules: Sequence[Rule]) -> dict[str, tuple[Rule, ...]]:
 
 
 class Backlog:
-    """Work handed to a thread pool, counted until a thread is done with it, with a limit.
+    """Work handed to a thread pool (the large bodies' decoder), counted until a thread is done
+    with it, with a limit.
 
-    A deadline stops the caller waiting, not the thread: a check past its deadline still holds a
-    worker and its share of the GIL (a claim with 64 selectors of 10 KiB each compiles for 17 s).
-    Counting until the thread is done, and refusing new work past ``limit`` (the caller answers at
-    once instead), keeps such work from piling up and starving the event loop of the GIL.
+    A deadline stops the caller waiting, not the thread: a decode past its deadline still holds a
+    worker and its share of the GIL. Counting until the thread is done, and refusing new work past
+    ``limit`` (the caller answers 429 at once instead), keeps such work from piling up and starving
+    the event loop of the GIL. (Costly checks wait in a :class:`Line` instead.)
     """
 
     def __init__(self, executor: ThreadPoolExecutor, limit: int) -> None:
@@ -169,6 +183,153 @@ class Backlog:
             self._count -= 1
 
 
+class Late(Exception):
+    """A costly check's turn did not come while there was time left to run it."""
+
+    def __init__(self, waited: float, ahead: int, need: float) -> None:
+        super().__init__(f"waited {waited:.2f}s with {ahead} ahead")
+        self.waited, self.ahead, self.need = waited, ahead, need
+
+
+@dataclass
+class _Job:
+    """One check on its thread, as the event loop counts it."""
+
+    kind: str
+    started: float
+    computing: bool = True  # holds its turn (not yet waiting on the API server)
+
+
+class Line:
+    """Costly checks taking turns on a thread pool: ``turns`` compute at once, the others wait in
+    line, first come first served, each as long as it has time (issue 30).
+
+    Refusing a check at once when the pool was full answered a burst (200 pods and reservations at
+    once, an ordinary Job) with hundreds of "draguard is busy" refusals, each a failed API request
+    for a controller to back off from, although nearly all could have been decided within their
+    deadline. A check now waits for its turn until its deadline less what a check of its kind
+    (:func:`_kind`) has lately taken (the median of the last ``NEED_SAMPLES``), so that it does not
+    start what it cannot finish; only then is it answered per the failure policy.
+
+    A turn is held until the thread is done with the work, not until the caller stops waiting (a
+    check past its deadline still holds the GIL until it sees ``Context.cancelled``), so such work
+    cannot pile up and starve the event loop. A check that waits on the API server hands its turn
+    to the next in line and keeps only its thread: the pool has ``threads``, ``turns`` of them for
+    computing and the rest for waiting. The counts change on the event loop only (the threads ask
+    it to), so they need no lock.
+    """
+
+    def __init__(self, executor: ThreadPoolExecutor, turns: int, threads: int) -> None:
+        self.executor = executor
+        self.turns = turns
+        self.threads = threads
+        self._computing = 0  # turns held
+        self._busy = 0  # threads held, computing or waiting on the API server
+        self._waiting: deque[asyncio.Future[None]] = deque()
+        self._took: dict[str, deque[float]] = {}
+
+    def need(self, kind: str) -> float:
+        """What a check of ``kind`` has lately taken of its turn: from its turn to its answer, or
+        to its hand-on when it then waited on the API server. The wait is left out: a check waiting
+        on the ledger holds no turn, and the ledger keeps its own deadline (1,000 reservations over
+        ten namespaces: with an API server slow to write, a reservation's turn-to-answer time passed
+        the deadline, and every new one was refused at once, although its turn took milliseconds)."""
+        took = self._took.get(kind)
+        return statistics.median(took) if took else NEED_UNKNOWN
+
+    async def run(self, kind: str, left: float, work: Callable[[Callable[[], None]], T]) -> asyncio.Future[T]:
+        """Wait for a turn, then start ``work(hand_on)`` on a thread, where ``hand_on()`` says that it
+        waits on the API server from now on; the future of its result. Raises :class:`Late` when no
+        turn comes while ``need(kind)`` of the ``left`` seconds remain."""
+        await self._turn(kind, left)
+        loop = asyncio.get_running_loop()
+        job = _Job(kind, loop.time())
+
+        def on_loop(callback: Callable[[_Job], None]) -> Callable[..., None]:
+            def call(*_: object) -> None:
+                with contextlib.suppress(RuntimeError):  # the loop is closed: the server stopped
+                    loop.call_soon_threadsafe(callback, job)
+
+            return call
+
+        try:
+            future = self.executor.submit(work, on_loop(self._hand_on))
+        except RuntimeError:  # the pool is shut down
+            self._finish(job)
+            raise
+        future.add_done_callback(on_loop(self._finish))  # the thread is done, or the work cancelled unstarted
+        return asyncio.wrap_future(future)
+
+    async def _turn(self, kind: str, left: float) -> None:
+        if not self._waiting and self._free():
+            self._take()
+            return
+        loop = asyncio.get_running_loop()
+        need = self.need(kind)
+        if left <= need:
+            raise Late(0.0, len(self._waiting), need)
+        arrived = loop.time()
+        granted: asyncio.Future[None] = loop.create_future()
+        self._waiting.append(granted)
+        timer = loop.call_later(left - need, self._give_up, granted)
+        try:
+            await granted
+        except TimeoutError:
+            raise Late(loop.time() - arrived, len(self._waiting), need) from None
+        except asyncio.CancelledError:
+            if granted.done() and not granted.cancelled():  # granted as its caller went away
+                self._computing -= 1
+                self._busy -= 1
+                self._grant()
+            with contextlib.suppress(ValueError):
+                self._waiting.remove(granted)
+            raise
+        finally:
+            timer.cancel()
+
+    def _free(self) -> bool:
+        return self._computing < self.turns and self._busy < self.threads
+
+    def _take(self) -> None:
+        self._computing += 1
+        self._busy += 1
+
+    def _give_up(self, granted: asyncio.Future[None]) -> None:
+        if not granted.done():
+            self._waiting.remove(granted)
+            granted.set_exception(TimeoutError())
+
+    def _grant(self) -> None:
+        while self._waiting and self._free():
+            granted = self._waiting.popleft()
+            if not granted.done():
+                self._take()
+                granted.set_result(None)
+
+    def _hand_on(self, job: _Job) -> None:
+        """The job's turn is over (it waits on the API server now, or its thread is done): what it
+        took is noted for :meth:`need`, and the turn given to the next in line."""
+        if job.computing:
+            job.computing = False
+            took = asyncio.get_running_loop().time() - job.started
+            self._took.setdefault(job.kind, deque(maxlen=NEED_SAMPLES)).append(took)
+            self._computing -= 1
+            self._grant()
+
+    def _finish(self, job: _Job) -> None:
+        self._hand_on(job)
+        self._busy -= 1
+        self._grant()
+
+
+def _kind(webhook: str, request: Request) -> str:
+    """What a costly check's time is estimated by: the webhook path and the operation on a
+    resource. The quota webhook's dry run of a pod and ledger write for a reservation take
+    different times, and a slow ledger must not make a pod's check look hopeless."""
+    resource = f"{request.resource}/{request.sub_resource}" if request.sub_resource else request.resource
+    return f"{webhook}: {request.operation} {resource}"
+
+
 def _threads(workers: int, name: str) -> Callable[[], ThreadPoolExecutor]:
     return lambda: ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
 
@@ -183,15 +344,17 @@ class Admission:
     metrics: Metrics
     deadline: float = DEFAULT_DEADLINE
     decisions: logs.DecisionLog = field(default_factory=logs.DecisionLog)
-    executor: ThreadPoolExecutor = field(default_factory=_threads(COSTLY_WORKERS, "draguard-decide"))
+    executor: ThreadPoolExecutor = field(
+        default_factory=_threads(COSTLY_WORKERS + API_WAITERS, "draguard-decide")
+    )
     decoder: ThreadPoolExecutor = field(default_factory=_threads(1, "draguard-decode"))
     cel: CelWorker = field(default_factory=CelWorker)
     lag: LoopLag = field(default_factory=LoopLag)
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
-    costly_limit: int = COSTLY_WORKERS + COSTLY_WAITING
+    costly_turns: int = COSTLY_WORKERS
 
     def __post_init__(self) -> None:
-        self.costly = Backlog(self.executor, self.costly_limit)
+        self.costly = Line(self.executor, self.costly_turns, self.costly_turns + API_WAITERS)
         self.large = Backlog(self.decoder, 1 + LARGE_WAITING)
         self.metrics.loop_lag = self.lag.recent
 
@@ -255,25 +418,46 @@ class Admission:
         return _json(review.answer(request.uid, decision))
 
     async def _decide(self, webhook: str, request: Request, started: float) -> Decision:
+        """The decision, with the answer settled (``Context.answer``): a rule's lasting effects for
+        an answer that did not admit the request are undone (issue 30's phantom charges)."""
         ctx = self.context(time.monotonic() + self._left(started) - EFFECTS_MARGIN)
+        allowed = False
+        try:
+            decision = await self._checked(webhook, request, ctx, started)
+            allowed = decision.allowed
+            return decision
+        finally:
+            ctx.answer.settle(allowed)
+
+    async def _checked(self, webhook: str, request: Request, ctx: Context, started: float) -> Decision:
         chosen = engine.applicable(request, self.rules[webhook], ctx)
         if not any(rule.costly(request, ctx) for rule, _ in chosen):
             return engine.decide_applicable(request, chosen, ctx)
-        if self.costly.full():
-            busy = f"draguard is busy: {self.costly.limit} costly checks are running or waiting"
-            return engine.decide_unavailable(chosen, busy)
         # Past the deadline (or when the server stops) the thread is told to stop, not only left
-        # behind: a check nobody waits for would hold a worker and the CPU (see Backlog).
+        # behind: a check nobody waits for would hold a worker and the CPU (see Line).
         stop = threading.Event()
-        work = self.costly.submit(
-            engine.decide_applicable, request, chosen, replace(ctx, cancelled=stop.is_set)
-        )
+
+        def work(waiting_on_api: Callable[[], None]) -> Decision:
+            checking = replace(ctx, cancelled=stop.is_set, waiting_on_api=waiting_on_api)
+            return engine.decide_applicable(request, chosen, checking)
+
         try:
-            return await asyncio.wait_for(work, self._left(started))
+            answer = await self.costly.run(_kind(webhook, request), self._left(started), work)
+            return await asyncio.wait_for(answer, self._left(started))
+        except Late as late:
+            return engine.decide_unavailable(chosen, self._late(late))
         except TimeoutError:
             return engine.decide_unavailable(chosen, f"no answer within the {self.deadline:g}s deadline")
         finally:
             stop.set()
+
+    def _late(self, late: Late) -> str:
+        """Why a costly check was not run: how long it waited for a turn, and for what."""
+        return (
+            f"draguard is busy: waited {late.waited:.2f}s for one of its {self.costly.turns} costly-check "
+            f"turns ({late.ahead} still ahead) and no turn would come with time left to check: such a "
+            f"check has lately taken {late.need:.2f}s, and the answer is due within {self.deadline:g}s"
+        )
 
     def _record(self, webhook: str, request: AdmissionRequest, decision: Decision, started: float) -> None:
         seconds = time.perf_counter() - started

@@ -105,13 +105,24 @@ class Costs:
     _priced: dict[_CostKey, _Costed | str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def of(cls, pod: Pod, claims: Sequence[ResourceClaim], snapshot: Snapshot, inventory: Inventory) -> Costs:
+    def of(
+        cls,
+        pod: Pod,
+        claims: Sequence[ResourceClaim],
+        snapshot: Snapshot,
+        inventory: Inventory,
+        ledger_usage: Mapping[str, Quantity] | None = None,
+    ) -> Costs:
         """``claims``: the pod's, in results order; those not in ``snapshot`` are the ones its
-        templates (or the question) create, which count against the per-class device quotas."""
+        templates (or the question) create, which count against the per-class device quotas.
+        ``ledger_usage``: the namespace's DRA charges in ``snapshot``, when the caller has them
+        already (every reserved claim's charge is computed again otherwise)."""
         namespace = pod.namespace
         created = [c for c in claims if (c.namespace, c.name) not in snapshot.claims]
         quotas = tuple(folded_quotas(snapshot, namespace))
-        ledger = snapshot_ledger(snapshot, namespace) if quotas else Ledger()
+        if ledger_usage is None:
+            ledger = snapshot_ledger(snapshot, namespace) if quotas else Ledger()
+            ledger_usage = ledger.usage(namespace)
         names = [ref.name for ref in pod.spec.resource_claims or ()]
         return cls(
             pod=pod,
@@ -119,7 +130,7 @@ class Costs:
             + ((),) * (len(claims) - len(names)),
             created_usage=add_lists(*(claim_object_usage(c.spec.devices, snapshot.classes) for c in created)),
             quotas=quotas,
-            ledger_usage=ledger.usage(namespace),
+            ledger_usage=ledger_usage,
             inventory=inventory,
         )
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, NamedTuple, Protocol
 
+from policies.answer import Answer
 from policies.api.admission import UserInfo
 from policies.api.base import TypedObject
 from policies.api.kinds import decode
@@ -80,6 +81,15 @@ class Context:
     ``compile``: how a rule compiles a CEL expression it may not have seen: the webhook passes one
     that compiles long expressions in a worker process (``webhook.celworker``), where the time they
     take does not hold up its event loop.
+
+    ``waiting_on_api``: a rule calls it when the rest of its check mostly waits on the API server
+    (the quota ledger's write): the webhook then gives the check's turn at computing to the next
+    costly check in line, so that checks waiting together for one write do not hold up the ones that
+    compute, and arrive together at the ledger.
+
+    ``answer``: settled by the webhook when its answer goes out; a rule registers there what to undo
+    of its lasting effects (a ledger charge) if that answer did not admit the request
+    (:mod:`policies.answer`). Offline nobody settles it, and nothing is undone.
     """
 
     snapshot: Snapshot
@@ -89,6 +99,8 @@ class Context:
     deadline: float | None = None
     cancelled: Callable[[], bool] = lambda: False
     compile: Callable[[str, Environment], Program] = compile_expression
+    waiting_on_api: Callable[[], None] = lambda: None
+    answer: Answer = field(default_factory=Answer)
 
 
 class RuleUnavailable(Exception):

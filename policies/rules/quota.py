@@ -22,6 +22,7 @@ limited: ...``) so that people and tools that know the one recognise the other.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 from policies.api.core import Pod, ResourceQuota
@@ -72,6 +73,8 @@ class QuotaRule:
 
     def __init__(self, store: LedgerStore | None = None) -> None:
         self.store = store
+        self._prepared: Prepared | None = None
+        self._dry_runs = threading.Lock()
 
     def applies(self, request: Request, ctx: Context) -> bool:
         if request.kind == "Pod":
@@ -97,12 +100,76 @@ class QuotaRule:
             raise RuleUnavailable("the cluster snapshot is stale: the namespace's quota usage is unknown")
         try:
             if isinstance(request.obj, Pod):
-                return _pod_findings(request.obj, ctx.snapshot)
+                return self._pod_findings(request.obj, ctx.snapshot)
             return self._claim_findings(request, ctx)
         except FootprintError as err:
             raise RuleUnavailable(str(err)) from None
         except LedgerUnavailable as err:
             raise RuleUnavailable(f"the DRA quota ledger is unavailable: {err}") from None
+
+    def _pod_findings(self, pod: Pod, snapshot: Snapshot) -> list[Finding]:
+        quotas = folded_quotas(snapshot, pod.namespace)
+        if not quotas:
+            return []
+        try:
+            claims = pod_claims(snapshot, pod)
+        except ClaimNotFoundError:
+            return []  # a missing claim or template: the pod waits for it, nothing to charge yet
+        used = snapshot_ledger(snapshot, pod.namespace).usage(pod.namespace)
+        if first_exceeded(quotas, pod_charge(pod, []), used) is not None:
+            return []  # over quota without any device: upstream's quota admission says so itself
+        created = [c for c in claims if (c.namespace, c.name) not in snapshot.claims]
+        counts = add_lists(*(claim_object_usage(c.spec.devices, snapshot.classes) for c in created))
+        footprint, node = self._smallest_footprint(pod, snapshot, quotas, used)
+        exceeded = first_exceeded(quotas, add_lists(footprint, counts), used)
+        if exceeded is None:
+            return []
+        where = f" on any node where its claims fit ({node})" if node else ""
+        return [Finding("deny", (
+            f"pod {object_key(pod)} can never fit its namespace's quota{where}, counting the "
+            "node-allocatable resources of its DRA devices and the devices of the claims its templates "
+            f"create: {exceeded.message()}"
+        ))]
+
+    def _smallest_footprint(
+        self, pod: Pod, snapshot: Snapshot, quotas: Sequence[ResourceQuota], used: Charge
+    ) -> tuple[dict[str, Quantity], str]:
+        """The pod's charge with its claims allocated, at its smallest over the nodes where the
+        scheduler would fit it (the dry run), and which nodes gave it; nothing when no quota limits
+        node resources, no device yields any (the pod's own requests are then upstream's business
+        alone) or no node fits."""
+        if not any(_node_key(k) for q in quotas for k in hard_of(q)):
+            return {}, ""
+        if not snapshot.devices.yield_node_resources:
+            return {}, ""  # every footprint would be zero: spare the dry run
+        with self._dry_runs:  # a Prepared is not for several threads at once
+            prepared = self._prepare(snapshot)
+            outcome = DryRun(prepared).outcome(Question(pod))
+            costs = Costs.of(pod, outcome.dra.claims, snapshot, prepared.inventory, used)
+            candidates: list[Charge] = []
+            nodes = []
+            for verdict in sorted(outcome.fitting, key=lambda v: v.node):
+                try:
+                    uses = costs.uses(outcome.dra.results(verdict.node))
+                except FootprintError:
+                    continue  # the scheduler cannot place the pod there either
+                candidates.append(pod_charge(pod, uses))
+                nodes.append(verdict.node)
+        return smallest(candidates), a_few(nodes)
+
+    def _prepare(self, snapshot: Snapshot) -> Prepared:
+        """The dry run's preparation of ``snapshot``, made once per snapshot, with the selector
+        verdicts of the previous one carried over (by slice generation). In a burst of pods (a
+        Job's 200) most creations meet a snapshot another one prepared, and all of them the same
+        devices: preparing the snapshot and evaluating the class's selector on every device each
+        time was most of a pod's check (12 of 20 ms at 16 nodes of 64 cores and 1,000 pods)."""
+        prepared = self._prepared
+        if prepared is None:
+            prepared = Prepared.of(snapshot, FeatureGates())
+        elif prepared.snapshot is not snapshot:
+            prepared = prepared.after(snapshot)
+        self._prepared = prepared
+        return prepared
 
     def _claim_findings(self, request: Request, ctx: Context) -> list[Finding]:
         snapshot = ctx.snapshot
@@ -125,8 +192,9 @@ class QuotaRule:
             return first_exceeded(quotas, requested, ledger.usage(namespace)) if requested else None
 
         if self.store is not None and not request.dry_run:
+            ctx.waiting_on_api()  # the rest is the ledger's read and write
             try:
-                exceeded = self.store.charge(namespace, uid, charge, problem, ctx.deadline)
+                exceeded = self.store.charge(namespace, uid, charge, problem, ctx.deadline, ctx.answer)
             except LedgerUnavailable:
                 if charge:
                     raise
@@ -158,55 +226,3 @@ def _consumers(claim: ResourceClaim) -> str:
     refs = (claim.status.reserved_for or []) if claim.status is not None else []
     ns = claim.namespace
     return a_few([f"{'pod' if r.resource == 'pods' else r.resource} {ns}/{r.name}" for r in refs])
-
-
-def _pod_findings(pod: Pod, snapshot: Snapshot) -> list[Finding]:
-    quotas = folded_quotas(snapshot, pod.namespace)
-    if not quotas:
-        return []
-    try:
-        claims = pod_claims(snapshot, pod)
-    except ClaimNotFoundError:
-        return []  # a missing claim or template: the pod waits for it, nothing to charge yet
-    used = snapshot_ledger(snapshot, pod.namespace).usage(pod.namespace)
-    if first_exceeded(quotas, pod_charge(pod, []), used) is not None:
-        return []  # over quota without any device: upstream's quota admission says so itself
-    created = [c for c in claims if (c.namespace, c.name) not in snapshot.claims]
-    counts = add_lists(*(claim_object_usage(c.spec.devices, snapshot.classes) for c in created))
-    footprint, node = _smallest_footprint(pod, snapshot, quotas)
-    exceeded = first_exceeded(quotas, add_lists(footprint, counts), used)
-    if exceeded is None:
-        return []
-    where = f" on any node where its claims fit ({node})" if node else ""
-    return [Finding("deny", (
-        f"pod {object_key(pod)} can never fit its namespace's quota{where}, counting the node-allocatable "
-        "resources of its DRA devices and the devices of the claims its templates create: "
-        f"{exceeded.message()}"
-    ))]
-
-
-def _smallest_footprint(
-    pod: Pod,
-    snapshot: Snapshot,
-    quotas: Sequence[ResourceQuota],
-) -> tuple[dict[str, Quantity], str]:
-    """The pod's charge with its claims allocated, at its smallest over the nodes where the
-    scheduler would fit it (the dry run), and which nodes gave it; nothing when no quota limits
-    node resources, no device yields any (the pod's own requests are then upstream's business
-    alone) or no node fits."""
-    if not any(_node_key(k) for q in quotas for k in hard_of(q)):
-        return {}, ""
-    if not snapshot.devices.yield_node_resources:
-        return {}, ""  # every footprint would be zero: spare the dry run
-    outcome = DryRun(Prepared.of(snapshot, FeatureGates())).outcome(Question(pod))
-    costs = Costs.of(pod, outcome.dra.claims, snapshot, outcome.prepared.inventory)
-    candidates: list[Charge] = []
-    nodes = []
-    for verdict in sorted(outcome.fitting, key=lambda v: v.node):
-        try:
-            uses = costs.uses(outcome.dra.results(verdict.node))
-        except FootprintError:
-            continue  # the scheduler cannot place the pod there either
-        candidates.append(pod_charge(pod, uses))
-        nodes.append(verdict.node)
-    return smallest(candidates), a_few(nodes)

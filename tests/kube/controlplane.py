@@ -637,7 +637,11 @@ def call(
     response = api.call_api(*params).response
     raw = response.read()
     warnings = tuple(_warning_text(w) for w in response.headers.get_all("Warning") or ())
-    return Answer(response.status, json.loads(raw) if raw else {}, warnings)
+    try:
+        body = json.loads(raw) if raw else {}
+    except ValueError:  # not from the API server's handlers: an overloaded server's plain text
+        body = {"message": raw.decode(errors="replace")}
+    return Answer(response.status, body, warnings)
 
 
 def _warning_text(header: str) -> str:

@@ -22,6 +22,7 @@ from node_allocatable_fixtures import (
 )
 from rule_fixtures import admission, cluster, context
 
+from policies.answer import Answer
 from policies.api.core import Pod, ResourceQuota
 from policies.api.kinds import decode
 from policies.api.quantity import Quantity
@@ -330,6 +331,22 @@ def test_deleting_or_deallocating_a_claim_releases_its_charge() -> None:
     assert rule.applies(delete, context(snapshot)) and rule.check(delete, context(snapshot)) == []
     assert store.ledger.usage(NS) == {}
     assert not QuotaRule().applies(delete, context(snapshot))  # offline: nothing to release
+
+
+def test_a_charge_whose_answer_did_not_admit_it_is_taken_back_unless_charged_again_since() -> None:
+    store = MemoryLedgerStore(Ledger().with_charge(NS, "uid-a", q(requests__cpu="2")))
+    fits = lambda ledger: None  # noqa: E731
+    grown, fresh, admitted = Answer(), Answer(), Answer()
+    assert store.charge(NS, "uid-a", q(requests__cpu="4"), fits, answer=grown) is None
+    assert store.charge(NS, "uid-b", q(requests__cpu="1"), fits, answer=fresh) is None
+    assert store.charge(NS, "uid-c", q(requests__cpu="1"), fits, answer=admitted) is None
+    assert store.charge(NS, "uid-b", q(requests__cpu="1"), fits) is None  # charged again since
+    grown.settle(admitted=False)  # the deadline answered, or another rule denied
+    fresh.settle(admitted=False)
+    admitted.settle(admitted=True)
+    assert store.ledger.namespace(NS) == {
+        "uid-a": q(requests__cpu="2"), "uid-b": q(requests__cpu="1"), "uid-c": q(requests__cpu="1")
+    }  # fmt: skip
 
 
 class DownStore:

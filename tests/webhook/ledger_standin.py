@@ -51,6 +51,7 @@ class FaultyApiserver(Apiserver):
         self.faults: list[str] = []
         self.delay_seconds = 0.0
         self.writes = 0
+        self.answered = 0  # writes answered, delayed ones included
         self._faults_lock = threading.Lock()
 
     def _next_fault(self, method: str, path: str) -> str | None:
@@ -67,6 +68,9 @@ class FaultyApiserver(Apiserver):
         if fault == "delay":
             time.sleep(self.delay_seconds)
         code, payload = super().handle(method, raw_path, body)
+        if method in ("POST", "PUT") and "/configmaps" in raw_path:
+            with self._faults_lock:
+                self.answered += 1
         if fault == "lose":
             return 504, TIMEOUT
         return code, payload

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -27,6 +28,7 @@ from kubernetes import client
 from ledger_recording import RecordingConfigMaps, Seen, namespace_named
 from ledger_standin import FaultyApiserver, faulty
 
+from policies.answer import Answer
 from policies.api.quantity import Quantity
 from policies.quota import Charge, Exceeded, Ledger, LedgerUnavailable
 from webhook.ledger import LEDGER_NAME, ApiLedgerStore, ConfigMaps, decode_entry
@@ -109,7 +111,10 @@ def test_first_charge_creates_the_ledger_and_later_ones_replace_it_at_its_versio
     assert writes == [("POST", f"/api/v1/namespaces/{NS}/configmaps"), ("PUT", PATH)]
     cm = real.stored()
     assert cm["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "draguard"}
-    assert json.loads(cm["data"]["uid-1"]) == {"charge": {"requests.cpu": "4"}, "at": "2026-11-22T09:00:00Z"}
+    entry = json.loads(cm["data"]["uid-1"])
+    # "by": the write that stored it, what taking the charge back looks for
+    assert entry == {"charge": {"requests.cpu": "4"}, "at": "2026-11-22T09:00:00Z", "by": entry["by"]}
+    assert re.fullmatch("[0-9a-f]{16}", entry["by"]) and entry["by"] != json.loads(cm["data"]["uid-2"])["by"]
     assert store.current(NS).usage(NS) == cpu("6")
 
 
@@ -155,7 +160,8 @@ def test_releasing_leaves_a_tombstone_that_charges_nothing(real: Real) -> None:
     store, check = real.store_for(), room(5)
     store.charge(NS, "uid-1", cpu("1"), check("uid-1", cpu("1")))
     assert store.charge(NS, "uid-1", {}, lambda ledger: None) is None
-    assert json.loads(real.stored()["data"]["uid-1"]) == {"charge": {}, "at": "2026-11-22T09:00:00Z"}
+    tombstone = json.loads(real.stored()["data"]["uid-1"])
+    assert tombstone == {"charge": {}, "at": "2026-11-22T09:00:00Z", "by": tombstone["by"]}
     assert store.current(NS) == Ledger.of(NS, {})
     writes = real.writes
     assert store.charge(NS, "uid-never-charged", {}, lambda ledger: None) is None
@@ -193,13 +199,24 @@ def test_reconcile_restores_lost_charges_and_fixes_changed_ones(real: Real) -> N
 # --- faults -----------------------------------------------------------------------------------------
 
 
-def test_dropped_write_is_unavailable_and_charges_nothing(apiserver: FaultyApiserver) -> None:
+def test_a_refused_write_is_tried_again_and_charges_once(apiserver: FaultyApiserver) -> None:
     store, check = faulty_store(apiserver), room(5)
     apiserver.faults = ["drop"]
+    assert store.charge(NS, "uid-1", cpu("1"), check("uid-1", cpu("1")), time.monotonic() + 2) is None
+    assert apiserver.writes == 2
+    assert store.current(NS).usage(NS) == cpu("1")
+
+
+def test_a_write_refused_until_the_deadline_is_unavailable_and_charges_nothing(
+    apiserver: FaultyApiserver,
+) -> None:
+    store, check = faulty_store(apiserver), room(5)
+    apiserver.faults = ["drop"] * 1000
     with pytest.raises(LedgerUnavailable, match="HTTP 503: etcdserver: leader changed"):
-        store.charge(NS, "uid-1", cpu("1"), check("uid-1", cpu("1")))
+        store.charge(NS, "uid-1", cpu("1"), check("uid-1", cpu("1")), time.monotonic() + 0.3)
+    apiserver.faults = []
     assert store.current(NS).usage(NS) == {}
-    assert store.charge(NS, "uid-1", cpu("1"), check("uid-1", cpu("1"))) is None  # the retry
+    assert store.charge(NS, "uid-1", cpu("1"), check("uid-1", cpu("1"))) is None  # the client's retry
     assert store.current(NS).usage(NS) == cpu("1")
 
 
@@ -207,17 +224,19 @@ def test_lost_answer_is_noticed_and_a_retry_never_charges_twice(apiserver: Fault
     store, check = faulty_store(apiserver), room(5)
     apiserver.faults = ["lose"]
     assert store.charge(NS, "uid-1", cpu("2"), check("uid-1", cpu("2"))) is None  # it landed
-    writes = apiserver.writes
+    assert apiserver.writes == 1  # the next round's read found it: not written again
+    # The client's retry is another request: its charge is stored as its own (taking back the first
+    # request's must not take back this one's), and still counted once.
     assert store.charge(NS, "uid-1", cpu("2"), check("uid-1", cpu("2"))) is None
-    assert apiserver.writes == writes
+    assert apiserver.writes == 2
     assert store.current(NS).usage(NS) == cpu("2")
 
 
 def test_delayed_write_times_out_lands_later_and_reconcile_heals_it(apiserver: FaultyApiserver) -> None:
-    store, check = faulty_store(apiserver, read_timeout=0.2), room(5)
+    store, check = faulty_store(apiserver), room(5)
     apiserver.faults, apiserver.delay_seconds = ["delay"], 0.5
-    with pytest.raises(LedgerUnavailable):
-        store.charge(NS, "uid-1", cpu("2"), check("uid-1", cpu("2")))
+    with pytest.raises(LedgerUnavailable, match="Read timed out"):  # and no time left for another round
+        store.charge(NS, "uid-1", cpu("2"), check("uid-1", cpu("2")), time.monotonic() + 0.2)
     deadline = time.monotonic() + 3
     while not store.current(NS).usage(NS) and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -227,6 +246,51 @@ def test_delayed_write_times_out_lands_later_and_reconcile_heals_it(apiserver: F
     assert not faulty_store(apiserver, now=T0 + timedelta(seconds=30)).reconcile(NS, Ledger())
     assert faulty_store(apiserver, now=T0 + timedelta(minutes=2)).reconcile(NS, Ledger())
     assert store.current(NS).usage(NS) == {}
+
+
+def wait_until(condition: Any, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.01)
+
+
+def test_a_write_that_may_land_after_its_answer_went_out_is_fenced_off(apiserver: FaultyApiserver) -> None:
+    """The write timed out and the webhook answered without it; the API server stores it only
+    later. Taking it back finds nothing yet, so it writes over the same resourceVersion first: the
+    late write then fails on its resourceVersion and never holds quota (issue 30's phantoms)."""
+    store, check, answer = faulty_store(apiserver), room(5), Answer()
+    apiserver.faults, apiserver.delay_seconds = ["none", "delay"], 0.6
+    assert store.charge(NS, "uid-0", cpu("1"), check("uid-0", cpu("1"))) is None  # the ledger exists
+    with pytest.raises(LedgerUnavailable, match="Read timed out"):
+        store.charge(NS, "uid-1", cpu("2"), check("uid-1", cpu("2")), time.monotonic() + 0.2, answer)
+    answer.settle(admitted=False)
+    wait_until(lambda: apiserver.answered == 3)  # the fence, then the late write, refused
+    assert apiserver.writes == 3
+    assert store.current(NS).usage(NS) == cpu("1")
+    assert "draguard.io/ledger-fence" in faulty_store(apiserver)._maps.read(NS)[1]["metadata"]["annotations"]
+
+
+def test_a_charge_whose_answer_went_out_before_its_write_is_never_written(real: Real) -> None:
+    store, check, answer = real.store_for(), room(5), Answer()
+    answer.settle(admitted=False)
+    with pytest.raises(LedgerUnavailable, match="the webhook answered before the charge was written"):
+        store.charge(NS, "uid-1", cpu("2"), check("uid-1", cpu("2")), time.monotonic() + 2, answer)
+    assert real.writes == 0
+
+
+def test_a_charge_taken_back_restores_what_it_replaced_unless_rewritten_since(real: Real) -> None:
+    store, check = real.store_for(), room(10)
+    assert store.charge(NS, "uid-1", cpu("2"), check("uid-1", cpu("2"))) is None
+    grown, retried = Answer(), Answer()
+    assert store.charge(NS, "uid-1", cpu("4"), check("uid-1", cpu("4")), answer=grown) is None
+    assert store.charge(NS, "uid-2", cpu("1"), check("uid-2", cpu("1")), answer=retried) is None
+    assert store.charge(NS, "uid-2", cpu("1"), check("uid-2", cpu("1"))) is None  # a retry, admitted
+    writes = real.writes
+    grown.settle(admitted=False)
+    retried.settle(admitted=False)  # its charge was stored again by the retry: that one stays
+    wait_until(lambda: real.writes == writes + 1 and store.current(NS).usage(NS) == cpu("3"))
+    assert store.current(NS).namespace(NS) == {"uid-1": cpu("2"), "uid-2": cpu("1")}
 
 
 def test_every_call_of_a_charge_ends_by_its_deadline(apiserver: FaultyApiserver) -> None:
@@ -265,6 +329,85 @@ def test_one_replica_batches_concurrent_charges_and_never_conflicts_with_itself(
     assert store.current(NS).usage(NS) == cpu("20")
     assert maps.conflicts == 0
     assert real.writes < 20  # batched: fewer writes than charges
+
+
+def queued(store: ApiLedgerStore, count: int) -> None:
+    """Wait until ``count`` charges wait for the namespace's next batch."""
+    deadline = time.monotonic() + 10
+    while len(store._waiting.get(NS, [])) < count:
+        assert time.monotonic() < deadline, "the charges did not queue"
+        time.sleep(0.005)
+
+
+def charging(pool: ThreadPoolExecutor, store: ApiLedgerStore, uids: list[str], **more: Any) -> list[Any]:
+    check = room(100)
+    return [pool.submit(store.charge, NS, uid, cpu("1"), check(uid, cpu("1")), **more) for uid in uids]
+
+
+def test_charges_arriving_during_a_write_are_stored_together_in_the_next_one(real: Real) -> None:
+    """Group commit: ten reservations arriving while the first is being written take one more
+    write, not ten, and each is answered once that write is stored."""
+    store = real.store_for()
+    later = [f"uid-{i}" for i in range(1, 11)]
+    with ThreadPoolExecutor(11) as pool:
+
+        def ten_arrive(method: str, path: str, body: Any) -> None:
+            if method == "POST" and real.before is not None:
+                real.before = None
+                waiting.extend(charging(pool, store, later))
+                queued(store, len(later))
+
+        waiting: list[Any] = []
+        real.before = ten_arrive
+        assert charging(pool, store, ["uid-0"])[0].result() is None
+        assert [future.result() for future in waiting] == [None] * 10
+    assert [m for m, _ in real.requests if m in ("POST", "PUT")] == ["POST", "PUT"]
+    assert store.current(NS).usage(NS) == cpu("11")
+
+
+def test_a_conflict_retries_the_batch_with_the_charges_that_arrived_meanwhile(real: Real) -> None:
+    store, other = real.store_for(), real.store_for()
+    store.charge(NS, "uid-0", cpu("1"), lambda ledger: None)
+    later = ["uid-2", "uid-3", "uid-4"]
+    with ThreadPoolExecutor(4) as pool:
+
+        def replica_b_and_three_more(method: str, path: str, body: Any) -> None:
+            if method == "PUT" and real.before is not None:
+                real.before = None  # another replica commits right before ours, and three more arrive
+                assert other.charge(NS, "uid-b", cpu("1"), lambda ledger: None) is None
+                waiting.extend(charging(pool, store, later))
+                queued(store, len(later))
+
+        waiting: list[Any] = []
+        real.before = replica_b_and_three_more
+        assert charging(pool, store, ["uid-1"])[0].result() is None
+        assert [future.result() for future in waiting] == [None] * 3
+    puts = [m for m, _ in real.requests if m == "PUT"]
+    assert len(puts) == 3  # b's, our conflicting one, then ours again holding all four
+    assert sorted(store.current(NS).namespace(NS)) == ["uid-0", "uid-1", "uid-2", "uid-3", "uid-4", "uid-b"]
+
+
+def test_a_charge_out_of_time_is_left_out_and_the_rest_of_its_batch_is_written(real: Real) -> None:
+    store = real.store_for()
+    with ThreadPoolExecutor(3) as pool:
+        due = time.monotonic() + 0.2
+
+        def two_arrive_and_time_passes(method: str, path: str, body: Any) -> None:
+            if method == "POST" and real.before is not None:
+                real.before = None
+                waiting.extend(charging(pool, store, ["uid-due"], deadline=due))
+                waiting.extend(charging(pool, store, ["uid-later"], deadline=time.monotonic() + 5))
+                queued(store, 2)
+                while time.monotonic() < due:  # the first write is slow: uid-due's time runs out
+                    time.sleep(0.01)
+
+        waiting: list[Any] = []
+        real.before = two_arrive_and_time_passes
+        assert charging(pool, store, ["uid-first"])[0].result() is None
+        with pytest.raises(LedgerUnavailable, match="no time left before the webhook answers"):
+            waiting[0].result()
+        assert waiting[1].result() is None
+    assert sorted(store.current(NS).namespace(NS)) == ["uid-first", "uid-later"]
 
 
 def test_a_failing_check_fails_its_batch_without_leaving_anyone_waiting(real: Real) -> None:

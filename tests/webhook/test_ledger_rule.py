@@ -4,9 +4,11 @@ one cannot be made to refuse one write on demand)."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
-from collections.abc import Iterator
-from dataclasses import replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -26,6 +28,8 @@ from policies.rules.quota import QuotaRule
 from policies.rules.registry import RULES
 from policies.snapshot import Snapshot
 from webhook.ledger import LEDGER_NAME, ApiLedgerStore, ConfigMaps, reconcile_all, with_ledger
+from webhook.metrics import Metrics
+from webhook.server import Admission, build_app, readiness, split_rules
 
 NS = "ledger-rule-tests"
 T0 = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
@@ -195,12 +199,13 @@ def test_reservations_are_charged_to_the_shared_ledger_until_the_quota_is_full(
 def test_an_unreachable_ledger_is_answered_per_the_failure_policy(
     apiserver: FaultyApiserver, policy: str, allowed: bool
 ) -> None:
-    apiserver.faults = ["drop"]
+    apiserver.faults = ["drop"] * 1000  # refused again on every try, until the deadline
     stand_in = ConfigMaps(client.ApiClient(client.Configuration(host=apiserver.url)))
     rules = with_ledger(RULES, store_on(stand_in))
-    decision = decide(
-        reservation("first", "8", "a"), rules, ctx(snapshot(claim("first", "8")), failurePolicy=policy)
+    checking = replace(
+        ctx(snapshot(claim("first", "8")), failurePolicy=policy), deadline=time.monotonic() + 0.3
     )
+    decision = decide(reservation("first", "8", "a"), rules, checking)
     said = decision.message if not allowed else " ".join(decision.warnings)
     assert decision.allowed is allowed
     assert "draguard could not check rule quota: the DRA quota ledger is unavailable" in said
@@ -237,3 +242,94 @@ def test_a_reservation_out_of_time_is_answered_per_the_failure_policy_and_charge
     assert not decision.allowed
     assert decision.message.endswith("no time left before the webhook answers")
     assert maps.seen.requests == []
+
+
+async def until(condition: Callable[[], object], timeout: float = 5.0) -> None:
+    """Wait on the loop for ``condition``, failing after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.01)
+
+
+class HeldWrites(RecordingConfigMaps):
+    """The ledger client on the real API server, whose writes are held on their way until
+    ``released``: a write sent before the deadline that the API server stores only after the
+    webhook answered (what a busy API server did in issue 30's burst; the real one cannot be made
+    slow on demand). Once released it goes out whatever the deadline, as one already sent would."""
+
+    def __init__(self, api: client.ApiClient) -> None:
+        super().__init__(api)
+        self.held, self.released = threading.Event(), threading.Event()
+
+    def _call(
+        self, method: str, path: str, body: Any = None, deadline: float | None = None
+    ) -> tuple[int, Any]:
+        if method in ("POST", "PUT") and not self.released.is_set():
+            self.held.set()
+            self.released.wait(10)
+            deadline = None
+        return super()._call(method, path, body, deadline)
+
+
+@dataclass
+class Synced:
+    """The webhook's view of the cluster for :class:`Admission`: a snapshot, synced and fresh."""
+
+    snapshot: Snapshot
+    synced: bool = True
+
+    def age(self) -> float:
+        return 0.0
+
+
+def review_of(request: Request) -> dict[str, Any]:
+    """The AdmissionReview the API server sends for ``request`` (a claim's status update)."""
+    body = {
+        "uid": request.uid,
+        "kind": {"group": request.group, "version": request.version, "kind": request.kind},
+        "resource": {"group": request.group, "version": request.version, "resource": request.resource},
+        "subResource": request.sub_resource,
+        "namespace": request.namespace,
+        "name": request.name,
+        "operation": request.operation,
+        "userInfo": {"username": request.user.username},
+        "object": request.raw,
+        "oldObject": request.raw_old,
+    }
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": body}
+
+
+async def test_a_charge_stored_after_its_reservation_was_refused_at_the_deadline_is_taken_back(
+    control_plane: ControlPlane, namespace: str, aiohttp_client: Any
+) -> None:
+    """Issue 30's phantom charges: the webhook answered "no answer within the deadline" (refused,
+    quota's failurePolicy Fail) while the ledger write was on its way, and the API server stored it
+    afterwards: quota held for a reservation nobody made (40 charges for 31 admitted reservations
+    in a burst). Once the answer is out without the charge, the charge is taken back."""
+    with control_plane.client() as api:
+        maps = HeldWrites(api)
+        try:
+            store = store_on(maps)
+            admission = Admission(
+                split_rules(with_ledger(RULES, store)), Config(), Synced(snapshot(claim("first", "8"))),
+                Metrics(Synced(Snapshot())), deadline=1.0,
+            )  # fmt: skip
+            web = await aiohttp_client(build_app(admission, readiness(admission.state, None)))
+            answer = await web.post("/validate/quota", json=review_of(reservation("first", "8", "a")))
+            refused = (await answer.json())["response"]
+            assert maps.held.is_set()  # the write was on its way when the webhook answered
+            assert refused["allowed"] is False
+            assert refused["status"]["message"].endswith("no answer within the 1s deadline")
+            maps.released.set()  # the write is stored now: the charge, then its taking back
+
+            def entries() -> Any:
+                answer = call(api, "GET", f"/api/v1/namespaces/{NS}/configmaps/{LEDGER_NAME}")
+                return answer.body.get("data") or {} if answer.status == 200 else None
+
+            await until(lambda: maps.seen.writes == 2 and entries() == {})  # none left: it had none
+            assert [method for method, _ in maps.seen.requests] == ["GET", "POST", "GET", "PUT"]
+        finally:
+            maps.released.set()
+            admission.executor.shutdown(wait=True)
+            call(api, "DELETE", f"/api/v1/namespaces/{NS}/configmaps/{LEDGER_NAME}")

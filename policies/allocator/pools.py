@@ -16,6 +16,7 @@ Upstream 1.36: ``GatherPools`` and ``buildPool`` in
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
@@ -169,6 +170,26 @@ class NodeView:
         built = ScanList.of(self.candidates, state)
         self._scan_lists[key] = (self.verdicts_computed, built)
         return built
+
+    def in_use_changed(self, own: bool) -> NodeView:
+        """The view as gathered afresh once other devices are in use: the same pools, without their
+        counters left, and devices, no scan lists; selector verdicts, kept on the devices, stand.
+        ``own``: this view itself, changed; else a copy (the view is shared with another allocator)."""
+        view = (
+            self
+            if own
+            else NodeView(
+                self.node_name,
+                self.labels,
+                [copy.copy(p) for p in self.pools],
+                self.candidates,
+                self.device_on_node,
+            )
+        )
+        view._scan_lists = {}
+        for pool in view.pools:
+            pool.left = None
+        return view
 
     @property
     def any_invalid(self) -> bool:

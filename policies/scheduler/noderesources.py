@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from policies.scheduler.cluster import NodeInfo
 from policies.scheduler.framework import MAX_NODE_SCORE, Cycle, Prepared, Status, unschedulable
 from policies.scheduler.resources import Resource, non_zero_requests
+from policies.scheduler.resources import requests as requests  # what the filter fits, by its name here
 
 NAME = "NodeResourcesFit"
 BALANCED = "NodeResourcesBalancedAllocation"

@@ -301,7 +301,9 @@ def headroom(
             stop = Stop(FOOTPRINT, priced)
             break
         charge = add_lists(priced, POD_COUNTS)
-        exceeded = first_exceeded(costs.quotas, charge, add_lists(costs.ledger_usage, used))
+        exceeded = None
+        if costs.quotas:  # the usual namespace has none: no usage to sum per copy
+            exceeded = first_exceeded(costs.quotas, charge, add_lists(costs.ledger_usage, used))
         if exceeded is not None:
             stop = Stop(QUOTA, _refusal(copy, dra.claims, exceeded), exceeded=exceeded)
             break

@@ -175,21 +175,14 @@ class NodeView:
         """The view as gathered afresh once other devices are in use: the same pools, without their
         counters left, and devices, no scan lists; selector verdicts, kept on the devices, stand.
         ``own``: this view itself, changed; else a copy (the view is shared with another allocator)."""
-        view = (
-            self
-            if own
-            else NodeView(
-                self.node_name,
-                self.labels,
-                [copy.copy(p) for p in self.pools],
-                self.candidates,
-                self.device_on_node,
-            )
-        )
-        view._scan_lists = {}
-        for pool in view.pools:
+        if not own:
+            pools = [copy.copy(p) for p in self.pools]
+            view = NodeView(self.node_name, self.labels, pools, self.candidates, self.device_on_node)
+            return view.in_use_changed(True)
+        self._scan_lists = {}
+        for pool in self.pools:
             pool.left = None
-        return view
+        return self
 
     @property
     def any_invalid(self) -> bool:

@@ -16,6 +16,7 @@ Upstream 1.36: ``GatherPools`` and ``buildPool`` in
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
@@ -169,6 +170,19 @@ class NodeView:
         built = ScanList.of(self.candidates, state)
         self._scan_lists[key] = (self.verdicts_computed, built)
         return built
+
+    def in_use_changed(self, own: bool) -> NodeView:
+        """The view as gathered afresh once other devices are in use: the same pools, without their
+        counters left, and devices, no scan lists; selector verdicts, kept on the devices, stand.
+        ``own``: this view itself, changed; else a copy (the view is shared with another allocator)."""
+        if not own:
+            pools = [copy.copy(p) for p in self.pools]
+            view = NodeView(self.node_name, self.labels, pools, self.candidates, self.device_on_node)
+            return view.in_use_changed(True)
+        self._scan_lists = {}
+        for pool in self.pools:
+            pool.left = None
+        return self
 
     @property
     def any_invalid(self) -> bool:

@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from policies.scheduler.cluster import NodeInfo
-from policies.scheduler.framework import FITTING, STATIC, ScorePart, as_is
+from policies.scheduler.framework import FITTING, STATIC, ScorePart, as_is, zeros
 
 
 class Board:
@@ -86,8 +86,8 @@ class Board:
         return None
 
     def _raw_of(self, i: int, part: ScorePart, info: NodeInfo) -> int:
-        if part.scope == FITTING:
-            return 0  # scored over every fitting node (_rescore)
+        if part.scope == FITTING or part.raw is zeros:
+            return 0  # scored over every fitting node (_rescore); or nothing to tell nodes apart
         if part.scope != STATIC:
             return part.raw([info])[info.name]
         key = (info.name, i)

@@ -150,6 +150,7 @@ class _Placer:
     pods: list[Pod] = field(default_factory=list)
     infos: list[PodInfo] = field(default_factory=list)
     template: PodInfo | None = None
+    parts: list[ScorePart] | None = None  # the score parts every copy shares (see best)
 
     def __post_init__(self) -> None:
         self.snapshot = self.prepared.snapshot
@@ -174,9 +175,13 @@ class _Placer:
         attempt = profile.run(cycle, profile.default_filters(dra), nodes, self.pace)
         if not _usable(attempt, dra, copy):
             return None
-        parts = profile.score_parts(cycle, dra)
+        parts = self.parts or profile.score_parts(cycle, dra)
         if self.local is None:
             self.local = _node_local(cycle, parts, self.snapshot)
+        if self.local and not dra.has_alternatives():
+            # Node-local parts read the pod and the node scored (or count once what placements do
+            # not change): the first copy's serve them all; DRA scores are a cycle's own.
+            self.parts = parts
         changed: dict[str, NodeInfo | None] = {}
         for verdict in attempt.verdicts:
             changed[verdict.node] = self.cluster.by_name[verdict.node] if verdict.fits else None
@@ -247,7 +252,7 @@ class _Placer:
         claims, bound = placed(outcome.question.pod, dra.claims, dra.results(node), dra.extended_index, node)
         self.prepared = outcome.prepared.after(outcome.snapshot.with_claims_and_pods(claims, [bound]))
         self.__post_init__()
-        self.local, self.dirty, self.results = False, None, {}
+        self.local, self.dirty, self.results, self.parts = False, None, {}, None
 
 
 def _usable(attempt: Attempt, dra: DynamicResources, copy: Pod) -> bool:
@@ -296,7 +301,9 @@ def headroom(
             stop = Stop(FOOTPRINT, priced)
             break
         charge = add_lists(priced, POD_COUNTS)
-        exceeded = first_exceeded(costs.quotas, charge, add_lists(costs.ledger_usage, used))
+        exceeded = None
+        if costs.quotas:  # the usual namespace has none: no usage to sum per copy
+            exceeded = first_exceeded(costs.quotas, charge, add_lists(costs.ledger_usage, used))
         if exceeded is not None:
             stop = Stop(QUOTA, _refusal(copy, dra.claims, exceeded), exceeded=exceeded)
             break

@@ -478,11 +478,8 @@ def placed(
         name = f"{pod.name}-extended-resources" if i == extended_index else claim.name
         reserved = (claim.status.reserved_for or []) if claim.status else []
         status = ResourceClaimStatus(allocation=result, reserved_for=[*reserved, consumer])
-        written.append(
-            claim.model_copy(
-                update={"metadata": claim.metadata.model_copy(update={"name": name}), "status": status}
-            )
-        )
+        renamed = claim.metadata if name == claim.name else claim.metadata.model_copy(update={"name": name})
+        written.append(claim.model_copy(update={"metadata": renamed, "status": status}))
         if name in refs and not is_allocated(claim):
             statuses.append(PodResourceClaimStatus(name=refs[name], resource_claim_name=name))
     bound = pod.model_copy(

@@ -51,7 +51,7 @@ class NodeInfo:
         return self.load.used_ports
 
     def with_pods(self, pods: Iterable[PodInfo]) -> NodeInfo:
-        return replace(self, load=self.load.with_pods(pods))
+        return self._with_load(self.load.with_pods(pods))
 
     @cached_property
     def image_sizes(self) -> Mapping[str, int]:
@@ -63,11 +63,21 @@ class NodeInfo:
 
     def with_pod(self, pod: PodInfo) -> NodeInfo:
         """The node with ``pod`` added (upstream NodeInfo.AddPod)."""
-        return replace(self, load=self.load.with_pod(pod))
+        return self._with_load(self.load.with_pod(pod))
 
     def without_pods(self, gone: Iterable[PodInfo]) -> NodeInfo:
         """The node without ``gone`` (upstream NodeInfo.RemovePod for each)."""
-        return replace(self, load=self.load.without(gone))
+        return self._with_load(self.load.without(gone))
+
+    def _with_load(self, load: NodePods) -> NodeInfo:
+        """The same node with other pods: what was worked out from the Node alone carries over (a
+        headroom adds a pod to a node per copy, and reading its allocatable again cost a tenth of
+        the placement)."""
+        changed = NodeInfo(self.node, self.name, self.labels, load)
+        for name in _OF_THE_NODE:
+            if name in self.__dict__:
+                changed.__dict__[name] = self.__dict__[name]
+        return changed
 
     @cached_property
     def taints(self) -> tuple[Taint, ...]:
@@ -94,6 +104,10 @@ class NodeInfo:
     @cached_property
     def pods_with_affinity(self) -> tuple[PodInfo, ...]:
         return tuple(p for p in self.pods if p.has_pod_affinity)
+
+
+# NodeInfo's cached properties that read the Node only, not its pods.
+_OF_THE_NODE = ("image_sizes", "taints", "unschedulable", "allocatable")
 
 
 @dataclass(frozen=True)

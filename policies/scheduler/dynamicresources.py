@@ -41,7 +41,7 @@ from policies.scheduler.claims import (
 )
 from policies.scheduler.cluster import NodeInfo
 from policies.scheduler.framework import Code, Cycle, Prepared, Status, unschedulable
-from policies.scheduler.resources import is_dra_extended, requests
+from policies.scheduler.resources import is_dra_extended
 from policies.snapshot import Snapshot
 
 NAME = "DynamicResources"
@@ -160,7 +160,7 @@ class DynamicResources:
         """The pod's DRA-backed extended resources and amounts (empty: none, or the gate is off)."""
         if not cycle.gates.enabled("DRAExtendedResource") or self.claims_override is not None:
             return {}
-        wanted = requests(cycle.pod).scalars
+        wanted = cycle.info.requests.scalars
         resolver = cycle.cluster.resolver
         if not any(v and is_dra_extended(n) and resolver.backs(n) for n, v in wanted.items()):
             return {}

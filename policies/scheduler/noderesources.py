@@ -18,7 +18,8 @@ from collections.abc import Callable, Sequence
 
 from policies.scheduler.cluster import NodeInfo
 from policies.scheduler.framework import MAX_NODE_SCORE, Cycle, Prepared, Status, unschedulable
-from policies.scheduler.resources import Resource, non_zero_requests, requests
+from policies.scheduler.resources import Resource, non_zero_requests
+from policies.scheduler.resources import requests as requests  # what the filter fits, by its name here
 
 NAME = "NodeResourcesFit"
 BALANCED = "NodeResourcesBalancedAllocation"
@@ -64,7 +65,7 @@ def insufficient(want: Resource, node: NodeInfo, backed_by_dra: Callable[[str], 
 
 
 def pre_filter(cycle: Cycle) -> Prepared:
-    want = requests(cycle.pod)
+    want = cycle.info.requests  # requests(pod), computed once with the pod's record
     backed = cycle.cluster.resolver.backs if cycle.gates.enabled("DRAExtendedResource") else (lambda _: False)
 
     def check(node: NodeInfo) -> Status | None:
@@ -130,6 +131,8 @@ def scoring_requests(cycle: Cycle) -> tuple[Resource, Resource]:
     Least allocated counts the containers only: 1.36's NodeResourcesFit builds its scorer without
     the PodLevelResources switch (fit.go ``NewFit``, ``nodeResourceStrategyTypeMap``), so a
     pod-level request is not seen there (a 1.36.2 kube-scheduler scores so)."""
-    pod = cycle.pod
+    pod, info = cycle.pod, cycle.info
+    if not pod.spec.resources:  # the pod's record has both (a headroom's copies share one)
+        return info.non_zero_requests, info.requests
     containers_only = pod.model_copy(update={"spec": pod.spec.model_copy(update={"resources": None})})
-    return non_zero_requests(containers_only if pod.spec.resources else pod), requests(pod)
+    return non_zero_requests(containers_only), info.requests

@@ -126,3 +126,38 @@ def test_result_entries_reused_across_calls_still_say_what_each_request_asked() 
     entries = warm.allocate(node, [asks[4]]).results
     assert entries is not None and entries[0].devices is not None
     assert [e.binding_conditions for e in entries[0].devices.results or []] == [None, ["ready"]]
+
+
+def partitioned_gpu() -> list[ResourceSlice]:
+    """One GPU of 8 memory units published whole and as two halves sharing its counters."""
+    counters = [{"name": "gpu-0", "counters": {"memory": {"value": "8"}}}]
+    devices = [
+        {"name": name, "consumesCounters": [{"counterSet": "gpu-0", "counters": {"memory": {"value": n}}}]}
+        for name, n in (("whole", "8"), ("half-0", "4"), ("half-1", "4"))
+    ]
+    return [
+        resource_slice("gpu-counters", "gpu.example.com", "gpu-pool", [], count=2, sharedCounters=counters),
+        resource_slice("gpu-parts", "gpu.example.com", "gpu-pool", devices, count=2),
+    ]
+
+
+def picked(outcome: AllocationOutcome) -> list[str]:
+    return [r.device for result in outcome.results or () for r in (result.devices.results or ())]
+
+
+def test_a_growing_allocator_keeps_its_placements_from_the_one_it_grew_from() -> None:
+    """A headroom places pod after pod on a ``growing()`` copy, which makes the views a placement
+    touches forget their counters left and scan lists instead of gathering them again. The copy
+    must see its placements (the whole GPU taken: no half fits, its counters are gone), and the
+    allocator it grew from, whose views it started with, must not (it still hands out the whole
+    GPU), also after the copy's searches filled its views again."""
+    classes, slices = [driver_class("gpu", "gpu.example.com")], partitioned_gpu()
+    node = standard_node("node-1")
+    parent = fresh(classes, slices)
+    assert picked(parent.fork().allocate(node, [claim("a", request("g", "gpu"))])) == ["whole"]
+    grown = parent.growing()
+    first = grown.fork().allocate(node, [claim("a", request("g", "gpu"))])
+    assert picked(first) == ["whole"]
+    grown.add(first.results or ())
+    assert grown.fork().allocate(node, [claim("b", request("g", "gpu"))]).results is None
+    assert picked(parent.fork().allocate(node, [claim("b", request("g", "gpu"))])) == ["whole"]

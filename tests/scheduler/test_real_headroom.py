@@ -5,7 +5,10 @@ a pod fit; then the copies are created one at a time against the real control pl
 until the scheduler binds it. All N must bind, on the nodes draguard counted (how many on each:
 where scores tie the scheduler picks at random, so the order is not compared), and copy N+1 must
 stay Pending with the PodScheduled message draguard predicted, word for word, or be refused by
-the API server's quota admission in the words draguard predicted.
+the API server's quota admission in the words draguard predicted. One shape is stopped by a rule of
+draguard's own, not upstream's: node-allocatable cpu devices under a quota (KEP-5517, on the
+control plane with its alpha gate), where copy N+1 is checked against draguard's quota rule on the
+real cluster and against what upstream alone does with it (see its docstring).
 """
 
 from __future__ import annotations
@@ -25,15 +28,22 @@ from realscheduler import SETTLE, Scene, generated_names_removed, pod_manifest, 
 from webhook import cli
 
 
+def cluster(scene: Scene) -> list[dict[str, Any]]:
+    """The cluster as the API server has it now, with the namespace's ResourceQuotas."""
+    quotas = scene.get(f"/api/v1/namespaces/{scene.ns}/resourcequotas")["items"]
+    return [*scene.state(), *({"apiVersion": "v1", "kind": "ResourceQuota", **q} for q in quotas)]
+
+
+def in_namespace(scene: Scene, pod: dict[str, Any]) -> dict[str, Any]:
+    return {**pod, "metadata": {**pod["metadata"], "namespace": scene.ns}}
+
+
 def headroom(scene: Scene, pod: dict[str, Any]) -> dict[str, Any]:
     """draguard's answer for ``pod`` on the cluster as the API server has it now."""
     time.sleep(SETTLE)  # the scheduler's informers see what was just created (see Scene.ask)
     scene.seen()
-    asked = {**pod, "metadata": {**pod["metadata"], "namespace": scene.ns}}
-    quotas = scene.get(f"/api/v1/namespaces/{scene.ns}/resourcequotas")["items"]
-    objects = [*scene.state(), *({"apiVersion": "v1", "kind": "ResourceQuota", **q} for q in quotas)]
     path = scene.tmp / "headroom.yaml"
-    path.write_text(yaml.safe_dump_all([*objects, asked]))
+    path.write_text(yaml.safe_dump_all([*cluster(scene), in_namespace(scene, pod)]))
     out = io.StringIO()
     with redirect_stdout(out):
         code = cli.main(
@@ -54,9 +64,8 @@ def create(scene: Scene, pod: dict[str, Any]) -> Any:
     return call(scene.api, "POST", f"/api/v1/namespaces/{scene.ns}/pods", pod)
 
 
-def copies_agree(scene: Scene, pod: dict[str, Any], answer: dict[str, Any]) -> None:
-    """Copies 1..N bind, on the nodes draguard counted; copy N+1 stays Pending (or is refused) in
-    draguard's words."""
+def copies_bind(scene: Scene, pod: dict[str, Any], answer: dict[str, Any]) -> None:
+    """Copies 1..N, created one at a time, bind on the nodes draguard counted."""
     nodes = []
     for n in range(1, answer["copies"] + 1):
         made = copy_of(pod, n)
@@ -65,6 +74,12 @@ def copies_agree(scene: Scene, pod: dict[str, Any], answer: dict[str, Any]) -> N
         decision = scene.decision(made["metadata"]["name"], bound=True)
         nodes.append(decision.node)
     assert Counter(nodes) == Counter(answer["order"])
+
+
+def copies_agree(scene: Scene, pod: dict[str, Any], answer: dict[str, Any]) -> None:
+    """Copies 1..N bind, on the nodes draguard counted; copy N+1 stays Pending (or is refused) in
+    draguard's words."""
+    copies_bind(scene, pod, answer)
     limit = answer["limit"]
     made = copy_of(pod, answer["copies"] + 1)
     created = create(scene, made)
@@ -174,3 +189,80 @@ def test_a_pod_quota_refuses_the_copy_first(scene: Scene) -> None:
     assert (answer["copies"], answer["limit"]["by"]) == (3, "Quota")
     assert answer["limit"]["message"].startswith('pods "train-copy-4" is forbidden: exceeded quota: team')
     copies_agree(scene, pod, answer)
+
+
+def cpu_driver_cores(scene: Scene, node: str, count: int) -> None:
+    """A CPU driver's pool on ``node`` in the style of dra-driver-cpu: one device per core, with its
+    topology as attributes, each mapped onto one of the node's ``cpu`` (KEP-5517's
+    ``nodeAllocatableResourceMappings``, kept by the API server only with the alpha gate)."""
+    cores = [
+        {
+            "name": f"cpu-{i:03d}",
+            "attributes": {
+                "dra.cpu/cpuID": {"int": i},
+                "dra.cpu/coreID": {"int": i // 2},
+                "dra.cpu/numaNodeID": {"int": i // (count // 2)},
+                "dra.cpu/socketID": {"int": 0},
+            },
+            "nodeAllocatableResourceMappings": {"cpu": {"allocationMultiplier": "1"}},
+        }
+        for i in range(count)
+    ]
+    scene.pool_slice(node, "cpus", 1, devices=cores)
+
+
+def draguard_refuses(scene: Scene, pod: dict[str, Any], words: str) -> None:
+    """draguard's admission rules, run by ``draguard test`` on the cluster as the API server has it
+    now (the webhook's own code, without a webhook), refuse creating ``pod`` in ``words``."""
+    (scene.tmp / "state.yaml").write_text(yaml.safe_dump_all(cluster(scene)))
+    test = {"name": "the next copy", "operation": "CREATE", "object": in_namespace(scene, pod)}
+    test.update(expect="deny", messageContains=words)
+    suite = scene.tmp / "suite.yaml"
+    suite.write_text(yaml.safe_dump({"name": "headroom", "state": ["state.yaml"], "tests": [test]}))
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = cli.main(["test", str(suite), "-o", "json"])
+    assert code == 0, out.getvalue()
+
+
+def test_cpu_devices_folded_into_a_quota_stop_the_copies(allocatable_scene: Scene) -> None:
+    """Node-allocatable cpu devices with a quota (KEP-5517). Each copy asks for 1 cpu in its
+    container and two cores of a CPU driver through its template claim, so draguard folds 3 cpu
+    into ``requests.cpu``: of a quota of 10, three copies use 9 and the fourth is refused
+    (``pods "pinned-copy-4" is forbidden: exceeded quota: ...``), before cores (8) or the node's
+    cpu (64) run out.
+
+    What the real cluster does, and which part is draguard's own rule: the three copies bind on the
+    node draguard counted (the real kube-scheduler with the gate). The API server's quota admission
+    charges a pod its containers' requests only, never the cpu its claims' devices hand out: after
+    three copies the quota's ``status.used`` says ``requests.cpu: 3``, not 9, and without draguard it
+    admits the fourth copy, which the scheduler binds too (cores are left). Refusing it is
+    draguard's quota rule (README, "quota"): its webhook charges the cores to a ledger when the
+    scheduler reserves a claim and, at pod creation, refuses a pod whose smallest footprint
+    exceeds the quota; ``draguard test`` runs that rule on the cluster as read back after the three
+    copies (the real allocations, the real ``status.used``) and must refuse the fourth copy with
+    the numbers headroom gave. The webhook itself is not installed here (its install costs more
+    than this test may; tests/kube/test_e2e_quota.py runs it on this control plane)."""
+    scene = allocatable_scene
+    a = scene.node("a", allocatable={"cpu": "64"})
+    cpu_driver_cores(scene, a, 8)
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "team", "namespace": scene.ns}}
+    scene.create({**quota, "spec": {"hard": {"requests.cpu": "10"}}})
+    path = f"/api/v1/namespaces/{scene.ns}/resourcequotas/team"
+    wait_for(
+        "the quota controller to count the namespace", lambda: scene.get(path).get("status", {}).get("used")
+    )
+    pod = template_pod(scene, "pinned", request("cores", scene.device_class("cpu"), count=2), cpu="1")
+    answer = headroom(scene, pod)
+    # 1 + 2 cpu a copy: three use 9 of 10
+    used, limited = "requests.cpu=9", "requests.cpu=10"
+    exceeded = f"exceeded quota: team, requested: requests.cpu=3, used: {used}, limited: {limited}"
+    assert (answer["copies"], answer["limit"]["by"]) == (3, "Quota")
+    assert answer["limit"]["message"] == f'pods "pinned-copy-4" is forbidden: {exceeded}'
+    copies_bind(scene, pod, answer)
+    assert scene.get(path)["status"]["used"] == {"requests.cpu": "3"}  # the containers' cpu only
+    fourth = copy_of(pod, 4)
+    draguard_refuses(scene, fourth, exceeded)
+    created = create(scene, fourth)
+    assert created.status == 201, created.body  # upstream alone admits it ...
+    assert scene.decision("pinned-copy-4", bound=True).node == a  # ... and the scheduler binds it

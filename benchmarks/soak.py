@@ -79,6 +79,7 @@ from controlplane import (  # noqa: E402
     ASSETS_VAR,
     Answer,
     ControlPlane,
+    ControlPlaneError,
     call,
     free_port,
     https_get,
@@ -128,6 +129,7 @@ TRACEBACK = re.compile(
 LOG_BYTES_PER_HOUR = 64 * 1024 * 1024
 STOP_SECONDS = 8.0  # SIGSTOP: past the 5 s webhook timeout
 DOWN_SECONDS = 3.0  # the API server stays down this long around a replica's start
+RESTART_LIMIT = 300.0
 GAP = 3.0  # seconds between one fault's recovery and the next fault
 ROTATION_WAIT = 11 * 60.0  # the serving certificate of a long run is renewed every 10 minutes
 WEBHOOK_FAILURE_POLICY = {  # the chart's defaults (charts/draguard/values.yaml), which the soak keeps
@@ -154,11 +156,17 @@ FAULTS = (
 def values(quick: bool) -> dict[str, Any]:
     """The chart's values: its defaults but for what the soak exercises. Certificate lifetimes are
     cut so that rotations happen during the run: the serving certificate is renewed at two thirds
-    of its life, the CA rolled likewise (with an overlap in the caBundle)."""
-    serving, ca = ("240s", "480s") if quick else ("15m", "30m")
+    of its life (10 minutes) and the CA rolled likewise (20 minutes, with an overlap in the
+    caBundle); quick: the serving certificate once, 2 minutes in."""
+    lifetimes = (
+        # renewed 2 minutes after issue, with 8 minutes to spare for an API server that is slow to come back
+        {"caValidity": "900s", "servingValidity": "600s", "renewBefore": "480s"}
+        if quick
+        else {"caValidity": "30m", "servingValidity": "15m"}
+    )
     return {
         "snapshot": {"maxAgeSeconds": 15},
-        "tls": {"selfManaged": {"caValidity": ca, "servingValidity": serving, "overlap": "5s"}},
+        "tls": {"selfManaged": {**lifetimes, "overlap": "5s"}},
         "webhooks": {"prescheduled": {"mutating": {"enabled": True}}},
         "rules": {"quota": {"reconcileSeconds": 5}, "sharing": {"mode": "enforce"}},
     }
@@ -674,8 +682,9 @@ def q(amount: int | str) -> Quantity:
 @dataclass
 class Truth:
     """What the API server says one namespace's claims hold: the charge of each reserved claim
-    (claim uid -> quota name -> amount, as draguard's ledger keys it) and the device counts of all
-    its claims by class."""
+    (claim uid -> quota name -> amount, as draguard's ledger keys it) and the devices that reserved
+    claims hold, by the class they were requested through (upstream charges claim objects at
+    creation; what is admitted and holds devices must stay within that too)."""
 
     charges: dict[str, dict[str, Quantity]] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)
@@ -730,10 +739,14 @@ class Invariants:
         for item in listed.body.get("items") or ():
             metadata, spec, status = item["metadata"], item.get("spec") or {}, item.get("status") or {}
             truth = found[metadata["namespace"]]
-            for request in (spec.get("devices") or {}).get("requests") or ():
-                exactly = request.get("exactly") or {}
-                truth.devices[exactly.get("deviceClassName", "")] += int(exactly.get("count", 1))
             pods_using = len(consumers(status))
+            if pods_using and allocated(status):
+                classes = {
+                    r.get("name"): (r.get("exactly") or {}).get("deviceClassName", "")
+                    for r in (spec.get("devices") or {}).get("requests") or ()
+                }
+                for result in status["allocation"]["devices"]["results"]:
+                    truth.devices[classes.get(result["request"], "")] += 1
             cores = sum(self.cluster.devices.get(d, ("", 0, 0))[1] for d in allocated(status))
             if cores and pods_using:
                 uid = metadata["uid"]
@@ -943,17 +956,38 @@ class Faults:
         component = self.draguard.replica[i].component
         return component.log.read_text(errors="replace").count(needle) if component else 0
 
-    def run(self, kind: str) -> None:
+    def run(self, kind: str) -> bool:
+        """Inject the fault and wait for recovery; False when the cluster did not come back (the
+        API server not ready RESTART_LIMIT seconds after a restart), which ends the soak."""
         if kind == "cert rotation":
             self._await_rotation()
-            return
+            return True
         window = self.record.open(kind)
         injected = getattr(self, "_" + re.sub(r"\W+", "_", kind).strip("_").lower())
+        back = True
         try:
             window.note = injected()
+        except ControlPlaneError as err:
+            back = self._apiserver_late()
+            window.note = f"kube-apiserver not ready within 120 s of its start ({str(err).splitlines()[-1]})"
         finally:
             window.end = time.monotonic()
         self.recover(window)
+        return back
+
+    def _apiserver_late(self) -> bool:
+        """kube-apiserver did not get ready within the control plane's 120 s (on this shared machine
+        its post-start hooks starve while every client comes back at once): not draguard's doing,
+        said in the fault's line; the soak goes on if it gets ready within RESTART_LIMIT more."""
+        plane = self.cluster.plane
+        context = plane.ssl_context()
+        deadline = time.monotonic() + RESTART_LIMIT
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                if https_get(plane.port, "/readyz", context) == (200, "ok"):
+                    return True
+            time.sleep(1)
+        return False
 
     def recover(self, window: Window) -> None:
         """Wait until both replicas are ready and fresh, at most RECOVERY seconds after the fault ended."""
@@ -1249,7 +1283,9 @@ def main(argv: list[str] | None = None) -> int:
             for at, kind in schedule(minutes, args.quick):
                 ready = max(started + at, record.last_fault_end() + GAP)
                 time.sleep(max(0.0, ready - time.monotonic()))
-                faults.run(kind)
+                if not faults.run(kind):
+                    record.violate(f"kube-apiserver not ready {RESTART_LIMIT:.0f} s more: the soak ends here")
+                    break
             time.sleep(max(0.0, started + minutes * 60 - time.monotonic()))
         finally:
             traffic.close()

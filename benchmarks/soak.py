@@ -88,7 +88,17 @@ from controlplane import (  # noqa: E402
 from deploy import Balancer, Draguard, Endpoints, apply  # noqa: E402
 from helm_render import HELM_MISSING, NAMESPACE  # noqa: E402 (tests/charts, on the path deploy sets)
 from kubernetes import client, watch  # noqa: E402
-from workloads import RESOURCE, claim, device_class, eviction, pod, pods, slices, template  # noqa: E402
+from workloads import (  # noqa: E402
+    RESOURCE,
+    claim,
+    device_class,
+    eviction,
+    pod,
+    pods,
+    resource_slice,
+    slices,
+    template,
+)
 
 from policies.api.quantity import Quantity  # noqa: E402
 from webhook.ledger import LEDGER_NAME, decode_entry  # noqa: E402
@@ -103,6 +113,7 @@ POLICY_DOMAIN, POLICY_NAME = "draguard.io", "sharingPolicy"
 POLICIES = ("None", "SamePod", "MultiPod")
 EXCLUSIVE = ("None", "SamePod")
 GIB = 1024**3
+TAINT = {"key": "soak.example.com/maintenance", "value": "on", "effect": "NoSchedule"}
 CORE_MEMORY = 2 * GIB  # what each core's mapping hands out of the node's memory
 TENANTS = ("soak-a", "soak-b", "soak-c")
 HARD = {
@@ -185,8 +196,16 @@ def policy_of(index: int) -> str:
     return POLICIES[index % len(POLICIES)]
 
 
+def published(driver: str, n: int, devices: list[dict[str, Any]], generation: int = 1) -> dict[str, Any]:
+    """The driver's ResourceSlice for node ``n`` (as the e2e tests' drivers publish it) with these
+    devices, at this pool generation."""
+    body = resource_slice(driver, node_name(n))
+    body["spec"]["devices"] = devices
+    body["spec"]["pool"]["generation"] = generation
+    return body
+
+
 def gpu_slice(n: int, generation: int = 1, tainted: bool = False) -> dict[str, Any]:
-    node = node_name(n)
     devices = []
     for i in range(GPUS):
         device: dict[str, Any] = {
@@ -199,25 +218,14 @@ def gpu_slice(n: int, generation: int = 1, tainted: bool = False) -> dict[str, A
             "capacity": {"memory": {"value": "80Gi"}},
         }
         if tainted and i == GPUS - 1:
-            device["taints"] = [
-                {"key": "soak.example.com/maintenance", "value": "on", "effect": "NoSchedule"}
-            ]
+            device["taints"] = [TAINT]
         devices.append(device)
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceSlice",
-        "metadata": {"name": f"{node}-{GPU}"},
-        "spec": {
-            "driver": GPU,
-            "nodeName": node,
-            "pool": {"name": node, "generation": generation, "resourceSliceCount": 1},
-            "devices": devices,
-        },
-    }
+    return published(GPU, n, devices, generation)
 
 
 def cpu_slice(n: int) -> dict[str, Any]:
-    node = node_name(n)
+    """Cores in the style of dra-driver-cpu, each mapped onto 1 of the node's cpu and 2Gi of its memory."""
+    mappings = {"cpu": {"allocationMultiplier": "1"}, "memory": {"allocationMultiplier": "2Gi"}}
     devices = [
         {
             "name": f"cpu-{i}",
@@ -225,24 +233,11 @@ def cpu_slice(n: int) -> dict[str, Any]:
                 "dra.cpu/numaNodeID": {"int": i // (CORES // 2)},
                 f"{POLICY_DOMAIN}/{POLICY_NAME}": {"string": policy_of(i)},
             },
-            "nodeAllocatableResourceMappings": {
-                "cpu": {"allocationMultiplier": "1"},
-                "memory": {"allocationMultiplier": "2Gi"},
-            },
+            "nodeAllocatableResourceMappings": mappings,
         }
         for i in range(CORES)
     ]
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceSlice",
-        "metadata": {"name": f"{node}-{CPU}"},
-        "spec": {
-            "driver": CPU,
-            "nodeName": node,
-            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-            "devices": devices,
-        },
-    }
+    return published(CPU, n, devices)
 
 
 def policy_class(policy: str) -> dict[str, Any]:
@@ -1207,7 +1202,7 @@ def flat(
 
 def report(
     record: Record, traffic: Traffic, invariants: Invariants, faults: Faults, cluster: Cluster,
-    traffic_started: float, ended: float,
+    traffic_started: float, ended: float, wanted: int,
 ) -> None:  # fmt: skip
     hours = (ended - traffic_started) / 3600
     print("\n== summary ==")
@@ -1268,6 +1263,9 @@ def report(
             record.violate(
                 f"{replica.name} logs {per_hour / 2**20:.0f} MiB an hour (bound {LOG_BYTES_PER_HOUR >> 20})"
             )
+    for kind in FAULTS:
+        if faults.counts.get(kind, 0) < wanted:
+            record.violate(f"{kind}: {faults.counts.get(kind, 0)} faults, {wanted} wanted")
     print(f"load average (1 min): {os.getloadavg()[0]:.1f}")
     print(f"violations: {len(record.violations)}")
     for line in record.violations:
@@ -1317,7 +1315,8 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(SAMPLE)
         ended = time.monotonic()
         invariants.close()
-        report(record, traffic, invariants, faults, made, started, ended)
+        wanted = 1 if args.quick else max(1, math.floor(minutes / 20))  # three an hour
+        report(record, traffic, invariants, faults, made, started, ended, wanted)
     return 1 if record.violations else 0
 
 

@@ -107,7 +107,7 @@ def test_soak_quick_survives_one_fault_of_each_kind() -> None:
     """``benchmarks/soak.py --quick``: the real control plane, draguard from the chart as 2 replicas,
     steady traffic with a burst, one fault of each kind; exit 1 is a violated invariant (quota,
     ledger, sharing, an admission failed against its failurePolicy, a replica not back within 30 s,
-    a traceback), which is a real failure here, its lines in the output."""
+    a traceback, a kind of fault that did not happen), a real failure here, its lines in the output."""
     from controlplane import cannot_run
 
     command = [sys.executable, str(ROOT / "benchmarks" / "soak.py"), "--quick"]
@@ -116,15 +116,4 @@ def test_soak_quick_survives_one_fault_of_each_kind() -> None:
         cannot_run(done.stdout.strip())
     summary = done.stdout[done.stdout.find("== summary ==") :]
     assert done.returncode == 0, summary or done.stdout[-3000:] + done.stderr[-3000:]
-    for kind in (
-        "kill -9",
-        "SIGSTOP",
-        "apiserver restart",
-        "etcd restart",
-        "watches cut",
-        "410 compaction",
-        "cert rotation",
-        "replica start, API down",
-    ):
-        assert f"] {kind}: " in done.stdout, done.stdout
     assert "violations: 0" in summary, summary

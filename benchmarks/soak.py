@@ -684,7 +684,7 @@ class Truth:
     creation; what is admitted and holds devices must stay within that too)."""
 
     charges: dict[str, dict[str, Quantity]] = field(default_factory=dict)
-    names: dict[str, str] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)  # every claim's uid: its name and state
     devices: Counter[str] = field(default_factory=Counter)
 
 
@@ -737,6 +737,15 @@ class Invariants:
             metadata, spec, status = item["metadata"], item.get("spec") or {}, item.get("status") or {}
             truth = found[metadata["namespace"]]
             pods_using = len(consumers(status))
+            state = (
+                "reserved"
+                if pods_using
+                else "allocated, not reserved"
+                if allocated(status)
+                else "unallocated"
+            )
+            deleting = ", being deleted" if metadata.get("deletionTimestamp") else ""
+            truth.names[metadata["uid"]] = f"{metadata['name']} ({state}{deleting})"
             if pods_using and allocated(status):
                 classes = {
                     r.get("name"): (r.get("exactly") or {}).get("deviceClassName", "")
@@ -816,7 +825,9 @@ class Invariants:
                         f"ledger of {namespace} differs from the claims for {now - since:.0f} s: {what}"
                     )
         for entry in set(self.differences) - seen:
-            del self.differences[entry]
+            since, what = self.differences.pop(entry)
+            if entry in self.reported:
+                print(f"[{self.record.at():7.1f} s] cleared after {now - since:.0f} s: {what}", flush=True)
         self.quota_samples += 1
 
     @staticmethod
@@ -827,9 +838,7 @@ class Invariants:
         wanted = truth.charges.get(uid)
         if wanted is None:
             kind = "phantom charge"
-            claim_text = (
-                f"claim uid {uid} (no reserved claim of that uid: deleted, unreserved or never reserved)"
-            )
+            claim_text = f"claim {truth.names.get(uid, '(none: deleted)')} uid {uid}"
         elif charged is None:
             kind, claim_text = "lost charge", f"claim {truth.names[uid]} uid {uid}"
         else:

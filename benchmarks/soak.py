@@ -54,13 +54,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import http.client
 import math
 import os
 import random
 import re
+import shutil
 import signal
 import statistics
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter, defaultdict, deque
@@ -1085,7 +1088,7 @@ class Faults:
 
         def poll() -> None:
             while not done.wait(1.0):
-                with contextlib.suppress(OSError, ValueError):
+                with contextlib.suppress(OSError, ValueError, http.client.HTTPException):
                     lines = https_get(plane.port, "/readyz?verbose", context, timeout=2)[1].splitlines()
                     for line in lines:
                         if line.startswith("[-]"):
@@ -1281,6 +1284,15 @@ def report(
         print(f"  {line}")
 
 
+def keep_logs(made: Cluster) -> Path:
+    """The replicas' and the control plane's logs, copied out of the work directory (which goes with
+    the control plane) for whoever reads the violations."""
+    kept = Path(tempfile.mkdtemp(prefix="draguard-soak-logs-"))
+    for log in [*made.plane.workdir.glob("*.log"), *made.draguard.workdir.glob("*.log")]:
+        shutil.copy(log, kept / log.name)
+    return kept
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -1326,6 +1338,9 @@ def main(argv: list[str] | None = None) -> int:
         invariants.close()
         wanted = 1 if args.quick else max(1, math.floor(minutes / 20))  # three an hour
         report(record, traffic, invariants, faults, made, started, ended, wanted)
+        if record.violations:
+            kept = keep_logs(made)
+            print(f"logs of the replicas and the control plane kept in {kept}")
     return 1 if record.violations else 0
 
 

@@ -291,6 +291,8 @@ def run(
             log.error(
                 "certificate rotation failed (HTTP %s %s), retrying: %s", err.status, err.reason, err.body
             )
+        except Exception:  # a bug of ours: said with its traceback, and retried, as the docstring promises
+            log.exception("certificate rotation failed, retrying")
         stop.wait(retry_period.total_seconds())
     try:
         elector.release(clock())

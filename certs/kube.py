@@ -35,6 +35,7 @@ class Kube:
         self._api = api
 
     def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        import urllib3
         from kubernetes.client.exceptions import ApiException
 
         headers = {"Accept": "application/json"}
@@ -47,6 +48,12 @@ class Kube:
             response = self._api.call_api(*params)
         except ApiException as err:  # no answer (TLS, connection): status 0
             raise KubeApiError(err.status or 0, str(err.reason or ""), str(err.body or "")) from None
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            # The client wraps only a bare TLS error; a connection refused or broken mid-handshake
+            # (an API server restarting) comes as urllib3's MaxRetryError. Left through, it ended
+            # the rotation thread of every replica, and the serving certificate expired unrenewed
+            # (found by benchmarks/soak.py).
+            raise KubeApiError(0, type(err).__name__, str(err)) from None
         data: bytes = response.read()  # type: ignore[no-untyped-call]
         if not 200 <= response.status <= 299:
             raise KubeApiError(response.status, str(response.reason or ""), data.decode("utf-8", "replace"))

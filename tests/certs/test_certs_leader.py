@@ -152,3 +152,19 @@ def test_configuration_errors_name_the_fix() -> None:
         LeaseConfig(namespace="draguard", name="x", identity="")
     with pytest.raises(ValueError, match="retry_period"):
         LeaseConfig("draguard", "x", "pod-a", dt.timedelta(seconds=2), dt.timedelta(seconds=2))
+
+
+def test_an_api_server_that_is_away_is_an_api_error_the_rotation_loop_retries() -> None:
+    """Connection refused (an API server restarting) is a KubeApiError with status 0, which
+    ``certs.controller.run`` logs and retries; it was urllib3's MaxRetryError, which ended the
+    rotation thread for good (benchmarks/soak.py, an API server restart)."""
+    from controlplane import free_port
+    from kubernetes import client
+
+    configuration = client.Configuration()
+    configuration.host = f"https://127.0.0.1:{free_port()}"  # nothing listens there
+    configuration.retries = 0
+    with pytest.raises(KubeApiError) as err:
+        Kube(client.ApiClient(configuration)).get(path("draguard"))
+    assert err.value.status == 0
+    assert "Connection refused" in err.value.body, err.value.body

@@ -167,6 +167,7 @@ class ControlPlane:
     url: str = field(init=False, default="")
     port: int = field(init=False, default=0)
     etcd_url: str = field(init=False, default="")
+    _etcd_peer: str = field(init=False, default="")
     ca_file: Path = field(init=False)
     admin_kubeconfig: Path = field(init=False)
     _ca: KeyPair = field(init=False)
@@ -214,8 +215,25 @@ class ControlPlane:
         It is given 2 s to stop: with clients watching (a draguard under test) kube-apiserver waits
         for their watch connections to end, which they never do, and a restart cost 15 s of that.
         Killing it then is a crash to its clients, which is what a restart test wants them to see."""
-        self._components.pop("kube-apiserver").stop(grace=2.0)
+        self.stop_apiserver()
         self._start_apiserver()
+
+    def stop_apiserver(self) -> None:
+        """Kill kube-apiserver after 2 s (see :meth:`restart_apiserver`); :meth:`start_apiserver`
+        brings it back on the same port. Between the two, clients see connections refused."""
+        self._components.pop("kube-apiserver").stop(grace=2.0)
+
+    def start_apiserver(self) -> None:
+        """Start kube-apiserver again after :meth:`stop_apiserver` (on the calling thread: see
+        :meth:`restart_apiserver`) and wait until it is ready."""
+        self._start_apiserver()
+
+    def restart_etcd(self) -> None:
+        """Stop etcd and start it again on the same ports and data (on this thread, as
+        :meth:`restart_apiserver`). kube-apiserver stays up and sees its storage go away: requests
+        fail or wait, watches from its cache end and are served again once etcd is back."""
+        self._components.pop("etcd").stop(grace=2.0)
+        self._start_etcd(self.etcd_url, self._etcd_peer)
 
     def start_scheduler(self) -> None:
         """kube-scheduler with the default profile, running until the control plane stops. It logs
@@ -291,10 +309,9 @@ class ControlPlane:
         pairs = ",".join(f"{k}={str(v).lower()}" for k, v in sorted(self.feature_gates.items()))
         return [f"--feature-gates={pairs}"]
 
-    def _start_etcd(self) -> None:
-        client_port, peer_port = free_port(), free_port()
-        self.etcd_url = f"http://127.0.0.1:{client_port}"
-        peer = f"http://127.0.0.1:{peer_port}"
+    def _start_etcd(self, url: str = "", peer: str = "") -> None:
+        self.etcd_url = url or f"http://127.0.0.1:{free_port()}"
+        peer = self._etcd_peer = peer or f"http://127.0.0.1:{free_port()}"
         etcd = self._spawn(
             "etcd",
             [
@@ -385,7 +402,14 @@ class ControlPlane:
             args.append("--allow-privileged=true")
         apiserver = self._spawn("kube-apiserver", args)
         context = self.ssl_context()
-        self._wait(apiserver, lambda: https_get(self.port, "/readyz", context) == (200, "ok"))
+        try:
+            self._wait(apiserver, lambda: https_get(self.port, "/readyz", context) == (200, "ok"))
+        except ControlPlaneError as err:
+            with contextlib.suppress(OSError, http.client.HTTPException):
+                checks = https_get(self.port, "/readyz?verbose", context)[1].splitlines()
+                failing = [c for c in checks if "[-]" in c]
+                raise ControlPlaneError(f"{err}\nfailing readiness checks: {failing}") from None
+            raise
 
     def _start_controller(self, name: str, user: str, extra: Sequence[str], ready: str = "/healthz") -> None:
         missing = missing_binaries([name])
@@ -453,9 +477,14 @@ class ControlPlane:
         return _ssl_context(self.ca_file, self._client_cert(user, groups))
 
     def kubeconfig(
-        self, token: str | None = None, cert: tuple[Path, Path] | None = None, name: str = "admin"
+        self,
+        token: str | None = None,
+        cert: tuple[Path, Path] | None = None,
+        name: str = "admin",
+        server: str = "",
     ) -> Path:
-        """A kubeconfig file for this server: a bearer ``token``, a client ``cert``, or the admin."""
+        """A kubeconfig file for this server: a bearer ``token``, a client ``cert``, or the admin;
+        ``server`` another address that reaches it (a relay whose connections a test can cut)."""
         if token is not None:
             credentials: dict[str, str] = {"token": token}
         else:
@@ -465,7 +494,10 @@ class ControlPlane:
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [
-                {"name": "test", "cluster": {"server": self.url, "certificate-authority": str(self.ca_file)}}
+                {
+                    "name": "test",
+                    "cluster": {"server": server or self.url, "certificate-authority": str(self.ca_file)},
+                }
             ],
             "users": [{"name": name, "user": credentials}],
             "contexts": [{"name": "test", "context": {"cluster": "test", "user": name}}],
@@ -621,10 +653,12 @@ def call(
     path: str,
     body: Mapping[str, Any] | None = None,
     query: Mapping[str, str] | None = None,
+    timeout: float | None = None,
 ) -> Answer:
     """One request through the ``kubernetes`` client, answered whatever the status (no exception):
     the e2e tests look at refusals and warnings as closely as at successes. PATCH is a JSON merge
-    patch (``kubectl patch --type=merge``)."""
+    patch (``kubectl patch --type=merge``). ``timeout``: seconds to wait for the answer (the
+    client's urllib3 raises past it), none by default."""
     content_type = "application/merge-patch+json" if method == "PATCH" else "application/json"
     params = api.param_serialize(
         method=method,
@@ -634,7 +668,7 @@ def call(
         body=dict(body) if body is not None else None,
         auth_settings=["BearerToken"],
     )
-    response = api.call_api(*params).response
+    response = api.call_api(*params, _request_timeout=timeout).response
     raw = response.read()
     warnings = tuple(_warning_text(w) for w in response.headers.get_all("Warning") or ())
     try:

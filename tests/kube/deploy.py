@@ -114,6 +114,8 @@ class Balancer:
         self._closed = False
         self._thread = threading.Thread(target=self._accept, name="balancer", daemon=True)
         self.connections = 0
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
 
     def start(self) -> None:
         self._thread.start()
@@ -141,8 +143,25 @@ class Balancer:
                 # as kube-proxy forwards in the kernel: Nagle's algorithm in a user-space relay held a
                 # request's second segment back until the first was acknowledged (40 ms, delayed ACK)
                 end.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with self._open_lock:
+                self._open.update((downstream, upstream))
             for a, b in ((downstream, upstream), (upstream, downstream)):
-                threading.Thread(target=_pipe, args=(a, b), daemon=True).start()
+                threading.Thread(target=self._relay, args=(a, b), daemon=True).start()
+
+    def _relay(self, source: socket.socket, sink: socket.socket) -> None:
+        _pipe(source, sink)
+        with self._open_lock:
+            self._open.discard(source)
+
+    def cut(self) -> int:
+        """Reset every connection relayed now, both ends, as a network partition or a restarted
+        load balancer does (new connections are accepted as before); how many were cut."""
+        with self._open_lock:
+            cut, self._open = self._open, set()
+        for end in cut:
+            with contextlib.suppress(OSError):
+                end.shutdown(socket.SHUT_RDWR)
+        return len(cut) // 2
 
     def _connect(self) -> socket.socket | None:
         backends = list(self.backends)
@@ -181,11 +200,11 @@ class Replica:
     health_port: int
     component: Component | None = None
 
-    def get(self, path: str, metrics: bool = False) -> tuple[int, str]:
+    def get(self, path: str, metrics: bool = False, timeout: float = 5) -> tuple[int, str]:
         import http.client
 
         port = self.metrics_port if metrics else self.health_port
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
         try:
             connection.request("GET", path)
             answer = connection.getresponse()
@@ -207,6 +226,9 @@ class Draguard:
     replicas: int = 1
     # More ``draguard serve`` flags, for what the chart does not set (``--dryrun-client-ca``).
     args: Sequence[str] = ()
+    # Where the replicas reach the API server, when not directly (a relay whose connections the
+    # soak cuts: benchmarks/soak.py).
+    api_url: str = ""
     objects: list[dict[str, Any]] = field(init=False, default_factory=list)
     replica: list[Replica] = field(init=False, default_factory=list)
     workdir: Path = field(init=False)
@@ -231,7 +253,7 @@ class Draguard:
         with contextlib.suppress(client.ApiException):  # already there from an earlier install
             core.create_namespace({"metadata": {"name": NAMESPACE}})
         apply(api, self.objects)
-        self._kubeconfig = self.plane.kubeconfig(token=self._token(), name="draguard")
+        self._kubeconfig = self.plane.kubeconfig(token=self._token(), name="draguard", server=self.api_url)
         (self.workdir / "config.yaml").write_text(self._config_text())
         self._volume = SecretVolume(api, NAMESPACE, f"{RELEASE}-tls", self.workdir / "tls")
         self._volume.start()
@@ -353,6 +375,47 @@ class Draguard:
             if not all(w.client_config.ca_bundle for w in found.webhooks):
                 return False
         return True
+
+
+class Endpoints:
+    """The endpoints controller's part, for the :class:`Balancer` in front of ``draguard``'s replicas:
+    a replica gets new connections only while its readiness probe passes, as a Service's
+    EndpointSlice follows its pods' Ready condition. The probe is the chart's (``/readyz`` on the
+    health port, timeout 2 s, out after 2 failures in a row, back after one success), run every
+    ``period`` seconds (the chart's 5 s, or less to fail over sooner). Used by the soak
+    (``benchmarks/soak.py``), where replicas are stopped and killed under traffic."""
+
+    def __init__(
+        self, draguard: Draguard, period: float = 5.0, timeout: float = 2.0, failures: int = 2
+    ) -> None:
+        self._draguard = draguard
+        self._period, self._timeout, self._failures = period, timeout, failures
+        self._failed: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="endpoints", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _ready(self, replica: Replica) -> bool:
+        if not replica.running:
+            self._failed[replica.name] = self._failures
+            return False
+        try:
+            passed = replica.get("/readyz", timeout=self._timeout)[0] == 200
+        except OSError:
+            passed = False
+        self._failed[replica.name] = 0 if passed else self._failed.get(replica.name, 0) + 1
+        return self._failed[replica.name] < self._failures
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._period):
+            ready = [r.port for r in list(self._draguard.replica) if self._ready(r)]
+            self._draguard.balancer.backends = ready
 
 
 def _delete(

@@ -128,6 +128,19 @@ async def test_a_body_its_encoding_does_not_decode_is_a_400_naming_the_encoding(
     )
 
 
+async def test_a_body_cut_off_by_the_client_going_away_is_a_400_not_a_bug() -> None:
+    """What aiohttp's payload raises when the connection is lost mid-body (kube-apiserver killed while
+    sending a review, in benchmarks/soak.py): it was logged as "failed to process an admission
+    review" with a traceback, as a bug of draguard's."""
+    payload = mock.Mock(spec=StreamReader)
+    payload.read.side_effect = [b"x" * 10, ConnectionResetError("Connection lost")]
+    request = make_mocked_request("POST", "/", payload=payload)
+    with pytest.raises(bodies.BadBody) as refused:
+        await bodies.read(request, 1024)
+    assert refused.value.status == 400
+    assert str(refused.value) == "body was cut off after 10 bytes: the client closed the connection"
+
+
 # --- every path reads its body through the decoder --------------------------------------------------
 
 

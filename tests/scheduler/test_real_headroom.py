@@ -13,22 +13,20 @@ from __future__ import annotations
 import copy
 import io
 import json
-import time
 from collections import Counter
 from contextlib import redirect_stdout
 from typing import Any
 
 import yaml
 from controlplane import call, wait_for
-from realscheduler import SETTLE, Scene, generated_names_removed, pod_manifest, request
+from realscheduler import Scene, generated_names_removed, pod_manifest, request
 
 from webhook import cli
 
 
 def headroom(scene: Scene, pod: dict[str, Any]) -> dict[str, Any]:
     """draguard's answer for ``pod`` on the cluster as the API server has it now."""
-    time.sleep(SETTLE)  # the scheduler's informers see what was just created (see Scene.ask)
-    scene.seen()
+    scene.seen()  # the scheduler's informers have what was just written (see Scene.ask)
     asked = {**pod, "metadata": {**pod["metadata"], "namespace": scene.ns}}
     quotas = scene.get(f"/api/v1/namespaces/{scene.ns}/resourcequotas")["items"]
     objects = [*scene.state(), *({"apiVersion": "v1", "kind": "ResourceQuota", **q} for q in quotas)]

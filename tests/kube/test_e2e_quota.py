@@ -5,12 +5,14 @@ node's ``cpu`` with KEP-5517's ``nodeAllocatableResourceMappings``, hence the co
 the DRANodeAllocatableResources gate), 4 nodes of 64 cores. One namespace has a ResourceQuota with two
 limits, one for each layer:
 
-* ``cpu.example.com.deviceclass.resource.k8s.io/devices: 150``: upstream's own quota admission
-  charges every claim *object* at creation, so of 200 claims created at once exactly 150 exist;
-* ``requests.cpu: 40``: upstream charges pods their containers' requests only (``cpu: "0"`` here:
+* ``cpu.example.com.deviceclass.resource.k8s.io/devices: 75``: upstream's own quota admission
+  charges every claim *object* at creation, so of 100 claims created at once exactly 75 exist;
+* ``requests.cpu: 20``: upstream charges pods their containers' requests only (``cpu: "0"`` here:
   the pod's CPUs come from its claim, as dra-driver-cpu's examples ask), never the cores a claim's
   devices hand out. draguard charges those to its ledger when a claim is reserved for a pod, so of
-  the 150 reservations exactly 40 may be admitted, whichever of the two replicas answers each.
+  the 75 reservations exactly 20 may be admitted, whichever of the two replicas answers each.
+
+(100 at once keep both replicas' ledger writes contending, as 200 did, for half the suite's time.)
 
 Who reserves: the test, as ``system:kube-scheduler`` (the scheduler's own RBAC), writes the claim
 status the DynamicResources plugin writes at PreBind (allocation and ``reservedFor`` in one update).
@@ -39,9 +41,9 @@ from workloads import device_class, resource_slice
 DRIVER = "cpu.example.com"
 NODES = 4
 CORES = 64
-WORKERS = 200
-CLAIM_LIMIT = 150
-CPU_LIMIT = 40
+WORKERS = 100
+CLAIM_LIMIT = 75
+CPU_LIMIT = 20
 DEVICES_KEY = f"{DRIVER}.deviceclass.resource.k8s.io/devices"
 LEDGER = "draguard-quota-ledger"
 SCHEDULER = "system:kube-scheduler"

@@ -1,7 +1,9 @@
 """The benchmarks must keep running as the code changes; their figures are read by people, not here.
 
 Exit code 1 only means a speed target was missed on this machine, which is not a test failure;
-except for the soak, whose exit 1 is a violated invariant.
+except for the soak, whose exit 1 is a violated invariant. Clusters are smaller here than in the
+benchmarks' own ``--quick`` runs where a flag allows (fewer nodes, fewer repetitions): the same code
+runs, on less data, and the suite keeps within its time.
 """
 
 import subprocess
@@ -34,11 +36,11 @@ def test_allocator_benchmark_runs_every_scenario() -> None:
 
 
 def test_dryrun_benchmark_runs_and_answers_as_draguard_allocate() -> None:
-    done = run("dryrun.py")
+    done = run("dryrun.py", "--nodes", "100", "--repeat", "2")
     # Exit code 3 means the endpoint's answers differ from draguard allocate's: a real failure.
     assert done.returncode in (0, 1), done.stdout + done.stderr
     for name in (
-        "HTTP, all 500 node answers",
+        "HTTP, all 100 node answers",
         "HTTP, top 20",
         "in-process endpoint work",
         "fresh allocator",
@@ -50,7 +52,7 @@ def test_dryrun_benchmark_runs_and_answers_as_draguard_allocate() -> None:
 
 
 def test_webhook_benchmark_runs_against_the_bare_handler() -> None:
-    done = run("webhook.py", "--nodes", "200")
+    done = run("webhook.py", "--nodes", "50")
     assert done.returncode == 0, done.stdout + done.stderr
     for name in (
         "bare aiohttp handler",
@@ -71,15 +73,15 @@ def test_cli_benchmark_runs_every_measure() -> None:
 
 
 def test_scale_benchmark_runs_every_part() -> None:
-    """The quick mode is a fiftieth of the cluster; parts (c) and (d) need the control plane's
-    binaries and say they are skipped without them."""
-    done = run("scale.py")
+    """A two-hundredth of the cluster (the quick mode's is a fiftieth); parts (c) and (d) need the
+    control plane's binaries and say they are skipped without them."""
+    done = run("scale.py", "--factor", "0.005")
     assert done.returncode == 0, done.stdout + done.stderr
     for name in (
         "(a) draguard serve --state",
         "Pod CREATE, fresh connection each",
         "ResourceClaim CREATE, fresh connection each",
-        "dry run, every one of 100 nodes",
+        "dry run, every one of 25 nodes",
         "(b) churn in process",
         "upkeep",
         "claim decision, under churn",
@@ -92,14 +94,14 @@ def test_scale_benchmark_runs_every_part() -> None:
 
 
 def test_headroom_benchmark_runs_and_counts_every_gpu() -> None:
-    done = run("headroom.py")
+    done = run("headroom.py", "--nodes", "100")
     # Exit code 3 means a wrong answer (not every GPU counted or placed): a real failure.
     assert done.returncode in (0, 1), done.stdout + done.stderr
     for name in (
         "devices baseline",
         "devices (counted, printed)",
         "headroom baseline",
-        "headroom (4000 copies)",
+        "headroom (800 copies)",
     ):
         assert name in done.stdout, done.stdout
 

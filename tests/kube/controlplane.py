@@ -24,6 +24,7 @@ import datetime as dt
 import http.client
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -49,6 +50,10 @@ CORE_BINARIES = ("etcd", "kube-apiserver")
 # The issuer and audience of the service-account tokens the API server signs.
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 START_TIMEOUT = 120.0
+# One count of kube-scheduler's event-handling histogram (see ControlPlane.scheduler_events).
+SCHEDULER_EVENT_COUNT = re.compile(
+    r'^scheduler_event_handling_duration_seconds_count\{event="([^"]+)"\} (\S+)$', re.M
+)
 # The one --runtime-config entry a 1.36 server needs to serve DeviceTaintRule (v1beta2), with its gate.
 DEVICE_TAINT_RULES = "resource.k8s.io/v1beta2/devicetaintrules=true"
 _PR_SET_PDEATHSIG = 1
@@ -106,6 +111,7 @@ class Component:
     name: str
     process: subprocess.Popen[bytes]
     log: Path
+    port: int = 0  # a controller's secure port (its /healthz, /readyz and /metrics)
 
     def tail(self, lines: int = 25) -> str:
         try:
@@ -238,12 +244,14 @@ class ControlPlane:
     def start_scheduler(self) -> None:
         """kube-scheduler with the default profile, running until the control plane stops. It logs
         each plugin's score of each node (``schedule_one.go`` at -v=10 only: a line per plugin and
-        node, nothing else) and each Node and Pod event its informers handled (``eventhandlers.go``
-        at -v=4) and each victim of a preemption (``executor.go`` at -v=2), flushed at once, so
-        tests can compare scores and victims and know what the scheduler has seen
-        (:meth:`scheduler_log`)."""
+        node, nothing else), each Node and Pod event its informers handled (``eventhandlers.go``
+        at -v=4), each DeviceClass its informer handed to the DRA plugin's extended-resource cache
+        (``extendedresourcecache.go`` at -v=5) and each victim of a preemption (``executor.go`` at
+        -v=2), flushed at once, so tests can compare scores and victims and know what the scheduler
+        has seen (:meth:`scheduler_log`; ResourceSlices and ResourceClaims are logged by no one at
+        any level: :meth:`scheduler_events` counts them)."""
         if "kube-scheduler" not in self._components:
-            logged = "schedule_one=10,eventhandlers=4,executor=2"
+            logged = "schedule_one=10,eventhandlers=4,executor=2,extendedresourcecache=5"
             flags = [f"--vmodule={logged}", "--log-flush-frequency=100ms"]
             # /readyz, not /healthz: healthy comes before its event handlers have synced (0.2 s here),
             # and a node written meanwhile reaches them whole in the first list, as an Add without the
@@ -254,6 +262,19 @@ class ControlPlane:
         """What kube-scheduler logged so far ("" when it is not running)."""
         component = self._components.get("kube-scheduler")
         return component.log.read_text(errors="replace") if component is not None else ""
+
+    def scheduler_events(self) -> dict[str, int]:
+        """How many events of each kind kube-scheduler's informers have handled so far (event ->
+        count, e.g. ``resource.k8s.io/ResourceSliceAdd``): the ``scheduler_event_handling_duration_
+        seconds`` histogram's counts from its /metrics (``eventhandlers.go`` observes one per event of
+        the kinds its plugins register for, the DRA kinds among them, once the informer's store holds
+        the object), read as the cluster admin, whom its delegated authorization lets in."""
+        component = self._components["kube-scheduler"]
+        status, text = https_get(
+            component.port, "/metrics", _ssl_context(None, self._client_cert("admin", ("system:masters",)))
+        )
+        assert status == 200, text[:500]
+        return {found.group(1): int(float(found.group(2))) for found in SCHEDULER_EVENT_COUNT.finditer(text)}
 
     def start_controller_manager(self) -> None:
         """kube-controller-manager: claims from templates, garbage collection, namespace lifecycle,
@@ -431,6 +452,7 @@ class ControlPlane:
                 *extra,
             ],
         )
+        component.port = port
         context = _ssl_context(None, None)
         self._wait(component, lambda: https_get(port, ready, context)[0] == 200)
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
+import re
 import socket
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -215,6 +215,14 @@ class Replica:
     @property
     def running(self) -> bool:
         return self.component is not None and self.component.process.poll() is None
+
+    def snapshot_objects(self, kind: str) -> int:
+        """How many objects of ``kind`` its snapshot holds (its ``draguard_snapshot_objects``
+        metric): the snapshot follows the API server asynchronously, and this shows how far."""
+        status, text = self.get("/metrics", metrics=True)
+        assert status == 200, text
+        found = re.search(rf'^draguard_snapshot_objects\{{kind="{kind}"\}} (\S+)$', text, re.MULTILINE)
+        return int(float(found[1])) if found else 0
 
 
 @dataclass
@@ -487,11 +495,6 @@ def apply(api: client.ApiClient, documents: str | Sequence[Mapping[str, Any]]) -
             namespace = obj["metadata"].get("namespace") if resource.namespaced else None
             created.append(resource.create(body=dict(obj), namespace=namespace).to_dict())
     return created
-
-
-def settle(seconds: float = 0.5) -> None:
-    """Give watches a moment to deliver (draguard's snapshot follows the API server asynchronously)."""
-    time.sleep(seconds)
 
 
 def remove(api: client.ApiClient, objects: Sequence[Mapping[str, Any]]) -> None:

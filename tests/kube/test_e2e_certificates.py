@@ -3,9 +3,10 @@ serving certificate and rolls the CA, the Secret and the caBundle of the real we
 are rewritten, and the API server keeps calling draguard through every swap.
 
 Lifetimes are cut to seconds (chart values ``tls.selfManaged.*``): the serving certificate lives
-15 s and is renewed at two thirds of that, the CA lives 30 s and rolls with a 3 s overlap (announce:
-both CAs in the caBundle; promote: the new CA signs a new serving certificate; retire: the old CA
-leaves the caBundle). A client creates ResourceClaims all along, each through the ``Fail``
+15 s, the CA 30 s, each renewed at a third of its life (the CA roll then ends by 16 s, long before
+the old CA expires, instead of the 26 s at the default two thirds), and the CA rolls with a 3 s
+overlap (announce: both CAs in the caBundle; promote: the new CA signs a new serving certificate;
+retire: the old CA leaves the caBundle). A client creates ResourceClaims all along, each through the ``Fail``
 selectors webhook, so any moment at which the API server could not reach or trust draguard is a
 failed admission; they are counted, and the count must be 0. Half way, the elected replica is
 stopped: the other one takes the Lease over and carries on.
@@ -28,7 +29,9 @@ NS = "e2e-certificates"
 LEASE = f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/draguard-certs"
 TLS_SECRET = f"/api/v1/namespaces/{NAMESPACE}/secrets/draguard-tls"
 VALUES = {
-    "tls": {"selfManaged": {"caValidity": "30s", "servingValidity": "15s", "overlap": "3s"}},
+    "tls": {
+        "selfManaged": {"caValidity": "30s", "servingValidity": "15s", "renewFraction": 0.34, "overlap": "3s"}
+    },
     # a MutatingWebhookConfiguration too, so that both kinds get their caBundle rewritten
     "webhooks": {"prescheduled": {"mutating": {"enabled": True}}},
 }

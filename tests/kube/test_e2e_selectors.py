@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from controlplane import ControlPlane, call
-from deploy import Draguard, apply, installed, settle
+from controlplane import ControlPlane, call, wait_for
+from deploy import Draguard, apply, installed
 
 MANIFESTS = Path(__file__).parent / "manifests"
 CLASSES = "/apis/resource.k8s.io/v1/deviceclasses"
@@ -82,10 +82,17 @@ def test_device_class_update_keeps_old_selectors_unchecked(
         "metadata": {"name": "e2e-h200"},
         "spec": {"selectors": [{"cel": {"expression": 'device.driver == "h200.example.com"'}}]},
     }
+    known = [replica.snapshot_objects("DeviceClass") for replica in draguard.replica]
     created = call(api, "POST", CLASSES, nothing)
     assert created.status == 201, created.body
     assert any("matches none" in w for w in created.warnings), created.warnings
-    settle()
+    wait_for(
+        "draguard's snapshot to hold the new class",
+        lambda: all(
+            r.snapshot_objects("DeviceClass") > n for r, n in zip(draguard.replica, known, strict=True)
+        ),
+        interval=0.05,
+    )
     relabelled = call(api, "PATCH", f"{CLASSES}/e2e-h200", {"metadata": {"labels": {"tier": "gold"}}})
     assert relabelled.status == 200, relabelled.body
     assert relabelled.warnings == ()

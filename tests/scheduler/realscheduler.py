@@ -28,6 +28,7 @@ import io
 import json
 import re
 import time
+from collections import Counter
 from contextlib import redirect_stdout
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -44,7 +45,17 @@ SCHEDULING = "scheduling.k8s.io/v1"
 VICTIM_LINES = ('"Preemptor Pod preempted victim Pod"', '"Victim Pod is already being deleted')
 VICTIM = re.compile(r'victim="([^"]+)"')
 FINISHED = ("Succeeded", "Failed")
-SETTLE = 0.7  # seconds for the scheduler's informers to see the DRA objects a scenario just created
+# The event kube-scheduler's informers count for each DRA object created (ResourceSlices and
+# ResourceClaims are logged by no one: ControlPlane.scheduler_events), and for a claim's status.
+COUNTED = {
+    "resourceslices": "resource.k8s.io/ResourceSliceAdd",
+    "resourceclaims": "resource.k8s.io/ResourceClaimAdd",
+}
+CLAIM_STATUS = "resource.k8s.io/ResourceClaimUpdate"
+# Its Namespace informer (InterPodAffinity's namespaceSelector) neither logs nor counts: a question
+# comes at least this long after a namespace was written, which building the rest of a scenario
+# takes anyway.
+NAMESPACE_SETTLE = 0.7
 STATE = [
     ("/api/v1/nodes", "v1", "Node"),
     ("/api/v1/namespaces", "v1", "Namespace"),
@@ -84,10 +95,14 @@ class Scene:
         self.driver = f"{namespace}.example.com"
         self.node_names: list[str] = []
         self.made: list[str] = []  # paths of the cluster-scoped objects made, deleted at close
-        # Scheduler log lines of Node and Pod events still to come (see seen()).
-        self.unseen: list[str] = []
-        for node in self.get("/api/v1/nodes")["items"]:
-            call(self.api, "DELETE", f"/api/v1/nodes/{node['metadata']['name']}")
+        # What the scheduler has yet to show of the writes since the last question (see seen()):
+        # log lines of Node, Pod and DeviceClass events, each with how often it must then be in the
+        # log, and counts of its informers' events, from ``counted_from``.
+        self.unseen: list[tuple[str, int]] = []
+        self.uncounted: Counter[str] = Counter()
+        self.counted_from: dict[str, int] = {}
+        self.namespace_written = 0.0
+        self.delete_nodes([node["metadata"]["name"] for node in self.get("/api/v1/nodes")["items"]])
 
     def get(self, path: str) -> dict[str, Any]:
         answer = call(self.api, "GET", path)
@@ -95,20 +110,41 @@ class Scene:
         return answer.body
 
     def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        resource = path.rsplit("/", 1)[-1]
+        if resource in COUNTED:
+            self.count(COUNTED[resource])
         answer = call(self.api, "POST", path, body)
         assert answer.status == 201, answer.body
+        meta = answer.body["metadata"]
         if "namespaces/" not in path and path != "/api/v1/namespaces":
-            self.made.append(f"{path}/{answer.body['metadata']['name']}")
-        if path.endswith("/pods") and answer.body["spec"].get("nodeName"):
-            meta = answer.body["metadata"]
-            self.unseen.append(f'"Add event for scheduled pod" pod="{meta["namespace"]}/{meta["name"]}"')
+            self.made.append(f"{path}/{meta['name']}")
+        if resource == "pods" and answer.body["spec"].get("nodeName"):
+            self.unseen.append((f'"Add event for scheduled pod" pod="{meta["namespace"]}/{meta["name"]}"', 1))
+        if resource == "deviceclasses":
+            self.unseen.append((f'"DeviceClass added" deviceClass="{meta["name"]}"', 1))
+        if resource == "namespaces":
+            self.namespace_written = time.monotonic()
         return answer.body
 
     def patch(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        """A JSON merge patch."""
+        """A JSON merge patch (of a Node: awaited in the scheduler's log before the next question)."""
+        node = re.fullmatch(r"/api/v1/nodes/([^/]+)(/status)?", path)
+        line = f'"Update event for node" node="{node.group(1)}"' if node else None
+        logged = self.plane.scheduler_log().count(line) if line else 0
         answer = call(self.api, "PATCH", path, body)
         assert answer.status == 200, answer.body
+        if line:
+            self.unseen.append((line, logged + 1))
+        if path.startswith("/api/v1/namespaces/"):
+            self.namespace_written = time.monotonic()
         return answer.body
+
+    def count(self, event: str) -> None:
+        """Expect one more ``event`` from the scheduler's informers: called before the write, so
+        that the count it starts from cannot include it."""
+        if not self.uncounted:
+            self.counted_from = self.plane.scheduler_events()
+        self.uncounted[event] += 1
 
     def n(self, short: str) -> str:
         """A cluster-scoped name of this scenario."""
@@ -125,8 +161,18 @@ class Scene:
         re-list alike)."""
         self.plane.add_node(name, **options)
         self.node_names.append(name)
-        self.unseen.append(f'"Add event for node" node="{name}"')
+        self.unseen.append((f'"Add event for node" node="{name}"', 1))
         return name
+
+    def delete_nodes(self, names: list[str]) -> None:
+        """Delete Nodes and wait until the scheduler has dropped them from its cache: a Node it still
+        holds is a candidate for the next scene's pods."""
+        lines = [f'"Delete event for node" node="{name}"' for name in names]
+        log = self.plane.scheduler_log()
+        self.unseen += [(line, log.count(line) + 1) for line in lines]
+        for name in names:
+            call(self.api, "DELETE", f"/api/v1/nodes/{name}")
+        self.seen()
 
     def device_class(self, short: str, expression: str = "", **spec: Any) -> str:
         selector = f'device.driver == "{self.driver}"' + (f" && {expression}" if expression else "")
@@ -149,6 +195,7 @@ class Scene:
             {"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": name}, "spec": body},
         )
         self.made.append(f"/apis/resource.k8s.io/v1/deviceclasses/{name}")
+        self.unseen.append((f'"DeviceClass added" deviceClass="{name}"', 1))
         return name
 
     def gpus(self, node: str, count: int, **attributes: Any) -> None:
@@ -205,6 +252,7 @@ class Scene:
         created = self.post(path, body)
         if allocation is not None:
             created["status"] = {"allocation": allocation}
+            self.count(CLAIM_STATUS)
             answer = call(self.api, "PUT", f"{path}/{name}/status", created)
             assert answer.status == 200, answer.body
 
@@ -259,8 +307,13 @@ class Scene:
         return self.post(f"{root}{scope}/{plural}", obj)
 
     def set_status(self, pod: dict[str, Any], status: dict[str, Any]) -> None:
-        """Write a pod's status (as its kubelet would)."""
+        """Write a pod's status (as its kubelet would); the scheduler's Update event of the bound pod
+        is awaited before the next question."""
         path = f"/api/v1/namespaces/{pod['metadata']['namespace']}/pods/{pod['metadata']['name']}"
+        line = (
+            f'"Update event for scheduled pod" pod="{pod["metadata"]["namespace"]}/{pod["metadata"]["name"]}"'
+        )
+        self.unseen.append((line, self.plane.scheduler_log().count(line) + 1))
 
         def written() -> bool:
             current = self.get(path)
@@ -286,20 +339,16 @@ class Scene:
         *,
         keep: bool = False,
         retried: bool = False,
-        settle: bool = True,
         as_written: bool = False,
     ) -> tuple[Decision, dict[str, Any]]:
         """The scheduler's decision on ``pod`` and draguard's answer on the cluster as it was, with
         the pod as the API server stored it but for the priority and preemption policy the Priority
         admission plugin gave it (``as_written``: as the manifest has it, every admission plugin's
         additions left out, and the cluster without its system PriorityClasses). The objects
-        created just before reach the scheduler's informers a moment later: give them that moment
-        (``settle``; not needed when only the scheduler's own bindings changed the cluster since),
-        or the scheduler answers for a cluster draguard never saw. ``retried``: the first attempt
-        is expected to fail and a later one to bind, so wait for the binding."""
-        if settle:
-            time.sleep(SETTLE)
-            self.seen()
+        written just before reach the scheduler's informers a moment later: they are awaited
+        (:meth:`seen`), or the scheduler answers for a cluster draguard never saw. ``retried``: the
+        first attempt is expected to fail and a later one to bind, so wait for the binding."""
+        self.seen()
         before = self.state()
         created = self.post(f"/api/v1/namespaces/{self.ns}/pods", pod)
         decision = self.decision(pod["metadata"]["name"], bound=retried)
@@ -330,23 +379,40 @@ class Scene:
         return decision, answer
 
     def seen(self) -> None:
-        """Wait until the scheduler's informers have handled the Nodes and bound Pods written since
-        the last question (a fixed pause alone was too short on a busy machine: the scheduler once
-        answered for a node without the pod bound to it a moment before)."""
+        """Wait until the scheduler's informers have handled what was written since the last
+        question: the Nodes, bound Pods and DeviceClasses by their lines in its log, the
+        ResourceSlices and ResourceClaims by its count of their events (a fixed pause was too short
+        on a busy machine: the scheduler once answered for a node without the pod bound to it a
+        moment before). Its count is of everyone's events: one another test's write made meanwhile
+        stands in for one of ours (tests run one at a time; only the controller-manager writes
+        claims of its own, from templates, for the pods asked about)."""
+        pause = self.namespace_written + NAMESPACE_SETTLE - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
         missing = self.unseen
+        behind: dict[str, int] = {}
 
         def handled() -> bool:
-            nonlocal missing
+            nonlocal missing, behind
             log = self.plane.scheduler_log()
-            missing = [line for line in missing if line not in log]
-            return not missing
+            missing = [(line, times) for line, times in missing if log.count(line) < times]
+            counts = self.plane.scheduler_events() if self.uncounted else {}
+            behind = {
+                event: self.counted_from.get(event, 0) + n - counts.get(event, 0)
+                for event, n in self.uncounted.items()
+                if counts.get(event, 0) < self.counted_from.get(event, 0) + n
+            }
+            return not missing and not behind
 
         try:
-            wait_for("kube-scheduler to see the scenario's nodes and pods", handled, interval=0.1)
+            wait_for("kube-scheduler to see the scenario's objects", handled, interval=0.05)
         except AssertionError as err:  # name what never came, and the log's end, to tell why
             tail = "\n".join(self.plane.scheduler_log().splitlines()[-40:])
-            raise AssertionError(f"{err}: {missing} not in its log, which ends:\n{tail}") from None
+            raise AssertionError(
+                f"{err}: {missing} not in its log, {behind} events short; its log ends:\n{tail}"
+            ) from None
         self.unseen = []
+        self.uncounted.clear()
 
     def event(self, pod: str, wanted: str, timeout: float = 5.0) -> str | None:
         """``wanted`` if one of the pod's FailedScheduling events says it, else the latest one. After
@@ -469,8 +535,7 @@ class Scene:
         return answer
 
     def close(self) -> None:
-        for name in self.node_names:
-            call(self.api, "DELETE", f"/api/v1/nodes/{name}")
+        self.delete_nodes(self.node_names)
         for path in reversed(self.made):
             call(self.api, "DELETE", path)
 

@@ -78,8 +78,8 @@ def run_scenario(scene: Scene, seed: int) -> list[str]:
             scene.set_status(pod, resized_status(pod, now))
     problems = []
     reached = REACHED.setdefault(seed, set())
-    for i, pod in enumerate(scenario.pods):
-        decision, answer = scene.ask(pod, settle=i == 0)
+    for pod in scenario.pods:
+        decision, answer = scene.ask(pod)
         reached.update(what_it_reached(answer, decision))
         found = disagreement(decision, answer)
         if found is not None:

@@ -16,14 +16,13 @@ from __future__ import annotations
 import copy
 import io
 import json
-import time
 from collections import Counter
 from contextlib import redirect_stdout
 from typing import Any
 
 import yaml
 from controlplane import call, wait_for
-from realscheduler import SETTLE, Scene, generated_names_removed, pod_manifest, request
+from realscheduler import Scene, generated_names_removed, pod_manifest, request
 
 from webhook import cli
 
@@ -40,8 +39,7 @@ def in_namespace(scene: Scene, pod: dict[str, Any]) -> dict[str, Any]:
 
 def headroom(scene: Scene, pod: dict[str, Any]) -> dict[str, Any]:
     """draguard's answer for ``pod`` on the cluster as the API server has it now."""
-    time.sleep(SETTLE)  # the scheduler's informers see what was just created (see Scene.ask)
-    scene.seen()
+    scene.seen()  # the scheduler's informers have what was just written (see Scene.ask)
     path = scene.tmp / "headroom.yaml"
     path.write_text(yaml.safe_dump_all([*cluster(scene), in_namespace(scene, pod)]))
     out = io.StringIO()

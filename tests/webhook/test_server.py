@@ -809,8 +809,7 @@ async def test_probes_on_the_side_loop_answer_while_the_main_loop_is_blocked() -
 
         prober = threading.Thread(target=probe)
         prober.start()
-        time.sleep(2.0)  # the main loop is blocked: no callback of it runs
-        prober.join()
+        prober.join(5.0)  # the main loop is blocked until the probe is answered: no callback of it runs
         assert answered and answered[0] < 1.5
         await side.call(runner.cleanup())
     finally:

@@ -9,8 +9,9 @@ pins 64 more. This rule closes that gap (arithmetic in :mod:`policies.quota`):
   each consumer pod is the claim's charge. The increase must fit every unscoped quota of the
   namespace, on top of ``status.used`` and the ledger of DRA charges. Behind the webhook the charge
   is recorded in the shared ledger in the same step (optimistic concurrency, see
-  ``webhook/ledger.py``), so two replicas cannot both admit the last CPU. A deallocated or deleted
-  claim releases its charge.
+  ``webhook/ledger.py``), so two replicas cannot both admit the last CPU. A claim released by its
+  pods, deallocated or deleted releases its charge (a DELETE that finalizers only mark does not:
+  the claim still holds its devices).
 * **Pod CREATE**: the pod's claims are allocated in a dry run on every node of the snapshot; the
   smallest footprint any node gives (per quota key), plus the pod's own requests and the device
   counts upstream will charge for the claims its templates create, must fit. A pod that can never
@@ -87,7 +88,7 @@ class QuotaRule:
         if request.resource != "resourceclaims":
             return False
         if request.operation == "DELETE":
-            return self.store is not None
+            return self.store is not None and not _outlives_delete(request.old)
         return request.sub_resource == "status" and request.operation == "UPDATE"
 
     def costly(self, request: Request, ctx: Context) -> bool:
@@ -207,6 +208,17 @@ class QuotaRule:
             f"claim {claim.key} cannot be reserved for {_consumers(new)}: draguard charges the "
             f"node-allocatable resources of its devices to the namespace's quota, and {exceeded.message()}"
         ))]
+
+
+def _outlives_delete(claim: object) -> bool:
+    """Whether a DELETE only marks the claim: with finalizers the API server sets its
+    deletionTimestamp and keeps it (``staging/src/k8s.io/apiserver/pkg/registry/generic/registry/
+    store.go``, graceful deletion with pending finalizers). An allocated claim carries the
+    scheduler's ``resource.kubernetes.io/delete-protection``, so the garbage collector's DELETE of a
+    deleted pod's claim leaves it reserved for that pod, its devices held, until the resourceclaim
+    controller clears ``reservedFor``: that status write releases the charge. Releasing it at the
+    DELETE let new reservations overcommit the quota for those seconds (issue 25's soak)."""
+    return isinstance(claim, ResourceClaim) and bool(claim.metadata.finalizers)
 
 
 def _releases(request: Request) -> bool:

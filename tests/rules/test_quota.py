@@ -333,6 +333,27 @@ def test_deleting_or_deallocating_a_claim_releases_its_charge() -> None:
     assert not QuotaRule().applies(delete, context(snapshot))  # offline: nothing to release
 
 
+def test_a_delete_that_finalizers_only_mark_keeps_the_charge_until_the_reservation_is_cleared() -> None:
+    """The garbage collector deletes a deleted pod's claim while the claim is still reserved for it
+    and carries the scheduler's delete-protection finalizer: the claim stays, its devices held, until
+    the resourceclaim controller clears reservedFor. Releasing the charge at the DELETE let new
+    reservations take the same cores meanwhile (issue 25's soak: 8 cores held under a quota of 6)."""
+    taken = reserve(FREE_CORES, "b")
+    taken["metadata"]["finalizers"] = ["resource.kubernetes.io/delete-protection"]
+    store = MemoryLedgerStore(Ledger().with_charge(NS, "uid-cores", q(cpu="4", requests__cpu="4")))
+    rule = QuotaRule(store)
+    snapshot = node_cluster(taken, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "6"}))
+    delete = admission(None, operation="DELETE", old=taken)
+    assert not rule.applies(delete, context(snapshot))  # nothing to check, nothing to wait for
+    assert store.ledger.charged(NS, "uid-cores") == q(cpu="4", requests__cpu="4")
+    marked = {**taken, "metadata": {**taken["metadata"], "deletionTimestamp": "2026-11-29T04:20:50Z"}}
+    released = {**marked, "status": {**taken["status"], "reservedFor": []}}
+    assert status_update(released, marked, snapshot, rule) == []
+    assert store.ledger.usage(NS) == {}
+    gone = {**taken, "metadata": {k: v for k, v in taken["metadata"].items() if k != "finalizers"}}
+    assert rule.applies(admission(None, operation="DELETE", old=gone), context(snapshot))
+
+
 def test_a_charge_whose_answer_did_not_admit_it_is_taken_back_unless_charged_again_since() -> None:
     store = MemoryLedgerStore(Ledger().with_charge(NS, "uid-a", q(requests__cpu="2")))
     fits = lambda ledger: None  # noqa: E731

@@ -806,7 +806,7 @@ class Invariants:
                     held[key] = held.get(key, q(0)) + amount
             for key, amount in held.items():
                 if key in HARD and amount > q(HARD[key]):
-                    holders = ", ".join(sorted(truth.names[uid] for uid, c in truth.charges.items() if key in c))
+                    holders = ", ".join(sorted(truth.names[u] for u, c in truth.charges.items() if key in c))
                     self.record.violate(
                         f"quota exceeded in {namespace}: {key} held {amount} > hard {HARD[key]} by {holders}"
                     )

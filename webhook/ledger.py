@@ -26,11 +26,11 @@ Charges are keyed by claim uid, so writing one is idempotent: a write whose answ
 retried finds its own charge already there and does not add it twice. A charge whose release was
 never seen (a claim deleted while every replica was down, a write that failed after the decision)
 is healed by :meth:`ApiLedgerStore.reconcile`, which makes the ledger equal to what the snapshot
-says; entries younger than a grace period are left alone, because the snapshot may not show yet
-the reservation that an admission charged a moment ago. A release is kept the same way, as an
+says; entries the snapshot may not reflect yet (:data:`LANDING`) are left alone, because it may
+not show yet the reservation that an admission charged a moment ago. A release is kept the same way, as an
 entry with an empty charge (a tombstone, charging nothing): the claim's deletion or deallocation
 reaches the snapshot only after the webhook allowed it, and a reconcile in between (on any
-replica) would otherwise put the released charge back as "lost", for a whole grace period.
+replica) would otherwise put the released charge back as "lost".
 """
 
 from __future__ import annotations
@@ -82,8 +82,10 @@ MAX_ATTEMPTS = 40
 CONNECT_TIMEOUT = 1.0
 # Without a deadline (reconcile): how long an answer is waited for.
 READ_TIMEOUT = 1.0
-# How long a charge may be missing from the snapshot before reconcile believes the snapshot.
-GRACE = timedelta(seconds=60)
+# How long after a ledger write the claim's own write may still land in the API server (the rest of
+# the admission chain, etcd) and reach a watch: reconcile leaves entries this young, counted back
+# from the moment its snapshot was last known current, as they are.
+LANDING = timedelta(seconds=20)
 # A request to the API server is not started with less time than this before the caller's deadline.
 MIN_CALL = 0.05
 
@@ -498,18 +500,24 @@ class ApiLedgerStore:
             pending.stored = True
         return True
 
-    def reconcile(self, namespace: str, expected: Ledger) -> bool:
-        """Make the stored ledger what ``expected`` (computed from the snapshot) says: add lost
-        charges, drop released ones, fix changed ones; entries written within the grace period
-        (charges and releases' tombstones) are kept as they are, and older tombstones dropped.
-        Returns whether anything was written."""
+    def reconcile(self, namespace: str, expected: Ledger, current_as_of: datetime | None = None) -> bool:
+        """Make the stored ledger what ``expected`` (computed from a snapshot known current as of
+        ``current_as_of``, default now) says: add lost charges, drop released ones, fix changed
+        ones; entries the snapshot may not reflect yet (written less than :data:`LANDING` before
+        it was current: charges and releases' tombstones) are kept as they are, and older
+        tombstones dropped. Returns whether anything was written.
+
+        Counting from the snapshot rather than from now keeps a lagging snapshot from undoing a
+        fresh charge, and lets a charge whose release never came (its claim's status write refused
+        during a fault) go within seconds, not a fixed minute."""
         for attempt in range(self._max_attempts):
             entries, stored = self._read(namespace)
             now = self._clock()
+            settled = min(now, current_as_of or now) - LANDING
             wanted = {uid: dict(c) for uid, c in expected.namespace(namespace).items()}
             fixed: dict[str, Entry] = {}
             for uid, entry in entries.items():
-                if now - entry.at < GRACE or dict(entry.charge) == wanted.get(uid):
+                if entry.at > settled or dict(entry.charge) == wanted.get(uid):
                     fixed[uid] = entry
             for uid, charge in wanted.items():
                 fixed.setdefault(uid, Entry(MappingProxyType(charge), now))
@@ -608,8 +616,15 @@ def with_ledger(rules: Sequence[Rule], store: LedgerStore) -> tuple[Rule, ...]:
     return tuple(QuotaRule(store) if isinstance(rule, QuotaRule) else rule for rule in rules)
 
 
-def reconcile_all(store: ApiLedgerStore, snapshot: Snapshot) -> list[str]:
-    """Reconcile every namespace that has a folded quota with the snapshot; the namespaces whose
-    ledger was corrected. Run it periodically on a fresh snapshot (any replica; writes are CAS)."""
-    return [ns for ns in quota_namespaces(snapshot) if store.reconcile(ns, snapshot_ledger(snapshot, ns))]
+def reconcile_all(
+    store: ApiLedgerStore, snapshot: Snapshot, current_as_of: datetime | None = None
+) -> list[str]:
+    """Reconcile every namespace that has a folded quota with the snapshot (known current as of
+    ``current_as_of``); the namespaces whose ledger was corrected. Run it periodically on a fresh
+    snapshot (any replica; writes are CAS)."""
+    return [
+        ns
+        for ns in quota_namespaces(snapshot)
+        if store.reconcile(ns, snapshot_ledger(snapshot, ns), current_as_of)
+    ]
 

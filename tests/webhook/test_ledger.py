@@ -178,11 +178,23 @@ def test_reconcile_from_a_snapshot_behind_a_release_does_not_put_the_charge_back
     store.charge(NS, "uid-1", cpu("1"), lambda ledger: None)
     store.charge(NS, "uid-1", {}, lambda ledger: None)
     stale = Ledger.of(NS, {"uid-1": cpu("1")})
-    assert not real.store_for(now=T0 + timedelta(seconds=30)).reconcile(NS, stale)
+    assert not real.store_for(now=T0 + timedelta(seconds=10)).reconcile(NS, stale)
     assert store.current(NS) == Ledger.of(NS, {})
     later = real.store_for(now=T0 + timedelta(minutes=2))
     assert later.reconcile(NS, Ledger())
     assert real.stored().get("data", {}) == {}  # the API server drops an empty data map
+
+
+def test_reconcile_counts_the_landing_time_from_when_its_snapshot_was_current(real: Real) -> None:
+    """A charge whose release never came (the claim's status write refused during a fault) goes
+    once the snapshot, current after the charge had time to land, no longer shows it; a snapshot
+    that was last current before that (a lagging watch) leaves it alone however late it is judged."""
+    real.store_for().charge(NS, "uid-1", cpu("1"), lambda ledger: None)
+    later = real.store_for(now=T0 + timedelta(seconds=40))
+    assert not later.reconcile(NS, Ledger(), current_as_of=T0 + timedelta(seconds=15))
+    assert later.current(NS).usage(NS) == cpu("1")
+    assert later.reconcile(NS, Ledger(), current_as_of=T0 + timedelta(seconds=25))
+    assert later.current(NS).usage(NS) == {}
 
 
 def test_reconcile_restores_lost_charges_and_fixes_changed_ones(real: Real) -> None:
@@ -243,7 +255,7 @@ def test_delayed_write_times_out_lands_later_and_reconcile_heals_it(apiserver: F
     assert store.current(NS).usage(NS) == cpu("2")  # the write landed after the client gave up
     # The claim was never reserved (the request was answered per the failure policy): the snapshot
     # does not have it. Within the grace period reconcile keeps it, afterwards it is removed.
-    assert not faulty_store(apiserver, now=T0 + timedelta(seconds=30)).reconcile(NS, Ledger())
+    assert not faulty_store(apiserver, now=T0 + timedelta(seconds=10)).reconcile(NS, Ledger())
     assert faulty_store(apiserver, now=T0 + timedelta(minutes=2)).reconcile(NS, Ledger())
     assert store.current(NS).usage(NS) == {}
 

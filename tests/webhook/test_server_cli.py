@@ -236,7 +236,7 @@ async def test_the_quota_ledger_is_reconciled_at_the_configured_interval_on_fres
 ) -> None:
     judged: list[object] = []
 
-    def reconcile(store: object, snapshot: object) -> list[str]:
+    def reconcile(store: object, snapshot: object, current_as_of: object) -> list[str]:
         judged.append(snapshot)
         if len(judged) == 1:
             raise LedgerUnavailable("the API server did not answer")
@@ -247,7 +247,7 @@ async def test_the_quota_ledger_is_reconciled_at_the_configured_interval_on_fres
     snapshot = object()
     admission = SimpleNamespace(
         config=Config.model_validate({"rules": {"quota": {"reconcileSeconds": 0.05}}}),
-        state=SimpleNamespace(synced=True, snapshot=snapshot),
+        state=SimpleNamespace(synced=True, snapshot=snapshot, age=lambda: 0.0),
         context=lambda: SimpleNamespace(snapshot_fresh=fresh[0]),
         executor=ThreadPoolExecutor(max_workers=1),
     )

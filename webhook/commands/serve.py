@@ -324,9 +324,11 @@ async def _reconcile_ledger(admission: Admission, store: ApiLedgerStore) -> None
         await asyncio.sleep(admission.config.rules.quota.reconcile_seconds)
         if not admission.state.synced or not admission.context().snapshot_fresh:
             continue
+        # When the snapshot was last known current: measured before it is taken, so never later.
+        current_as_of = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=admission.state.age())
         try:
             fixed = await loop.run_in_executor(
-                admission.executor, reconcile_all, store, admission.state.snapshot
+                admission.executor, reconcile_all, store, admission.state.snapshot, current_as_of
             )
         except LedgerUnavailable as err:
             log.warning("quota ledger reconcile failed: %s", err)

@@ -197,7 +197,7 @@ class QuotaRule:
             try:
                 exceeded = self.store.charge(namespace, uid, charge, problem, ctx.deadline, ctx.answer)
             except LedgerUnavailable:
-                if charge:
+                if charge and not _releases(request):
                     raise
                 return []  # a release cannot overcommit: the next reconcile drops the charge
         else:
@@ -222,16 +222,25 @@ def _outlives_delete(claim: object) -> bool:
 
 
 def _releases(request: Request) -> bool:
-    """Whether the request can only take a charge away (the claim deleted, deallocated or used by no
-    pod): such a request is never refused for want of a ledger or a fresh snapshot, because it
-    cannot overcommit anything; reconcile catches up with it."""
+    """Whether the request can only take a charge away (the claim deleted, deallocated, used by no
+    pod, or by fewer of the pods it was reserved for with the same allocation, as the resourceclaim
+    controller writes when one of a shared claim's pods is gone): such a request is never refused
+    for want of a ledger or a fresh snapshot, because it cannot overcommit anything; reconcile
+    catches up with it."""
     claim = request.obj
     if request.operation == "DELETE":
         return True
     if not isinstance(claim, ResourceClaim):
         return False
     status = claim.status
-    return status is None or status.allocation is None or not status.reserved_for
+    if status is None or status.allocation is None or not status.reserved_for:
+        return True
+    before = request.old.status if isinstance(request.old, ResourceClaim) else None
+    return (
+        before is not None
+        and before.allocation == status.allocation
+        and {r.uid for r in status.reserved_for} <= {r.uid for r in before.reserved_for or ()}
+    )
 
 
 def _consumers(claim: ResourceClaim) -> str:

@@ -389,11 +389,16 @@ def test_releases_pass_without_a_ledger_or_a_fresh_snapshot_and_charges_fail_clo
     for release in (delete, deallocate):
         for fresh in (True, False):
             assert rule.check(release, context(snapshot, fresh=fresh)) == []
+    both = reserve(FREE_CORES, "b", "c")
+    one_gone = admission(taken, operation="UPDATE", old=both, sub_resource="status")
+    assert rule.check(one_gone, context(snapshot, fresh=False)) == []
     reservation = admission(taken, operation="UPDATE", old=FREE_CORES, sub_resource="status")
-    with pytest.raises(RuleUnavailable, match="ledger is unavailable"):
-        rule.check(reservation, context(snapshot))
-    with pytest.raises(RuleUnavailable, match="snapshot is stale"):
-        rule.check(reservation, context(snapshot, fresh=False))
+    one_more = admission(both, operation="UPDATE", old=taken, sub_resource="status")
+    for charged in (reservation, one_more):
+        with pytest.raises(RuleUnavailable, match="ledger is unavailable"):
+            rule.check(charged, context(snapshot))
+        with pytest.raises(RuleUnavailable, match="snapshot is stale"):
+            rule.check(charged, context(snapshot, fresh=False))
 
 
 # --- the rule on Pod CREATE --------------------------------------------------------------------------

@@ -33,6 +33,11 @@ if TYPE_CHECKING:
 POOL_SIZE = 24
 CONNECT_TIMEOUT = 10.0
 LIST_READ_TIMEOUT = 60.0
+# How long a watch's response headers may take: the API server starts a watch at once (or within
+# the few seconds it may wait for its cache to catch up). A request left hanging (a connection cut
+# half-way through a load balancer) would otherwise wait the stream's read timeout, minutes, with
+# the state going stale; the issue 25 soak saw a replica's snapshot 120 s old after watches were cut.
+WATCH_START_TIMEOUT = 15.0
 
 
 class KubeError(Exception):
@@ -368,7 +373,8 @@ class KubeReader:
         """Changes after ``resource_version``, with bookmarks; the server ends it after ``timeout_seconds``.
 
         A read that waits longer than ``read_timeout`` for a line (the API server sends a bookmark
-        about every minute) ends the stream with :class:`KubeError`, so a dead connection is noticed.
+        about every minute) ends the stream with :class:`KubeError`, so a dead connection is noticed;
+        so does a response that has not started within :data:`WATCH_START_TIMEOUT`.
         """
         query = {
             "watch": "true",
@@ -376,7 +382,18 @@ class KubeReader:
             "allowWatchBookmarks": "true",
             "timeoutSeconds": str(timeout_seconds),
         }
-        return WatchStream(self._get(resource.path, query, read_timeout))
+        response = self._get(resource.path, query, WATCH_START_TIMEOUT)
+        _reading_waits(response, read_timeout)
+        return WatchStream(response)
+
+
+def _reading_waits(response: urllib3.BaseHTTPResponse, seconds: float) -> None:
+    """Let reads of the open stream wait ``seconds``: urllib3 set the socket's timeout to the one
+    the request's headers were waited for, and the body is read from the same socket."""
+    connection = getattr(response, "connection", None)
+    sock = getattr(connection, "sock", None)
+    if sock is not None:
+        sock.settimeout(seconds)
 
 
 def status_error(status: dict[str, Any]) -> KubeError:

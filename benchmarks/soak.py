@@ -1174,27 +1174,35 @@ class Faults:
         plane.stop_apiserver()
         self.draguard.start_replica(1)
         time.sleep(DOWN_SECONDS)  # the fault: a replica starting into an API server that is down
-        exited = not self.draguard.replica[1].running
         with self._readiness_watched() as failing:
             plane.start_apiserver()
         name = self.draguard.replica[1].name
-        if exited:
-            self._restart_as_the_kubelet_would(1)
+        restarts = self._restart_as_the_kubelet_would(1)
         return (
             f"{name} restarted while kube-apiserver was down for {DOWN_SECONDS:.0f} s "
             f"(readiness: {', '.join(failing) or 'ok'})"
-            + (f"; it exited and was started again {KUBELET_BACKOFF:.0f} s later" if exited else "")
+            + (f"; it exited and was started again {restarts} time(s), after back-offs" if restarts else "")
         )
 
-    def _restart_as_the_kubelet_would(self, i: int) -> None:
-        """The replicas run with a kubeconfig (there is no pod here for ``--in-cluster``), and
+    def _restart_as_the_kubelet_would(self, i: int) -> int:
+        """Until replica ``i`` is ready (at most RECOVERY seconds), start it again whenever it has
+        exited, after the kubelet's crash back-off (10 s, doubling); how many times it took.
+
+        The replicas run with a kubeconfig (there is no pod here for ``--in-cluster``), and
         ``serve --kubeconfig`` exits 2 when the API server does not answer at start, by design (a
         wrong address is one line, not a server that never gets ready). The chart's ``--in-cluster``
-        retries instead. Either way the Deployment's pod comes back: the kubelet restarts an exited
-        container after its first crash back-off, and the fault's recovery (ready and fresh within
-        30 s) judges the outcome."""
-        time.sleep(KUBELET_BACKOFF)
-        self.draguard.start_replica(i)
+        retries instead. Either way the Deployment's pod comes back, and the fault's recovery (ready
+        and fresh within 30 s) judges the outcome."""
+        replica, delay, restarts = self.draguard.replica[i], KUBELET_BACKOFF, 0
+        deadline = time.monotonic() + RECOVERY
+        while time.monotonic() < deadline and not (replica.running and self.invariants.replica_state(i)[0]):
+            if replica.running:
+                time.sleep(0.5)
+                continue
+            time.sleep(delay)
+            self.draguard.start_replica(i)
+            delay, restarts = 2 * delay, restarts + 1
+        return restarts
 
 
 # --- the run ----------------------------------------------------------------------------------------

@@ -172,6 +172,24 @@ class Ledger:
     def charged(self, namespace: str, uid: str) -> Charge:
         return self.namespace(namespace).get(uid, MappingProxyType({}))
 
+    def usage_beside(self, namespace: str, shown: Ledger, own: str) -> dict[str, Quantity]:
+        """The namespace's usage with every claim but ``own`` counted at the larger of its charge
+        here and in ``shown``, what the snapshot shows the claims hold.
+
+        The ledger records a release when the webhook admits it, before the API server stores it;
+        a release the API server then fails to store (it restarted mid-request, another webhook
+        denied it) left the claim reserved and its charge gone, and new reservations overcommitted
+        the quota until reconcile (issue 25's soak, around a kube-apiserver restart). The snapshot
+        shows only what was stored, so the larger of the two never counts less than the truth once
+        either has seen it; a fresh charge the snapshot has not seen yet is the ledger's."""
+        mine, theirs = self.namespace(namespace), shown.namespace(namespace)
+        return add_lists(
+            *(
+                mine.get(uid) or {} if uid == own else _upper(mine.get(uid), theirs.get(uid))
+                for uid in mine.keys() | theirs.keys()
+            )
+        )
+
     def with_charge(self, namespace: str, uid: str, charge: Charge) -> Ledger:
         """The ledger with the claim's charge replaced (removed when empty)."""
         entries = dict(self.namespace(namespace))
@@ -204,6 +222,13 @@ class Ledger:
             if charge and uid:
                 charges.setdefault(claim.namespace, {})[uid] = MappingProxyType(charge)
         return cls(MappingProxyType({ns: MappingProxyType(c) for ns, c in charges.items()}))
+
+
+def _upper(a: Charge | None, b: Charge | None) -> Charge:
+    """The per-key maximum of two charges (a missing key counts as 0)."""
+    if not a or not b:
+        return a or b or {}
+    return {k: a[k] if k not in b or (k in a and a[k].cmp(b[k]) >= 0) else b[k] for k in a.keys() | b.keys()}
 
 
 # --- the check ------------------------------------------------------------------------------------
@@ -364,4 +389,3 @@ class MemoryLedgerStore:
             now = self.ledger.charged(namespace, uid)
             if now is written or not (now or written):
                 self.ledger = self.ledger.with_charge(namespace, uid, before)
-

@@ -187,10 +187,13 @@ class QuotaRule:
         if not quotas:
             return []  # nothing to enforce; reconcile fills the ledger if a quota comes later
         namespace, uid = claim.namespace, claim.metadata.uid
+        shown = snapshot_ledger(snapshot, namespace)
 
         def problem(ledger: Ledger) -> Exceeded | None:
             requested = difference(charge, ledger.charged(namespace, uid))
-            return first_exceeded(quotas, requested, ledger.usage(namespace)) if requested else None
+            if not requested:
+                return None
+            return first_exceeded(quotas, requested, ledger.usage_beside(namespace, shown, uid))
 
         if self.store is not None and not request.dry_run:
             ctx.waiting_on_api()  # the rest is the ledger's read and write

@@ -311,6 +311,29 @@ def test_with_a_store_the_charge_is_checked_against_and_recorded_in_the_shared_l
     )
 
 
+def test_a_release_the_api_server_never_stored_counts_while_the_snapshot_shows_it_reserved() -> None:
+    """The ledger took the release of uid-cores when the webhook admitted it, but the API server
+    restarted before storing it: the claim is still reserved for b, holding 4 CPUs. Counting the
+    ledger alone left room for 4 more (issue 25's soak overcommitted a quota of 6 so)."""
+    other = claim(
+        "more",
+        request("cores", "cpu", capacity="4"),
+        devices=("cpu/socket0",),
+        consumed={"cpu.example.com/cpu": "4"},
+    )
+    pod_c = pod("c", container("main", "c"), claims={"c": "more"})
+    still_reserved = reserve(FREE_CORES, "b")
+    snapshot = node_cluster(
+        still_reserved, other, POD_B, pod_c, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "4"})
+    )
+    store = MemoryLedgerStore(Ledger().with_charge(NS, "uid-elsewhere", q(requests__cpu="4")))
+    found = status_update(reserve(other, "c"), other, snapshot, QuotaRule(store))
+    assert found and found[0].endswith(
+        "requested: requests.cpu=4, used: requests.cpu=12, limited: requests.cpu=12"
+    )
+    assert store.ledger.charged(NS, "uid-more") == {}
+
+
 def test_dry_run_requests_are_checked_but_never_charged() -> None:
     snapshot = node_cluster(FREE_CORES, POD_B, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "6"}))
     store = MemoryLedgerStore()

@@ -765,7 +765,8 @@ class Invariants:
                 memory = sum(self.cluster.devices.get(d, ("", 0, 0))[2] for d in allocated(status))
                 cpu, mem = q(cores * pods_using), q(memory * pods_using)
                 truth.charges[uid] = {"cpu": cpu, "requests.cpu": cpu, "memory": mem, "requests.memory": mem}
-                truth.names[uid] = f"{metadata['name']} (reserved for {', '.join(consumers(status))})"
+                users = ", ".join(consumers(status))
+                truth.names[uid] = f"{metadata['name']} (reserved for {users}{deleting})"
         return found
 
     def ledgers(self) -> dict[str, dict[str, dict[str, Quantity]]]:

@@ -1010,12 +1010,17 @@ class Faults:
 
     def _apiserver_late(self) -> bool:
         """kube-apiserver did not get ready within the control plane's 120 s (on this shared machine
-        its post-start hooks starve while every client comes back at once): not draguard's doing,
-        said in the fault's line; the soak goes on if it gets ready within RESTART_LIMIT more."""
+        its post-start hooks starve while every client comes back at once), or exited (a hook that
+        times out ends the process): not draguard's doing, said in the fault's line. It is started
+        again whenever it has exited, as the kubelet restarts its static pod, and the soak goes on if
+        it gets ready within RESTART_LIMIT more."""
         plane = self.cluster.plane
         context = plane.ssl_context()
         deadline = time.monotonic() + RESTART_LIMIT
         while time.monotonic() < deadline:
+            if not plane.apiserver_running():
+                with contextlib.suppress(ControlPlaneError):
+                    plane.start_apiserver()
             with contextlib.suppress(OSError):
                 if https_get(plane.port, "/readyz", context) == (200, "ok"):
                     return True

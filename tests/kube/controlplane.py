@@ -229,6 +229,12 @@ class ControlPlane:
         brings it back on the same port. Between the two, clients see connections refused."""
         self._components.pop("kube-apiserver").stop(grace=2.0)
 
+    def apiserver_running(self) -> bool:
+        """Whether the kube-apiserver process is there: it exits by itself when a post-start hook
+        times out (``rbac/bootstrap-roles`` on a starved machine), as its kubelet then restarts it."""
+        component = self._components.get("kube-apiserver")
+        return component is not None and component.process.poll() is None
+
     def start_apiserver(self) -> None:
         """Start kube-apiserver again after :meth:`stop_apiserver` (on the calling thread: see
         :meth:`restart_apiserver`) and wait until it is ready."""

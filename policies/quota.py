@@ -213,15 +213,49 @@ class Ledger:
         claims: Iterable[ResourceClaim],
         devices: Mapping[DeviceKey, Device],
         pods: Mapping[Key, PodInfo],
+        memo: ChargeMemo | None = None,
     ) -> Ledger:
         """The charges as they should be: every allocated claim's charge from its reservedFor."""
+        charged = memo.charge if memo is not None else claim_charge
         charges: dict[str, dict[str, Charge]] = {}
         for claim in claims:
             uid = claim.metadata.uid
-            charge = claim_charge(claim, devices, pods)
+            charge = charged(claim, devices, pods)
             if charge and uid:
                 charges.setdefault(claim.namespace, {})[uid] = MappingProxyType(charge)
         return cls(MappingProxyType({ns: MappingProxyType(c) for ns, c in charges.items()}))
+
+
+class ChargeMemo:
+    """Claims' charges kept by the objects they were worked out from: the claim, its reserved pods'
+    records and the device index, all immutable and shared by successive snapshots. A claim's
+    charge costs a third of a millisecond (footprints in exact quantities), and the quota rule
+    needs every reserved claim's of a namespace on each check: 65 ms for 200 claims, each time.
+    Forgotten whole when the device index changes, or when it holds too many claims."""
+
+    LIMIT = 100_000
+
+    def __init__(self) -> None:
+        self._devices: object = None
+        self._known: dict[int, tuple[ResourceClaim, tuple[PodInfo | None, ...], dict[str, Quantity]]] = {}
+
+    def charge(
+        self, claim: ResourceClaim, devices: Mapping[DeviceKey, Device], pods: Mapping[Key, PodInfo]
+    ) -> dict[str, Quantity]:
+        if devices is not self._devices or len(self._known) > self.LIMIT:
+            self._known, self._devices = {}, devices
+        refs = claim.status.reserved_for if claim.status is not None else None
+        users = tuple(pods.get((claim.namespace, r.name)) for r in refs or ())
+        known = self._known.get(id(claim))
+        if known is not None and known[0] is claim and _same(known[1], users):
+            return known[2]
+        charge = claim_charge(claim, devices, pods)
+        self._known[id(claim)] = (claim, users, charge)
+        return charge
+
+
+def _same(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
 def _upper(a: Charge | None, b: Charge | None) -> Charge:
@@ -312,17 +346,19 @@ def quota_namespaces(snapshot: Snapshot) -> list[str]:
     return sorted({q.namespace for q in snapshot.quotas if folded(q)})
 
 
-def snapshot_ledger(snapshot: Snapshot, namespace: str | None = None) -> Ledger:
+def snapshot_ledger(
+    snapshot: Snapshot, namespace: str | None = None, memo: ChargeMemo | None = None
+) -> Ledger:
     """The DRA charges as the snapshot shows them, of one namespace or of all: the ledger offline,
     the prediction base on pod create, what the shared ledger is reconciled to, and the seed of
     the in-memory one (``serve --state``)."""
     if not snapshot.devices.yield_node_resources:
         return Ledger()  # every charge is a footprint of node-allocatable resources: none here
     if namespace is None:
-        return Ledger.compute(snapshot.allocated_claims(), snapshot.devices, snapshot.pods)
+        return Ledger.compute(snapshot.allocated_claims(), snapshot.devices, snapshot.pods, memo)
     claims = snapshot.claims.namespace(namespace).values()
     allocated = (c for c in claims if c.status is not None and c.status.allocation is not None)
-    return Ledger.compute(allocated, snapshot.devices, snapshot.pods)
+    return Ledger.compute(allocated, snapshot.devices, snapshot.pods, memo)
 
 
 class LedgerUnavailable(Exception):

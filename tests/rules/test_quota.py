@@ -29,9 +29,11 @@ from policies.api.quantity import Quantity
 from policies.api.resource import DeviceClass, ResourceClaim
 from policies.footprint import ClaimFootprint, ClaimUse
 from policies.quota import (
+    ChargeMemo,
     Ledger,
     LedgerUnavailable,
     MemoryLedgerStore,
+    claim_charge,
     claim_object_usage,
     dra_charge,
     first_exceeded,
@@ -332,6 +334,21 @@ def test_a_release_the_api_server_never_stored_counts_while_the_snapshot_shows_i
         "requested: requests.cpu=4, used: requests.cpu=12, limited: requests.cpu=12"
     )
     assert store.ledger.charged(NS, "uid-more") == {}
+
+
+def test_a_remembered_charge_is_worked_out_again_when_a_reserved_pod_changes() -> None:
+    """The quota rule remembers claims' charges across snapshots (:class:`ChargeMemo`); a pod whose
+    record changed (pod-level requests that absorb the claim's CPUs) must not get the old charge."""
+    first = node_cluster(reserve(FREE_CORES, "b"), POD_B)
+    taken = first.claims[(NS, "cores")]
+    absorbing = pod(
+        "b", container("main", "c", cpu="1"), claims={"c": "cores"}, resources={"requests": {"cpu": "8"}}
+    )
+    second = node_cluster(taken, absorbing)
+    memo, devices = ChargeMemo(), first.devices
+    for snapshot in (first, second, first):
+        assert memo.charge(taken, devices, snapshot.pods) == claim_charge(taken, devices, snapshot.pods)
+    assert memo.charge(taken, devices, first.pods) != memo.charge(taken, devices, second.pods)
 
 
 def test_dry_run_requests_are_checked_but_never_charged() -> None:

@@ -158,6 +158,9 @@ class SharingPolicyRule(ConfigModel):
 
 
 class SharingConfig(RuleConfig):
+    # Fail: a check that cannot decide must not let a second pod onto a device that forbids it (the
+    # soak did so on a stale snapshot); a denied reservation is retried by the scheduler.
+    failure_policy: FailurePolicy = "Fail"
     # First matching entry wins; a device attribute draguard.io/sharingPolicy wins over all of them.
     policies: tuple[SharingPolicyRule, ...] = ()
 

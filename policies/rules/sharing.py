@@ -47,6 +47,7 @@ from policies.snapshot import Snapshot
 ATTRIBUTE = "draguard.io/sharingPolicy"
 # Strictest first: a claim takes the first of these that any of its devices has.
 STRICTNESS = ("None", "SamePod", "MultiPod")
+STALE = "the cluster snapshot is stale: the claims' devices and users are unknown"
 # The fix a message gives when a second pod wants the claim.
 OWN_CLAIM = "give each pod a claim of its own (spec.resourceClaims[].resourceClaimTemplateName does)"
 # Why each default applies, for messages.
@@ -130,6 +131,19 @@ def claim_policy(
     return min(found, key=lambda p: STRICTNESS.index(p.policy), default=None)
 
 
+def _unknown_devices(claim: ResourceClaim, devices: Mapping[DeviceKey, Device]) -> list[str]:
+    """The claim's allocated devices (admin access aside) that ``devices`` does not hold: a device
+    the snapshot has not seen has no known policy, and taking it as unrestricted let a second pod
+    onto a SamePod claim (issue 25's soak)."""
+    allocation = claim.status.allocation if claim.status is not None else None
+    results = (allocation.devices.results or []) if allocation is not None and allocation.devices else []
+    return [
+        f"{r.driver}/{r.pool}/{r.device}"
+        for r in results
+        if not r.admin_access and (r.driver, r.pool, r.device) not in devices
+    ]
+
+
 def _consumer(ref: ResourceClaimConsumerReference, namespace: str) -> str:
     kind = "pod" if ref.resource == "pods" and not ref.api_group else ref.resource
     return f"{kind} {namespace}/{ref.name}"
@@ -184,13 +198,15 @@ class SharingRule:
         return False  # reads the pod's own claims and their devices
 
     def check(self, request: Request, ctx: Context) -> Sequence[Finding]:
-        if not ctx.snapshot_fresh:
-            raise RuleUnavailable("the cluster snapshot is stale: the claims' devices and users are unknown")
         devices = ctx.snapshot.devices
         entries = ctx.config.rules.sharing.policies
         if isinstance(request.obj, Pod):
+            if not ctx.snapshot_fresh:
+                raise RuleUnavailable(STALE)
             problems = _pod_problems(request.obj, ctx.snapshot, devices, entries)
         else:
+            # The update carries the claim's users before and after: only its devices' policies
+            # come from the snapshot, which may be stale as long as it holds them.
             assert isinstance(request.obj, ResourceClaim)
             old = request.old if isinstance(request.old, ResourceClaim) else None
             problems = _reservation_problems(request.obj, old, ctx.snapshot, devices, entries)
@@ -235,6 +251,12 @@ def _reservation_problems(
     added = [r for r in reserved if r.uid not in before]
     if not added:
         return []
+    unknown = _unknown_devices(claim, devices)
+    if unknown:
+        raise RuleUnavailable(
+            f"the cluster snapshot does not hold device {a_few(unknown)} of claim {claim.key}: its sharing "
+            "policy is unknown"
+        )
     policy = claim_policy(claim, devices, entries)
     if policy is None or policy.policy == "MultiPod":
         return []
@@ -248,6 +270,11 @@ def _reservation_problems(
     problems = []
     for ref in added:
         pod = snapshot.pods.get((claim.namespace, ref.name)) if ref.resource == "pods" else None
+        if pod is None and ref.resource == "pods" and policy.policy == "None":
+            raise RuleUnavailable(
+                f"the cluster snapshot does not hold pod {claim.namespace}/{ref.name}: which of its "
+                f"containers use claim {claim.key} is unknown"
+            )
         problem = _containers_problem(pod.key, pod.shape, pod.claims, claim, policy) if pod else None
         if problem:
             problems.append(problem)

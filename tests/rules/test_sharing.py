@@ -215,6 +215,30 @@ def test_stale_snapshot_is_unavailable() -> None:
         SharingRule().check(req, context(node_cluster(CORES), fresh=False))
 
 
+def test_a_reservation_is_judged_on_a_stale_snapshot_that_holds_its_devices() -> None:
+    """The update carries the claim's users before and after: a stale snapshot still knows the
+    device's policy, and the second pod is denied (issue 25's soak let one on, "could not check")."""
+    req = admission(reserve(CORES, "b"), operation="UPDATE", old=CORES, sub_resource="status")
+    found = SharingRule().check(req, context(node_cluster(CORES), fresh=False))
+    assert [f.action for f in found] == ["deny"]
+    assert "would be shared by pod team-a/a, pod team-a/b" in found[0].message
+
+
+def test_a_reservation_whose_device_or_none_pod_the_snapshot_lacks_is_denied_by_default() -> None:
+    """Unknown is not unrestricted: the rule cannot decide, and its default failurePolicy is Fail."""
+    gone = claim("cores", request("cores", "cpu"), devices=("cpu/socket9",), reserved=("a",))
+    lacking_device = admission(reserve(gone, "b"), operation="UPDATE", old=gone, sub_resource="status")
+    lacking_pod = admission(reserve(PINNED, "b"), operation="UPDATE", old=PINNED, sub_resource="status")
+    for req, snapshot, missing in (
+        (lacking_device, node_cluster(gone), "device cpu.example.com/node-1/socket9"),
+        (lacking_pod, node_cluster(PINNED), "pod team-a/b"),
+    ):
+        with pytest.raises(RuleUnavailable, match=missing):
+            SharingRule().check(req, context(snapshot))
+        decision = decide(req, RULES, context(snapshot))
+        assert not decision.allowed and "could not check rule sharing" in decision.message
+
+
 def test_registered_and_warn_mode_turns_the_denial_into_a_warning() -> None:
     assert any(isinstance(r, SharingRule) for r in RULES)
     req = admission(second_pod("cores"))

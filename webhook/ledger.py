@@ -80,8 +80,10 @@ MANAGED_BY = {"app.kubernetes.io/managed-by": "draguard"}
 # answered per the rule's failure policy rather than spinning past the webhook deadline (4 s).
 MAX_ATTEMPTS = 40
 CONNECT_TIMEOUT = 1.0
-# Without a deadline (reconcile): how long an answer is waited for.
-READ_TIMEOUT = 1.0
+# Without a deadline (reconcile, taking a charge back): how long an answer is waited for. Nobody
+# waits on these; at 1 s an API server slowed by load (the soak, load 15) timed out every
+# reconcile, and phantom charges outlived their bound.
+READ_TIMEOUT = 5.0
 # How long after a ledger write the claim's own write may still land in the API server (the rest of
 # the admission chain, etcd) and reach a watch: reconcile leaves entries this young, counted back
 # from the moment its snapshot was last known current, as they are.

@@ -771,7 +771,7 @@ class Invariants:
 
     def ledgers(self) -> dict[str, dict[str, dict[str, Quantity]]]:
         """Every namespace's ledger ConfigMap, in one list: namespace -> claim uid -> charge (empty
-        entries, releases kept for the grace period, left out)."""
+        entries, releases kept until the snapshots can show them, left out)."""
         path = f"/api/v1/configmaps?fieldSelector=metadata.name%3D{LEDGER_NAME}"
         listed = call(self.api, "GET", path, timeout=20)
         if listed.status != 200:

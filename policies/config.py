@@ -170,8 +170,8 @@ class QuotaConfig(RuleConfig):
     # quota unseen; a denied reservation is retried by the scheduler.
     failure_policy: FailurePolicy = "Fail"
     # How often the webhook heals the shared ledger from the snapshot: a charge whose release it
-    # never saw (a claim deleted while no replica answered) holds quota until then. Charges younger
-    # than the ledger's grace period (60 s, webhook/ledger.py) are left alone whatever the interval.
+    # never saw (a claim deleted while no replica answered) holds quota until then. Charges written
+    # less than 20 s before the snapshot was last current (webhook/ledger.py LANDING) are left alone.
     reconcile_seconds: float = Field(default=120.0, gt=0)
 
 

@@ -125,9 +125,9 @@ def test_deleting_reserved_claims_releases_their_charge(cluster: Cluster) -> Non
 
 
 def backdate(plane: ControlPlane, uid: str, charge: dict[str, str]) -> None:
-    """Write one ledger entry as if made two minutes ago: reconcile leaves entries younger than its
-    grace period (60 s, for reservations the snapshot does not show yet) alone, and the test must
-    not wait that long."""
+    """Write one ledger entry as if made two minutes ago: reconcile leaves entries written less than
+    20 s before its snapshot was current (reservations the snapshot may not show yet) alone, and
+    the test must not wait that long."""
     api = plane.client()
     path = f"/api/v1/namespaces/{NS}/configmaps/{LEDGER}"
     at = (dt.datetime.now(dt.UTC) - dt.timedelta(minutes=2)).strftime("%Y-%m-%dT%H:%M:%SZ")

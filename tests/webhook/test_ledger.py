@@ -172,7 +172,7 @@ def test_reconcile_from_a_snapshot_behind_a_release_does_not_put_the_charge_back
     real: Real,
 ) -> None:
     """The webhook releases a claim's charge before the API server deletes the claim, so a replica's
-    snapshot can still show it reserved a moment later: within the grace period the release stands,
+    snapshot can still show it reserved a moment later: within the landing time the release stands,
     after it the tombstone goes (and a claim that really is still reserved is charged again)."""
     store = real.store_for()
     store.charge(NS, "uid-1", cpu("1"), lambda ledger: None)
@@ -254,7 +254,7 @@ def test_delayed_write_times_out_lands_later_and_reconcile_heals_it(apiserver: F
         time.sleep(0.02)
     assert store.current(NS).usage(NS) == cpu("2")  # the write landed after the client gave up
     # The claim was never reserved (the request was answered per the failure policy): the snapshot
-    # does not have it. Within the grace period reconcile keeps it, afterwards it is removed.
+    # does not have it. Within the landing time reconcile keeps it, afterwards it is removed.
     assert not faulty_store(apiserver, now=T0 + timedelta(seconds=10)).reconcile(NS, Ledger())
     assert faulty_store(apiserver, now=T0 + timedelta(minutes=2)).reconcile(NS, Ledger())
     assert store.current(NS).usage(NS) == {}

@@ -53,7 +53,7 @@ def _device_result(pick: Pick, features: Features) -> DeviceRequestAllocationRes
     plain = (
         rd.raw_tolerations is None
         and pick.share_id is None
-        and not pick.consumed
+        and pick.consumption is None
         and device.binding_conditions is None
         and device.binding_failure_conditions is None
     )
@@ -86,8 +86,9 @@ def _new_device_result(pick: Pick, features: Features) -> DeviceRequestAllocatio
             fields["binding_failure_conditions"] = list(device.binding_failure_conditions)
     if pick.share_id is not None:
         fields["share_id"] = pick.share_id
-    if pick.consumed:
-        fields["consumed_capacity"] = pick.consumed
+    consumed = pick.consumed
+    if consumed:
+        fields["consumed_capacity"] = consumed
     return DeviceRequestAllocationResult(**fields)
 
 

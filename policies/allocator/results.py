@@ -136,6 +136,8 @@ def _node_selector(data: ClaimData, node_name: str) -> NodeSelector | None:
     builder = ResultSelectorBuilder(node_name)
     try:
         for pick in data.picks:
+            if builder.pinned:
+                break  # a pinned result stays pinned, whatever the other devices say
             device, info = pick.device, pick.device.slice
             if info.per_device:
                 builder.add(

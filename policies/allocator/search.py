@@ -646,8 +646,8 @@ class Search:
         if aggregated is None and in_flight is None:
             if rd.capacity_requests is None and device.plain_capacity:
                 return True
-            return self._consumption(rd, device).fits_alone
-        return self._consumption(rd, device).fits(aggregated, in_flight)
+            return device.consumption(rd.capacity_key, rd.capacity_requests).fits_alone
+        return device.consumption(rd.capacity_key, rd.capacity_requests).fits(aggregated, in_flight)
 
     def _allocate_device(self, c: int, rd: RequestData, device: DeviceInfo) -> Pick | None:
         """Upstream allocateDevice for a device of an All-mode request: every check, then the pick.
@@ -694,8 +694,10 @@ class Search:
                 holders.add(c)
         pick = Pick(rd, device, multi)
         if features.consumable_capacity:
-            # The scan checked capacity just before, and nothing since changed what is in use.
-            if must and not self._capacity_fits(rd, device):
+            # The scan checked capacity just before, and nothing since changed what is in use. All
+            # mode checked it when listing the devices, before this search picked anything: only
+            # the search's own shares of the device can have changed the answer since.
+            if must and uid in self.in_flight and not self._capacity_fits(rd, device):
                 return _reject(rd, device, Reason.CAPACITY)
             if multi:
                 consumption = pick.consumption = self._consumption(rd, device)

@@ -542,6 +542,29 @@ def measure(timed: Sequence[Timed], calls: int) -> None:
             t.run(max(1, calls // TURNS))
 
 
+def bytecodes_per_call(timed: Timed) -> int:
+    """Python bytecodes one warm call executes: a measure of the Python work that load on a shared
+    machine does not move (work done in C, such as pydantic's validation, is not counted). Warm:
+    two calls before (a scan list is rebuilt once the first call has computed selector verdicts)."""
+    for _ in range(2):
+        timed.pod_round()[0]()
+    call = timed.pod_round()[0]
+    count = 0
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal count
+        frame.f_trace_opcodes = True
+        count += event == "opcode"
+        return trace
+
+    sys.settrace(trace)
+    try:
+        call()
+    finally:
+        sys.settrace(None)
+    return count
+
+
 def cluster_dry_run(nodes: int, repeat: int) -> tuple[float, float, int]:
     """5,000 nodes x 8 GPUs, 40% allocated; a pod-like claim for 2 GPUs asked on every node."""
     snapshot = Snapshot.build(gpu_cluster(nodes))
@@ -581,6 +604,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "consumable-capacity shape and its variants alone",
     )
     parser.add_argument("--clock", choices=list(CLOCKS), default="wall", help="time calls by this clock")
+    parser.add_argument(
+        "--bytecodes", action="store_true", help="print the bytecodes a warm call executes per shape, untimed"
+    )
     args = parser.parse_args(argv)
     clock = CLOCKS[args.clock]
     calls = 50 if args.quick else 2000
@@ -595,10 +621,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         pstats.Stats(prof).sort_stats("tottime").print_stats(30)
         return 0
 
-    header = ("first us", "median us", "Go us", "ratio", "floor us", "steps")
-    print(f"{'shape':66} " + " ".join(f"{h:>9}" for h in header))
     family = SHAPES if args.family == "issue18" else {"consumable": consumable, **CONSUMABLE}
     timed = [prepare(build()) for build in family.values()]
+    if args.bytecodes:
+        for t in timed:
+            print(f"{t.shape.name:66} {bytecodes_per_call(t):9} bytecodes per call")
+        return 0
+    header = ("first us", "median us", "Go us", "ratio", "floor us", "steps")
+    print(f"{'shape':66} " + " ".join(f"{h:>9}" for h in header))
     measure(timed, calls)
     ratios = []
     for t in timed:

@@ -272,47 +272,6 @@ def many_nodes() -> Shape:
     )
 
 
-def consumable() -> Shape:
-    # Four multi-allocatable NICs of 100Gi bandwidth (requests rounded up to whole Gi, 1Gi by
-    # default), five existing shares on each: 19Gi shares fill nic-0..2 to 95Gi, 10Gi shares fill
-    # nic-3 to 50Gi. One more share of 10Gi: the search checks the capacity of all four NICs and
-    # lands on nic-3.
-    policy = {"default": "1Gi", "validRange": {"min": "1Gi", "step": "1Gi"}}
-    nics = [
-        {
-            "name": f"nic-{k}",
-            "allowMultipleAllocations": True,
-            "attributes": {"model": {"string": "cx7"}},
-            "capacity": {"bandwidth": {"value": "100Gi", "requestPolicy": policy}},
-        }
-        for k in range(4)
-    ]
-    shares = []
-    for i in range(20):
-        k = i // 5
-        result = {
-            "request": "share",
-            "driver": NIC_DRIVER,
-            "pool": "node-1",
-            "device": f"nic-{k}",
-            "shareID": f"00000000-0000-4000-8000-{i:012d}",
-            "consumedCapacity": {"bandwidth": "10Gi" if k == 3 else "19Gi"},
-        }
-        shares.append(claim(f"share-{i}", [request("share", 1, device_class="nic")], allocated=[result]))
-    return Shape(
-        "consumable capacity: 4 shared NICs, 20 existing shares, one more",
-        55,
-        [
-            device_class("nic", NIC_DRIVER),
-            node("node-1"),
-            slice_("n1", "node-1", nics, driver=NIC_DRIVER),
-            *shares,
-        ],
-        [claim("c", [request("share", 1, device_class="nic", capacity={"bandwidth": "10Gi"})])],
-        ["node-1"],
-    )
-
-
 def nic(k: int, policies: dict[str, dict[str, Any]], **attributes: Any) -> dict[str, Any]:
     """A multi-allocatable NIC with 100Gi of bandwidth (and 64 queues if a policy names them)."""
     capacity: dict[str, Any] = {"bandwidth": {"value": "100Gi"}}
@@ -328,12 +287,12 @@ def nic(k: int, policies: dict[str, dict[str, Any]], **attributes: Any) -> dict[
     }
 
 
-def shares(used: dict[int, list[dict[str, str]]], first: int = 0) -> list[ResourceClaim]:
+def shares(used: dict[int, list[dict[str, str]]]) -> list[ResourceClaim]:
     """One allocated claim per existing share: ``used`` maps a NIC to what each of its shares took."""
     claims: list[ResourceClaim] = []
     for k, consumed in used.items():
         for amounts in consumed:
-            i = first + len(claims)
+            i = len(claims)
             result = {
                 "request": "share",
                 "driver": NIC_DRIVER,
@@ -347,10 +306,26 @@ def shares(used: dict[int, list[dict[str, str]]], first: int = 0) -> list[Resour
 
 
 def nic_shape(name: str, nics: list[dict[str, Any]], existing: list[ResourceClaim],
-              wanted: list[ResourceClaim]) -> Shape:  # fmt: skip
-    """A consumable-capacity variant: one node's NICs, their existing shares, the pod's claims."""
+              wanted: list[ResourceClaim], go_us: float | None = None) -> Shape:  # fmt: skip
+    """A consumable-capacity shape: one node's NICs, their existing shares, the pod's claims."""
     nodes = [device_class("nic", NIC_DRIVER), node("node-1"), slice_("n1", "node-1", nics, driver=NIC_DRIVER)]
-    return Shape(name, None, [*nodes, *existing], wanted, ["node-1"])
+    return Shape(name, go_us, [*nodes, *existing], wanted, ["node-1"])
+
+
+def consumable() -> Shape:
+    # Four multi-allocatable NICs of 100Gi bandwidth (requests rounded up to whole Gi, 1Gi by
+    # default), five existing shares on each: 19Gi shares fill nic-0..2 to 95Gi, 10Gi shares fill
+    # nic-3 to 50Gi. One more share of 10Gi: the search checks the capacity of all four NICs and
+    # lands on nic-3.
+    policy = {"default": "1Gi", "validRange": {"min": "1Gi", "step": "1Gi"}}
+    used = {k: [{"bandwidth": "10Gi" if k == 3 else "19Gi"}] * 5 for k in range(4)}
+    return nic_shape(
+        "consumable capacity: 4 shared NICs, 20 existing shares, one more",
+        [nic(k, {"bandwidth": policy}) for k in range(4)],
+        shares(used),
+        [claim("c", [request("share", 1, device_class="nic", capacity={"bandwidth": "10Gi"})])],
+        go_us=55,
+    )
 
 
 STEP_2GI = {"default": "1Gi", "validRange": {"min": "1Gi", "max": "64Gi", "step": "2Gi"}}

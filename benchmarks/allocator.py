@@ -125,11 +125,10 @@ def slice_(
 def request(
     name: str, count: int, *selectors: str, device_class: str = "gpu", capacity: dict[str, str] | None = None
 ) -> dict[str, Any]:
-    exactly: dict[str, Any] = {
-        "deviceClassName": device_class,
-        "allocationMode": "ExactCount",
-        "count": count,
-    }
+    """A request for ``count`` devices; ``count=0`` asks for all of them (allocation mode All)."""
+    exactly: dict[str, Any] = {"deviceClassName": device_class, "allocationMode": "All"}
+    if count:
+        exactly |= {"allocationMode": "ExactCount", "count": count}
     if selectors:
         exactly["selectors"] = [{"cel": {"expression": e}} for e in selectors]
     if capacity:
@@ -162,7 +161,7 @@ class Shape:
     """One scenario of the issue: the cluster, the pod's claims and the nodes asked in turn."""
 
     name: str
-    go_us: float  # upstream Go's median per Allocate call, from issue 18's table
+    go_us: float | None  # upstream Go's median per Allocate call, from issue 18's table
     objects: list[TypedObject]
     claims: list[ResourceClaim]
     nodes: list[str]
@@ -273,46 +272,140 @@ def many_nodes() -> Shape:
     )
 
 
+def nic(k: int, policies: dict[str, dict[str, Any]], **attributes: Any) -> dict[str, Any]:
+    """A multi-allocatable NIC with 100Gi of bandwidth (and 64 queues if a policy names them)."""
+    capacity: dict[str, Any] = {"bandwidth": {"value": "100Gi"}}
+    if "queues" in policies:
+        capacity["queues"] = {"value": "64"}
+    for name, policy in policies.items():
+        capacity[name]["requestPolicy"] = policy
+    return {
+        "name": f"nic-{k}",
+        "allowMultipleAllocations": True,
+        "attributes": {"model": {"string": "cx7"}, **{a: {"int": v} for a, v in attributes.items()}},
+        "capacity": capacity,
+    }
+
+
+def shares(used: dict[int, list[dict[str, str]]]) -> list[ResourceClaim]:
+    """One allocated claim per existing share: ``used`` maps a NIC to what each of its shares took."""
+    claims: list[ResourceClaim] = []
+    for k, consumed in used.items():
+        for amounts in consumed:
+            i = len(claims)
+            result = {
+                "request": "share",
+                "driver": NIC_DRIVER,
+                "pool": "node-1",
+                "device": f"nic-{k}",
+                "shareID": f"00000000-0000-4000-8000-{i:012d}",
+                "consumedCapacity": amounts,
+            }
+            claims.append(claim(f"share-{i}", [request("share", 1, device_class="nic")], allocated=[result]))
+    return claims
+
+
+def nic_shape(name: str, nics: list[dict[str, Any]], existing: list[ResourceClaim],
+              wanted: list[ResourceClaim], go_us: float | None = None) -> Shape:  # fmt: skip
+    """A consumable-capacity shape: one node's NICs, their existing shares, the pod's claims."""
+    nodes = [device_class("nic", NIC_DRIVER), node("node-1"), slice_("n1", "node-1", nics, driver=NIC_DRIVER)]
+    return Shape(name, go_us, [*nodes, *existing], wanted, ["node-1"])
+
+
 def consumable() -> Shape:
     # Four multi-allocatable NICs of 100Gi bandwidth (requests rounded up to whole Gi, 1Gi by
     # default), five existing shares on each: 19Gi shares fill nic-0..2 to 95Gi, 10Gi shares fill
     # nic-3 to 50Gi. One more share of 10Gi: the search checks the capacity of all four NICs and
     # lands on nic-3.
     policy = {"default": "1Gi", "validRange": {"min": "1Gi", "step": "1Gi"}}
-    nics = [
-        {
-            "name": f"nic-{k}",
-            "allowMultipleAllocations": True,
-            "attributes": {"model": {"string": "cx7"}},
-            "capacity": {"bandwidth": {"value": "100Gi", "requestPolicy": policy}},
-        }
-        for k in range(4)
-    ]
-    shares = []
-    for i in range(20):
-        k = i // 5
-        result = {
-            "request": "share",
-            "driver": NIC_DRIVER,
-            "pool": "node-1",
-            "device": f"nic-{k}",
-            "shareID": f"00000000-0000-4000-8000-{i:012d}",
-            "consumedCapacity": {"bandwidth": "10Gi" if k == 3 else "19Gi"},
-        }
-        shares.append(claim(f"share-{i}", [request("share", 1, device_class="nic")], allocated=[result]))
-    return Shape(
+    used = {k: [{"bandwidth": "10Gi" if k == 3 else "19Gi"}] * 5 for k in range(4)}
+    return nic_shape(
         "consumable capacity: 4 shared NICs, 20 existing shares, one more",
-        55,
-        [
-            device_class("nic", NIC_DRIVER),
-            node("node-1"),
-            slice_("n1", "node-1", nics, driver=NIC_DRIVER),
-            *shares,
-        ],
+        [nic(k, {"bandwidth": policy}) for k in range(4)],
+        shares(used),
         [claim("c", [request("share", 1, device_class="nic", capacity={"bandwidth": "10Gi"})])],
-        ["node-1"],
+        go_us=55,
     )
 
+
+STEP_2GI = {"default": "1Gi", "validRange": {"min": "1Gi", "max": "64Gi", "step": "2Gi"}}
+QUEUES = {"default": "1", "validValues": ["1", "2", "4", "8", "16"]}
+
+
+def cc_many() -> Shape:
+    # 16 NICs with 32 shares each (512 shares); a 6Gi request rounds up to 7Gi (1Gi + 3 steps of
+    # 2Gi): only the last two NICs have room, so the search checks the capacity of all sixteen.
+    used = {k: [{"bandwidth": "3Gi"}] * 32 if k < 14 else [{"bandwidth": "1Gi"}] * 32 for k in range(16)}
+    return nic_shape(
+        "cc: 16 NICs, 512 shares, step rounding, 2 of 16 fit",
+        [nic(k, {"bandwidth": STEP_2GI}) for k in range(16)],
+        shares(used),
+        [claim("c", [request("share", 1, device_class="nic", capacity={"bandwidth": "6Gi"})])],
+    )
+
+
+def cc_claims() -> Shape:
+    # 8 NICs on 4 PCIe roots, two capacities (bandwidth in steps, queues from a list), 206 shares
+    # leaving 2 queues on nic-0..5 and 14 on nic-6 and nic-7. The pod has three claims of two
+    # shares each, the two on distinct roots: "a" asks for 3 queues (rounded up to 4), which only
+    # nic-6 and nic-7 have; "b" names no bandwidth and takes the policy's default.
+    used = {k: [{"bandwidth": "3Gi", "queues": "2"}] * 25 + [{"bandwidth": "1Gi", "queues": "12"}] * (k < 6)
+            for k in range(8)}  # fmt: skip
+    nics = [nic(k, {"bandwidth": STEP_2GI, "queues": QUEUES}, pcieRoot=k % 4) for k in range(8)]
+    wanted = [
+        claim(
+            f"c{c}",
+            [
+                request("a", 1, device_class="nic", capacity={"bandwidth": "5Gi", "queues": "3"}),
+                request("b", 1, device_class="nic", capacity={"queues": "1"}),
+            ],
+            [{"distinctAttribute": f"{NIC_DRIVER}/pcieRoot"}],
+        )
+        for c in range(3)
+    ]
+    return nic_shape("cc: 8 NICs, 206 shares, 3 claims x 2 requests, distinctAttribute", nics,
+                     shares(used), wanted)  # fmt: skip
+
+
+def cc_all() -> Shape:
+    # Allocation mode All with a capacity request on 12 NICs with 20 shares each, and a request for
+    # 3 more shares of 4Gi (count > 1 on multi-allocatable devices) where half the NICs are full.
+    used = {k: [{"bandwidth": "4Gi"}] * 20 if k % 2 else [{"bandwidth": "5Gi"}] * 19 for k in range(12)}
+    wanted = [
+        claim(
+            "c",
+            [
+                request("every", 0, device_class="nic", capacity={"bandwidth": "1Gi"}),
+                request("more", 3, device_class="nic", capacity={"bandwidth": "10Gi"}),
+            ],
+        )
+    ]
+    return nic_shape("cc: 12 NICs, 240 shares, allocation mode All + count 3",
+                     [nic(k, {"bandwidth": STEP_2GI}) for k in range(12)], shares(used), wanted)  # fmt: skip
+
+
+def cc_fail() -> Shape:
+    # 64 NICs, 256 shares: the capacity request fails on 60 of them (full, or its 30Gi breaks the
+    # validValues policy of some), count 2 lands on the last four.
+    values = {"default": "1Gi", "validValues": ["1Gi", "10Gi", "25Gi", "40Gi", "100Gi"]}
+    nics = [nic(k, {"bandwidth": values if k % 3 == 0 else STEP_2GI}) for k in range(64)]
+    used = {k: [{"bandwidth": "20Gi"}] * 4 if k < 60 else [{"bandwidth": "1Gi"}] * 4 for k in range(64)}
+    return nic_shape(
+        "cc: 64 NICs, 256 shares, 60 refuse the amount, count 2",
+        nics,
+        shares(used),
+        [claim("c", [request("share", 2, device_class="nic", capacity={"bandwidth": "30Gi"})])],
+    )
+
+
+# Consumable-capacity variants beyond issue 18's shape (issue 23): more devices and shares, request
+# policies, several requests and claims, constraints, All mode. No Go figures: compared over time.
+CONSUMABLE: dict[str, Callable[[], Shape]] = {
+    "cc-many": cc_many,
+    "cc-claims": cc_claims,
+    "cc-all": cc_all,
+    "cc-fail": cc_fail,
+}
 
 SHAPES: dict[str, Callable[[], Shape]] = {
     "single": single_slice,
@@ -324,14 +417,21 @@ SHAPES: dict[str, Callable[[], Shape]] = {
 }
 
 
+# The clock calls are timed with: wall time by default; ``--clock thread`` takes this thread's CPU
+# time, which other processes on a shared machine disturb less (they still share caches and cores).
+CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "thread": time.thread_time}
+clock = CLOCKS["wall"]
+
+
 def per_call_us(rounds: int, calls_of_round: Callable[[], Sequence[Callable[[], object]]]) -> list[float]:
     """Each call of every round timed on its own, in microseconds (setting a round up is not timed)."""
     times = []
+    now = clock
     for _ in range(rounds):
         for call in calls_of_round():
-            start = time.perf_counter()
+            start = now()
             call()
-            times.append((time.perf_counter() - start) * 1e6)
+            times.append((now() - start) * 1e6)
     return times
 
 
@@ -417,6 +517,29 @@ def measure(timed: Sequence[Timed], calls: int) -> None:
             t.run(max(1, calls // TURNS))
 
 
+def bytecodes_per_call(timed: Timed) -> int:
+    """Python bytecodes one warm call executes: a measure of the Python work that load on a shared
+    machine does not move (work done in C, such as pydantic's validation, is not counted). Warm:
+    two calls before (a scan list is rebuilt once the first call has computed selector verdicts)."""
+    for _ in range(2):
+        timed.pod_round()[0]()
+    call = timed.pod_round()[0]
+    count = 0
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal count
+        frame.f_trace_opcodes = True
+        count += event == "opcode"
+        return trace
+
+    sys.settrace(trace)
+    try:
+        call()
+    finally:
+        sys.settrace(None)
+    return count
+
+
 def cluster_dry_run(nodes: int, repeat: int) -> tuple[float, float, int]:
     """5,000 nodes x 8 GPUs, 40% allocated; a pod-like claim for 2 GPUs asked on every node."""
     snapshot = Snapshot.build(gpu_cluster(nodes))
@@ -440,12 +563,27 @@ def cluster_dry_run(nodes: int, repeat: int) -> tuple[float, float, int]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    global clock
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--quick", action="store_true", help="fewer calls, 500 nodes for the dry run")
-    parser.add_argument("--profile", choices=[*SHAPES, "cluster"], help="print a cProfile of one shape")
+    parser.add_argument(
+        "--profile", choices=[*SHAPES, *CONSUMABLE, "cluster"], help="print a cProfile of one shape"
+    )
+    parser.add_argument(
+        "--family",
+        choices=["issue18", "consumable"],
+        default="issue18",
+        help="issue 18's six shapes against Go and the cluster dry run (default), or the "
+        "consumable-capacity shape and its variants alone",
+    )
+    parser.add_argument("--clock", choices=list(CLOCKS), default="wall", help="time calls by this clock")
+    parser.add_argument(
+        "--bytecodes", action="store_true", help="print the bytecodes a warm call executes per shape, untimed"
+    )
     args = parser.parse_args(argv)
+    clock = CLOCKS[args.clock]
     calls = 50 if args.quick else 2000
     nodes = 500 if args.quick else 5000
 
@@ -454,23 +592,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.profile == "cluster":
             prof.runcall(cluster_dry_run, nodes, 1)
         else:
-            prof.runcall(measure, [prepare(SHAPES[args.profile]())], calls)
+            prof.runcall(measure, [prepare({**SHAPES, **CONSUMABLE}[args.profile]())], calls)
         pstats.Stats(prof).sort_stats("tottime").print_stats(30)
         return 0
 
+    family = SHAPES if args.family == "issue18" else {"consumable": consumable, **CONSUMABLE}
+    timed = [prepare(build()) for build in family.values()]
+    if args.bytecodes:
+        for t in timed:
+            print(f"{t.shape.name:66} {bytecodes_per_call(t):9} bytecodes per call")
+        return 0
     header = ("first us", "median us", "Go us", "ratio", "floor us", "steps")
     print(f"{'shape':66} " + " ".join(f"{h:>9}" for h in header))
-    timed = [prepare(build()) for build in SHAPES.values()]
     measure(timed, calls)
     ratios = []
     for t in timed:
         median = statistics.median(t.times)
-        ratio = median / t.shape.go_us
-        ratios.append(ratio)
+        go = f"{t.shape.go_us:9.0f} {median / t.shape.go_us:9.2f}" if t.shape.go_us else f"{'-':>9} {'-':>9}"
+        if t.shape.go_us:
+            ratios.append(median / t.shape.go_us)
         print(
-            f"{t.shape.name:66} {t.first:9.1f} {median:9.1f} {t.shape.go_us:9.0f} {ratio:9.2f} "
+            f"{t.shape.name:66} {t.first:9.1f} {median:9.1f} {go} "
             f"{statistics.median(t.floor_times):9.2f} {t.steps:9.0f}"
         )
+    if args.family != "issue18":
+        return 0
     geomean = math.exp(statistics.mean(math.log(r) for r in ratios))
     ok = max(ratios) <= 1.0 and geomean <= 0.5
     print(

@@ -65,12 +65,16 @@ class AllocationOutcome:
 
 def random_share_id() -> str:
     """A random RFC 4122 version-4 UUID in its usual text form, as ``str(uuid.uuid4())`` makes one,
-    without building a ``uuid.UUID`` object: every share picked during a search gets one."""
-    raw = bytearray(os.urandom(16))
-    raw[6] = raw[6] & 0x0F | 0x40  # version 4
-    raw[8] = raw[8] & 0x3F | 0x80  # RFC 4122 variant
-    text = raw.hex()
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+    without building a ``uuid.UUID`` object: every share picked during a search gets one.
+
+    The version digit is written as ``4``, and the variant digit (the two top bits ``10``) is looked
+    up from the random one, which keeps its two low bits uniform."""
+    text = os.urandom(16).hex()
+    return f"{text[:8]}-{text[8:12]}-4{text[13:16]}-{_VARIANT[text[16]]}{text[17:20]}-{text[20:]}"
+
+
+# A hex digit -> the RFC 4122 variant digit with the same two low bits.
+_VARIANT = {f"{n:x}": f"{n & 3 | 8:x}" for n in range(16)}
 
 
 class Allocator:

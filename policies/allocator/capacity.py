@@ -172,6 +172,8 @@ class Consumption:
     from_request: frozenset[str] = frozenset()
     # The consumed nano-units by capacity name (never modified: callers copy it).
     nanos_by_name: Mapping[str, int] = field(default_factory=dict)
+    # Per capacity: name, consumed nano-units, the capacity's value in nano-units (for fits()).
+    limits: tuple[tuple[str, int, int], ...] = ()
 
     @classmethod
     def of(cls, capacities: tuple[CapacityInfo, ...], requests: Mapping[str, Amount] | None) -> Consumption:
@@ -187,19 +189,19 @@ class Consumption:
             fits_alone=fits_alone,
             from_request=frozenset(c.name for c, a in amounts if requests and a is requests.get(c.name)),
             nanos_by_name={c.name: a.nanos for c, a in amounts},
+            limits=tuple((c.name, a.nanos, c.value.nanos) for c, a in amounts),
         )
 
     def fits(self, aggregated: Mapping[str, int] | None, in_flight: Mapping[str, int] | None) -> bool:
         """Whether every capacity still has room: already used + in flight + this <= value."""
         if self.missing or self.violates:
             return False
-        for cap, amount in self.amounts:
-            used = amount.nanos
+        for name, used, limit in self.limits:
             if aggregated:
-                used += aggregated.get(cap.name, 0)
+                used += aggregated.get(name, 0)
             if in_flight:
-                used += in_flight.get(cap.name, 0)
-            if used > cap.value.nanos:
+                used += in_flight.get(name, 0)
+            if used > limit:
                 return False
         return True
 

@@ -157,6 +157,11 @@ class ResultSelectorBuilder:
         self._fields: list[NodeSelectorRequirement] = []
         self._expressions: list[NodeSelectorRequirement] = []
 
+    @property
+    def pinned(self) -> bool:
+        """Whether a device pinned the result to the node: nothing added later changes it."""
+        return self._pinned
+
     def add(self, *, node_name: str | None, binds_to_node: bool, selector: NodeSelector | None) -> None:
         """Fold in one device's node fields; raises NodeSelectorError for multi-term selectors."""
         if self._pinned:

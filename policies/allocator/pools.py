@@ -81,19 +81,27 @@ class Pool:
         return f"{self.driver}/{self.name}"
 
 
+# What a scan knows of a device before reaching it (ScanList.checked; see Search._scan_state).
+CHECK = 0  # nothing: its selector and capacity checks run when it is reached
+PASS = 1  # its selector and capacity checks pass whatever the search picks
+# Its selectors pass and its capacity fits beside the existing shares: only shares the search
+# itself picks on the device can leave too little (a multi-allocatable device).
+PASS_UNLESS_SHARED = 2
+
+
 class ScanList(NamedTuple):
     """The devices a request's scan visits, in order (see ``Search._scan_list``), with what is known
     of each before the search starts."""
 
     devices: list[DeviceInfo]
-    # Per position: the device's selector and capacity checks pass whatever the search picks.
-    checked: list[bool]
+    # Per position: CHECK, PASS or PASS_UNLESS_SHARED.
+    checked: list[int]
     # Per position: every device after it is checked, not shared, and consumes the same counters
     # as it (the same interned tuple): a counters refusal here is repeated by every one of them.
     alike_after: list[bool]
 
     @classmethod
-    def of(cls, candidates: list[DeviceInfo], state: Callable[[DeviceInfo], bool | None]) -> ScanList:
+    def of(cls, candidates: list[DeviceInfo], state: Callable[[DeviceInfo], int | None]) -> ScanList:
         """The candidates whose ``state`` is not None, with it as ``checked``."""
         devices, checked = [], []
         for device in candidates:
@@ -106,7 +114,7 @@ class ScanList(NamedTuple):
             after = devices[pos + 1]
             alike_after[pos] = (
                 alike_after[pos + 1]
-                and checked[pos + 1]
+                and checked[pos + 1] == PASS
                 and not after.multi
                 and after.counter_slots is devices[pos].counter_slots
             )
@@ -154,7 +162,7 @@ class NodeView:
         self.verdicts_computed = 0
         self._scan_lists: dict[Hashable, tuple[int, ScanList]] = {}
 
-    def scan_list(self, key: Hashable, state: Callable[[DeviceInfo], bool | None]) -> ScanList:
+    def scan_list(self, key: Hashable, state: Callable[[DeviceInfo], int | None]) -> ScanList:
         """The candidates a request's scan visits, by their ``state`` (see ``ScanList.of``), kept per
         ``key``.
 

@@ -22,27 +22,31 @@ from policies.api.resource import (
     SOURCE_FROM_CLASS,
     AllocationResult,
     DeviceAllocationConfiguration,
-    DeviceAllocationResult,
     DeviceRequestAllocationResult,
 )
 
 
 def build_result(data: ClaimData, features: Features, node_name: str) -> AllocationResult:
-    """The claim's allocation; raises AllocationError for a multi-term slice node selector."""
+    """The claim's allocation; raises AllocationError for a multi-term slice node selector.
+
+    Validated as one document: pydantic builds the nested models (the device results not kept on
+    the device, the DeviceAllocationResult) in a single pass, which costs less than constructing
+    each of them on its own. Models given inside it (kept entries, config, node selector) are
+    taken as they are."""
     results = [_device_result(pick, features) for pick in data.picks]
     config = _config(data)
     devices: dict[str, Any] = {"results": results}
     if config:
         devices["config"] = config
-    allocation: dict[str, Any] = {"devices": DeviceAllocationResult(**devices)}
+    allocation: dict[str, Any] = {"devices": devices}
     selector = _node_selector(data, node_name)
     if selector is not None:
         allocation["node_selector"] = selector
-    return AllocationResult(**allocation)
+    return AllocationResult.model_validate(allocation)
 
 
-def _device_result(pick: Pick, features: Features) -> DeviceRequestAllocationResult:
-    """The result entry of one pick.
+def _device_result(pick: Pick, features: Features) -> DeviceRequestAllocationResult | dict[str, Any]:
+    """The result entry of one pick: a model, or the fields of one for build_result to validate.
 
     Most entries name only the request and the device (no tolerations, share, consumed capacity
     or binding conditions): those depend on nothing else, so the device keeps them for the
@@ -53,21 +57,21 @@ def _device_result(pick: Pick, features: Features) -> DeviceRequestAllocationRes
     plain = (
         rd.raw_tolerations is None
         and pick.share_id is None
-        and not pick.consumed
+        and pick.consumption is None
         and device.binding_conditions is None
         and device.binding_failure_conditions is None
     )
     if not plain:
-        return _new_device_result(pick, features)
+        return _result_fields(pick, features)
     key = (rd.full_name, rd.admin)
     found = device.results.get(key)
     if found is None:
-        found = _new_device_result(pick, features)
+        found = DeviceRequestAllocationResult(**_result_fields(pick, features))
         device.remember_result(key, found)
     return found
 
 
-def _new_device_result(pick: Pick, features: Features) -> DeviceRequestAllocationResult:
+def _result_fields(pick: Pick, features: Features) -> dict[str, Any]:
     device, rd = pick.device, pick.request
     fields: dict[str, Any] = {
         "request": rd.full_name,
@@ -86,9 +90,10 @@ def _new_device_result(pick: Pick, features: Features) -> DeviceRequestAllocatio
             fields["binding_failure_conditions"] = list(device.binding_failure_conditions)
     if pick.share_id is not None:
         fields["share_id"] = pick.share_id
-    if pick.consumed:
-        fields["consumed_capacity"] = pick.consumed
-    return DeviceRequestAllocationResult(**fields)
+    consumed = pick.consumed
+    if consumed:
+        fields["consumed_capacity"] = consumed
+    return fields
 
 
 def _chosen(data: ClaimData) -> list[RequestData]:
@@ -135,6 +140,8 @@ def _node_selector(data: ClaimData, node_name: str) -> NodeSelector | None:
     builder = ResultSelectorBuilder(node_name)
     try:
         for pick in data.picks:
+            if builder.pinned:
+                break  # a pinned result stays pinned, whatever the other devices say
             device, info = pick.device, pick.device.slice
             if info.per_device:
                 builder.add(

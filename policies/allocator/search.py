@@ -40,7 +40,7 @@ from policies.allocator.explain import (
 )
 from policies.allocator.features import Features
 from policies.allocator.nodes import NodeSelectorError
-from policies.allocator.pools import NodeView, Pool, ScanList
+from policies.allocator.pools import CHECK, PASS, PASS_UNLESS_SHARED, NodeView, Pool, ScanList
 from policies.allocator.selectors import SelectorEngine
 from policies.allocator.taints import blocks_allocation
 from policies.api.quantity import Quantity
@@ -200,15 +200,24 @@ class ClaimData:
 class Pick:
     """One device picked for one request, with what it takes from shared state."""
 
-    __slots__ = ("consumed", "consumed_nanos", "device", "multi", "request", "share_id")
+    __slots__ = ("consumption", "device", "multi", "request", "share_id")
 
     def __init__(self, request: RequestData, device: DeviceInfo, multi: bool) -> None:
         self.request = request
         self.device = device
         self.multi = multi
         self.share_id: str | None = None
-        self.consumed: dict[str, Quantity] | None = None
-        self.consumed_nanos: Mapping[str, int] | None = None
+        # What a share of a multi-allocatable device takes from it (None for other picks).
+        self.consumption: Consumption | None = None
+
+    @property
+    def consumed(self) -> dict[str, Quantity] | None:
+        """The result's ``consumedCapacity``: built only for the picks a result reports (the
+        search undoes many), as the request spelled the amounts; None for a device without
+        capacities."""
+        if self.consumption is None:
+            return None
+        return self.consumption.consumed_capacity(self.request.capacity_requests) or None
 
 
 class Search:
@@ -444,8 +453,15 @@ class Search:
                 if why.get(device.index, 0) < _IN_USE:
                     why[device.index] = _IN_USE
                 continue
-            if not checked[pos] and not self._own_checks_pass(rd, device):
-                continue
+            known = checked[pos]
+            if known != PASS:
+                if known == CHECK:
+                    if not self._own_checks_pass(rd, device):
+                        continue
+                elif device.uid in self.in_flight and not self._capacity_fits(rd, device):
+                    if why.get(device.index, 0) < _CAPACITY:
+                        why[device.index] = _CAPACITY
+                    continue
             if device.consumes:
                 if device.counter_slots is refused_slots and not (shared and device.multi):
                     if why.get(device.index, 0) < _COUNTERS:
@@ -499,11 +515,12 @@ class Search:
         rd.last_open = last
         return last <= pos
 
-    def _scan_state(self, rd: RequestData, device: DeviceInfo) -> bool | None:
+    def _scan_state(self, rd: RequestData, device: DeviceInfo) -> int | None:
         """How the request's scan treats the device, as far as is known without evaluating a
         selector: ``None``, refused on its own without any effect on the answer (left out);
-        ``True``, its selector and capacity checks pass whatever the search picks (the scan skips
-        them); ``False``, checked when reached.
+        ``PASS``, its selector and capacity checks pass whatever the search picks (the scan skips
+        them); ``PASS_UNLESS_SHARED``, they pass unless shares this search picks on the device
+        leave too little capacity (the scan checks only that); ``CHECK``, checked when reached.
 
         The scan skips a selector refusal silently. An allocated device (unless the request asks
         for admin access) is left out before its selectors are evaluated, as upstream's allocateOne
@@ -512,31 +529,25 @@ class Search:
         explanation reads: the explanation reports such a device as allocated or short of capacity.
         Devices whose selector verdict is not known yet are checked when reached, as upstream checks
         them (a selector that fails to evaluate fails there), and so are devices selected per
-        device, whose node check may fail, and shared devices, whose capacity the search's own
-        shares use.
+        device, whose node check may fail. Of the capacity check, only the shares picked in this
+        search change the answer once the existing ones are counted, and only multi-allocatable
+        devices get those (``_place``).
         """
         uid = device.uid
         if not rd.admin and uid in self.ctx.allocated_uids:
             return None
         code = device.verdicts.get(rd.selector_key)
         if code is None:
-            return False
+            return CHECK
         if code != _USABLE:
             return None
         if device.slice.per_device:
-            return False
+            return CHECK
         if not self.features.consumable_capacity:
-            return True
+            return PASS
         if not self._capacity_fits(rd, device, count_in_flight=False):
             return None
-        # What the scan checks on every visit (see _allocate_one): only shares picked in this
-        # search change it, and only shared devices get those.
-        return (
-            rd.capacity_requests is None
-            and device.plain_capacity
-            and not device.multi
-            and uid not in self.ctx.aggregated
-        )
+        return PASS_UNLESS_SHARED if device.multi else PASS
 
     def _own_checks_pass(self, rd: RequestData, device: DeviceInfo) -> bool:
         """The request's own selector and capacity checks on the device, in upstream's order (a
@@ -635,8 +646,8 @@ class Search:
         if aggregated is None and in_flight is None:
             if rd.capacity_requests is None and device.plain_capacity:
                 return True
-            return self._consumption(rd, device).fits_alone
-        return self._consumption(rd, device).fits(aggregated, in_flight)
+            return device.consumption(rd.capacity_key, rd.capacity_requests).fits_alone
+        return device.consumption(rd.capacity_key, rd.capacity_requests).fits(aggregated, in_flight)
 
     def _allocate_device(self, c: int, rd: RequestData, device: DeviceInfo) -> Pick | None:
         """Upstream allocateDevice for a device of an All-mode request: every check, then the pick.
@@ -683,15 +694,15 @@ class Search:
                 holders.add(c)
         pick = Pick(rd, device, multi)
         if features.consumable_capacity:
-            # The scan checked capacity just before, and nothing since changed what is in use.
-            if must and not self._capacity_fits(rd, device):
+            # The scan checked capacity just before, and nothing since changed what is in use. All
+            # mode checked it when listing the devices, before this search picked anything: only
+            # the search's own shares of the device can have changed the answer since.
+            if must and uid in self.in_flight and not self._capacity_fits(rd, device):
                 return _reject(rd, device, Reason.CAPACITY)
             if multi:
-                consumption = self._consumption(rd, device)
-                pick.consumed = consumption.consumed_capacity(rd.capacity_requests) or None
-                pick.consumed_nanos = consumption.nanos_by_name
+                consumption = pick.consumption = self._consumption(rd, device)
                 pick.share_id = self.ctx.new_share_id()
-                self._add_in_flight(uid, pick.consumed_nanos)
+                self._add_in_flight(uid, consumption.nanos_by_name)
         self.claims[c].picks.append(pick)
         placed = self.placed = self.placed + 1
         if placed > self.most_placed:
@@ -727,8 +738,10 @@ class Search:
             if not holders:
                 del picked[device.uid]
         if pick.multi:
-            if pick.consumed is not None and pick.consumed_nanos is not None:
-                self._remove_in_flight(device.uid, pick.consumed_nanos)
+            # Not for a device without capacities: upstream only forgets non-empty consumption.
+            consumption = pick.consumption
+            if consumption is not None and consumption.amounts:
+                self._remove_in_flight(device.uid, consumption.nanos_by_name)
         elif self.features.partitionable_devices and device.consumes:
             release(self.reserved, device.counter_slots)
         self.claims[c].picks.pop()
@@ -828,8 +841,10 @@ class Search:
         if needed <= 0:
             return False
         usable = 0
-        for device in self._scan_list(rd).devices:
-            code = self._static_reason(rd, device)
+        scan_list = self._scan_list(rd)
+        for device, known in zip(scan_list.devices, scan_list.checked, strict=True):
+            # A device the scan list knows to pass the request's own checks can only fail the rest.
+            code = self._static_reason(rd, device) if known == CHECK else self._other_reason(rd, device)
             if code == Reason.SELECTOR_ERROR:
                 return False
             if code == _USABLE:
@@ -907,9 +922,14 @@ class Search:
             return code
         if not rd.admin and device.uid in self.ctx.allocated_uids:
             return Reason.ALLOCATED
-        features = self.features
-        if features.consumable_capacity and not self._capacity_fits(rd, device, count_in_flight=False):
+        if self.features.consumable_capacity and not self._capacity_fits(rd, device, count_in_flight=False):
             return Reason.CAPACITY
+        return self._other_reason(rd, device)
+
+    def _other_reason(self, rd: RequestData, device: DeviceInfo) -> int:
+        """``_static_reason`` for a device that passes the request's selectors, is not allocated
+        (or the request asks for admin access) and has the capacity it asks for: counters, taints."""
+        features = self.features
         if device.consumes:
             if not features.partitionable_devices:
                 return Reason.PARTITIONABLE_OFF

@@ -7,9 +7,10 @@ recursive functions of ``structured/internal/incubating/allocator_incubating.go`
 ``allocateOne`` (subrequest loop, "all devices" path, the 32-result cut-off and its special error,
 claim boundaries that swallow it), ``allocateDevice`` and its undo (in-use and admin checks,
 ``checkAvailableCounters`` with its pool-name cache, taints, constraint add/roll-back, the picked
-set, consumable capacity with the in-flight collection), ``CmpRequestOverCapacity`` without
-request policies, and the match/distinct constraint trackers. Both must give the same devices,
-consumed capacity, and the same number of allocateOne calls.
+set, consumable capacity with the in-flight collection), ``CmpRequestOverCapacity`` with the
+request policies of ``incubating/consumable_capacity.go`` (default, validValues, validRange with
+min, max and step, in whole units), and the match/distinct constraint trackers. Both must give
+the same devices, consumed capacity, and the same number of allocateOne calls.
 
 The scenarios use one driver, one node, one or two pools (a counter slice and a device slice
 each) and selectors of the form ``device.attributes["d"].v % m == r``, so the model can evaluate
@@ -46,6 +47,17 @@ class _TooLong(Exception):
 
 
 @dataclass
+class Policy:
+    """A capacity's requestPolicy; a validRange is there when ``min`` is."""
+
+    default: int | None = None
+    values: tuple[int, ...] | None = None
+    min: int | None = None
+    max: int | None = None
+    step: int | None = None
+
+
+@dataclass
 class Dev:
     v: int
     g: int | None = None  # the constrained attribute "d/g"
@@ -53,6 +65,7 @@ class Dev:
     multi: bool = False
     mem: int | None = None  # capacity "mem"
     taint: bool = False  # NoSchedule taint with key "k"
+    policy: Policy | None = None  # of capacity "mem"
 
 
 @dataclass
@@ -150,12 +163,41 @@ class Upstream:
         m, r = alt.pred
         return d.v % m == r
 
+    def consumption(self, alt: Alt, d: Dev) -> int:
+        """What one allocation takes of "mem" (calculateConsumedCapacity), ``d.mem`` not None."""
+        assert d.mem is not None
+        policy = d.policy
+        if alt.cap is None:
+            return policy.default if policy is not None and policy.default is not None else d.mem
+        if policy is None:
+            return alt.cap
+        if policy.min is not None:
+            if alt.cap < policy.min or policy.step is None:
+                return max(alt.cap, policy.min)
+            steps = -(-(alt.cap - policy.min) // policy.step)
+            return policy.min + steps * policy.step
+        if policy.values is not None:
+            return next((v for v in policy.values if alt.cap <= v), alt.cap)
+        return alt.cap
+
+    def violates(self, amount: int, policy: Policy | None) -> bool:
+        """violatesPolicy: the default always passes, else the range or the list decides."""
+        if policy is None or amount == policy.default:
+            return False
+        if policy.min is not None:
+            if policy.max is not None and amount > policy.max:
+                return True
+            return policy.step is not None and (amount - policy.min) % policy.step != 0
+        return policy.values is not None and amount not in policy.values
+
     def capacity_ok(self, alt: Alt, key: tuple[str, int], d: Dev) -> bool:
         if alt.cap is not None and d.mem is None:
             return False
         if d.mem is None:
             return True
-        amount = alt.cap if alt.cap is not None else d.mem
+        amount = self.consumption(alt, d)
+        if self.violates(amount, d.policy):
+            return False
         used = self.sc.aggregated.get(key, 0) + amount + self.in_flight.get(key, {}).get("mem", 0)
         return used <= d.mem
 
@@ -320,7 +362,7 @@ class Upstream:
             if not self.capacity_ok(alt, key, dev):
                 return False  # nothing rolled back, as upstream
             if multi:
-                used = {} if dev.mem is None else {"mem": alt.cap if alt.cap is not None else dev.mem}
+                used = {} if dev.mem is None else {"mem": self.consumption(alt, dev)}
                 current = self.in_flight.setdefault(key, {})
                 for name, amount in used.items():
                     current[name] = current.get(name, 0) + amount
@@ -363,9 +405,23 @@ def _device(i: int, d: Dev) -> dict[str, Any]:
         dev["allowMultipleAllocations"] = True
     if d.mem is not None:
         dev["capacity"] = {"mem": {"value": str(d.mem)}}
+        if d.policy is not None:
+            dev["capacity"]["mem"]["requestPolicy"] = _policy(d.policy)
     if d.taint:
         dev["taints"] = [{"key": "k", "effect": "NoSchedule"}]
     return dev
+
+
+def _policy(policy: Policy) -> dict[str, Any]:
+    body: dict[str, Any] = {}
+    if policy.default is not None:
+        body["default"] = str(policy.default)
+    if policy.values is not None:
+        body["validValues"] = [str(v) for v in policy.values]
+    if policy.min is not None:
+        limits = {"min": policy.min, "max": policy.max, "step": policy.step}
+        body["validRange"] = {k: str(v) for k, v in limits.items() if v is not None}
+    return body
 
 
 def _request(alt: Alt) -> dict[str, Any]:
@@ -554,6 +610,66 @@ def partitions_scenario(rng: random.Random) -> Scenario:
     return Scenario({"p1": (rng.choice([6, 8, 10]), devs)}, [(reqs, [])], consumable=False, taints=False)
 
 
+def _random_policy(rng: random.Random) -> Policy | None:
+    kind = rng.choice(["none", "default", "values", "range", "range"])
+    default = rng.choice([None, 1, 2])
+    if kind == "none":
+        return None
+    if kind == "default":
+        return Policy(default=rng.choice([1, 2, 3]))
+    if kind == "values":
+        return Policy(default, values=tuple(sorted(rng.sample([1, 2, 3, 4, 6, 8], rng.choice([1, 2, 3])))))
+    return Policy(
+        default, min=rng.choice([1, 2]), max=rng.choice([None, 4, 6, 9]), step=rng.choice([None, 1, 2, 3])
+    )
+
+
+def shares_scenario(rng: random.Random) -> Scenario:
+    """Consumable capacity as networks use it: mostly shared devices with request policies and
+    existing shares, several requests and claims asking for amounts (or the policy's default), some
+    in All mode or for several devices, under distinct or match constraints."""
+    devs = [
+        Dev(
+            v=rng.randrange(4),
+            g=rng.choice([0, 1, 2, 3]),
+            multi=rng.random() < 0.85,
+            mem=rng.choice([4, 8, 10, 16]),
+            taint=rng.random() < 0.05,
+            policy=_random_policy(rng),
+        )
+        for _ in range(rng.choice([3, 4, 6, 8]))
+    ]
+    aggregated = {
+        ("p1", i): rng.randrange(d.mem + 1)
+        for i, d in enumerate(devs)
+        if d.multi and d.mem and rng.random() < 0.7
+    }
+    allocated = {("p1", i) for i, d in enumerate(devs) if not d.multi and rng.random() < 0.2}
+    claims = []
+    for _ in range(rng.choice([1, 2, 3])):
+        reqs = []
+        for _ in range(rng.choice([1, 2, 3])):
+            alts = []
+            for _ in range(rng.choice([1, 1, 1, 2])):
+                m = rng.choice([1, 1, 2])
+                alt = Alt(
+                    "All" if rng.random() < 0.12 else "ExactCount",
+                    (m, rng.randrange(m)),
+                    rng.choice([1, 1, 2, 3]),
+                )
+                alt.cap = rng.choice([None, 1, 2, 3, 4, 5, 7])
+                alt.tol = rng.random() < 0.2
+                alts.append(alt)
+            reqs.append(Req(alts, sub=len(alts) > 1))
+        names = [f"req-{r}" for r in range(len(reqs))]
+        constraints = [
+            (rng.choice(["match", "distinct", "distinct"]), rng.sample(names, rng.choice([0, len(names)])))
+            for _ in range(rng.choice([0, 0, 1]))
+        ]
+        claims.append((reqs, constraints))
+    return Scenario({"p1": (0, devs)}, claims, allocated, aggregated)
+
+
 def compare(make: Any, seed: int, scenarios: int) -> None:
     rng = random.Random(seed)
     compared = 0
@@ -570,6 +686,11 @@ def compare(make: Any, seed: int, scenarios: int) -> None:
 @pytest.mark.parametrize("seed", range(4))
 def test_search_matches_a_plain_transliteration_of_upstream(seed: int) -> None:
     compare(scenario, seed, 40)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_consumable_capacity_with_request_policies_matches_upstream(seed: int) -> None:
+    compare(shares_scenario, 100 + seed, 60)
 
 
 @pytest.mark.parametrize("seed", range(2))

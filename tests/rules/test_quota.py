@@ -290,6 +290,15 @@ def test_pod_level_requests_absorb_the_claim() -> None:
 # --- the shared ledger interface ---------------------------------------------------------------------
 
 
+MORE_CORES = claim(
+    "more",
+    request("cores", "cpu", capacity="4"),
+    devices=("cpu/socket0",),
+    consumed={"cpu.example.com/cpu": "4"},
+)
+POD_C = pod("c", container("main", "c"), claims={"c": "more"})
+
+
 def test_with_a_store_the_charge_is_checked_against_and_recorded_in_the_shared_ledger() -> None:
     snapshot = node_cluster(FREE_CORES, POD_B, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "4"}))
     store = MemoryLedgerStore(Ledger().with_charge(NS, "uid-elsewhere", q(requests__cpu="4")))
@@ -297,17 +306,10 @@ def test_with_a_store_the_charge_is_checked_against_and_recorded_in_the_shared_l
     assert status_update(reserve(FREE_CORES, "b"), FREE_CORES, snapshot, rule) == []
     assert store.ledger.charged(NS, "uid-cores") == q(cpu="4", requests__cpu="4")
     # status.used 4 + the shared ledger's 8 (not the snapshot's 0): no room for 4 more CPUs.
-    other = claim(
-        "more",
-        request("cores", "cpu", capacity="4"),
-        devices=("cpu/socket0",),
-        consumed={"cpu.example.com/cpu": "4"},
-    )
-    pod_c = pod("c", container("main", "c"), claims={"c": "more"})
     snapshot = node_cluster(
-        FREE_CORES, other, POD_B, pod_c, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "4"})
+        FREE_CORES, MORE_CORES, POD_B, POD_C, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "4"})
     )
-    found = status_update(reserve(other, "c"), other, snapshot, rule)
+    found = status_update(reserve(MORE_CORES, "c"), MORE_CORES, snapshot, rule)
     assert found and found[0].endswith(
         "requested: requests.cpu=4, used: requests.cpu=12, limited: requests.cpu=12"
     )
@@ -317,19 +319,12 @@ def test_a_release_the_api_server_never_stored_counts_while_the_snapshot_shows_i
     """The ledger took the release of uid-cores when the webhook admitted it, but the API server
     restarted before storing it: the claim is still reserved for b, holding 4 CPUs. Counting the
     ledger alone left room for 4 more (issue 25's soak overcommitted a quota of 6 so)."""
-    other = claim(
-        "more",
-        request("cores", "cpu", capacity="4"),
-        devices=("cpu/socket0",),
-        consumed={"cpu.example.com/cpu": "4"},
-    )
-    pod_c = pod("c", container("main", "c"), claims={"c": "more"})
     still_reserved = reserve(FREE_CORES, "b")
     snapshot = node_cluster(
-        still_reserved, other, POD_B, pod_c, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "4"})
+        still_reserved, MORE_CORES, POD_B, POD_C, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "4"})
     )
     store = MemoryLedgerStore(Ledger().with_charge(NS, "uid-elsewhere", q(requests__cpu="4")))
-    found = status_update(reserve(other, "c"), other, snapshot, QuotaRule(store))
+    found = status_update(reserve(MORE_CORES, "c"), MORE_CORES, snapshot, QuotaRule(store))
     assert found and found[0].endswith(
         "requested: requests.cpu=4, used: requests.cpu=12, limited: requests.cpu=12"
     )

@@ -158,6 +158,8 @@ class Result:
         return self.requests / self.seconds
 
     def percentile(self, p: float) -> float:
+        if not self.latencies:
+            return float("nan")
         ordered = sorted(self.latencies)
         return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))] * 1000
 
@@ -305,14 +307,20 @@ def main() -> int:
     bare_p99s = [b.percentile(99) for b, _ in steady_pairs]
     p99s = [o.percentile(99) for _, o in steady_pairs]
     p99 = statistics.median(p99s)
-    ratios = [o.rate / b.rate for b, o in pairs]
-    ratio = statistics.median(ratios)
+    # A round in which the bare server completed nothing (a machine too busy to measure on) has no
+    # ratio: it is shown as "-" and left out of the median, which is not taken when no round has one.
+    ratios = [o.rate / b.rate if b.requests else None for b, o in pairs]
+    measured = [r for r in ratios if r is not None]
+    ratio = statistics.median(measured) if measured else float("nan")
     print(f"draguard /validate, Pod CREATE with two claims, {args.nodes} nodes x {args.devices} devices")
     print(f"  snapshot loaded and serving after {load_seconds:.1f}s")
     print(f"closed loop, {CONCURRENCY} concurrent clients, {rounds} alternating rounds of {seconds:g}s each:")
     print(row("bare aiohttp handler", bare_result))
     print(row("draguard", ours))
-    print(f"  ratio per round: {' '.join(f'{r:.2f}' for r in ratios)}")
+    print(f"  ratio per round: {' '.join('-' if r is None else f'{r:.2f}' for r in ratios)}")
+    if len(measured) < len(ratios):
+        unmeasured = len(ratios) - len(measured)
+        print(f"  ({unmeasured} of {rounds} rounds not measured: the bare handler completed nothing in them)")
     print(f"open loop, 200 req/s, {paced_rounds} alternating rounds of {paced:g}s each:")
     print(row("bare aiohttp handler", merged(p[0] for p in steady_pairs)))
     print(row("draguard", merged(p[1] for p in steady_pairs)))
@@ -327,8 +335,9 @@ def main() -> int:
     ]  # fmt: skip
     for text, ok, target in checks:
         print(f"  {'ok  ' if ok else 'MISS'} {text}   target {target}")
-    median = statistics.median(ours.latencies) / statistics.median(bare_result.latencies)
-    print(f"  (median closed-loop latency ratio {median:.2f})")
+    if ours.latencies and bare_result.latencies:
+        median = statistics.median(ours.latencies) / statistics.median(bare_result.latencies)
+        print(f"  (median closed-loop latency ratio {median:.2f})")
     return 0
 
 

@@ -227,6 +227,7 @@ def dry_runs(port: int, material: Material, nodes: int, repeat: int) -> dict[str
 
 
 def part_a(cluster: str, sizes: clustergen.Sizes, count: int, checks: Checks, tmp: str) -> None:
+    """``count`` Pod and ``count`` ResourceClaim reviews."""
     print(f"(a) draguard serve --state: {sizes.nodes} nodes, {sizes.pods} pods, {sizes.claims} claims")
     material = Material(tmp)
     server, port, ready = start_serve(
@@ -735,7 +736,7 @@ def main(argv: list[str] | None = None) -> int:
             clustergen.write(cluster, sizes)
             print(f"generated the cluster in {time.perf_counter() - started:.0f} s")
         if "a" in args.parts:
-            part_a(cluster, sizes, count // 2, checks, tmp)
+            part_a(cluster, sizes, count, checks, tmp)  # 400 reviews: issue 23's RSS target
         if "b" in args.parts:
             part_b(cluster, 3 if args.quick else 3 * REFREEZE_SECONDS, checks)
         if "c" in args.parts or "d" in args.parts:

@@ -68,10 +68,12 @@ def _attribute_value(attribute: DeviceAttribute, list_types: bool) -> Any:
     raise ValueError("unsupported attribute value")
 
 
-# Converted scalar values by attribute object. A cluster's devices share their equal attribute
-# objects (policies.api.base.share_values: 40,000 GPUs hold a few hundred distinct values), so most
+# Converted versions by attribute object. A cluster's devices share their equal attribute objects
+# (policies.api.base.share_values: 40,000 GPUs hold a few hundred distinct values), so most
 # conversions become a lookup. An entry holds the attribute itself, so that its id cannot be reused
-# by another object while the entry lives; lists are left out (they are copied per device).
+# by another object while the entry lives. Only versions are kept: a string, int or bool is read
+# off the attribute as fast as it is looked up, and each device's own ones (uuid, PCI address) made
+# 40,000 entries (4 MiB) that no other device would ask for; lists are copied per device.
 _SCALARS: dict[tuple[int, bool], tuple[DeviceAttribute, Any]] = {}
 _SCALARS_MAX = 65_536
 
@@ -83,7 +85,7 @@ def _converted(attribute: DeviceAttribute, list_types: bool) -> Any:
     if found is not None and found[0] is attribute:
         return found[1]
     value = _attribute_value(attribute, list_types)
-    if not isinstance(value, list):
+    if isinstance(value, Semver):
         if len(_SCALARS) >= _SCALARS_MAX:
             _SCALARS.clear()
         _SCALARS[key] = (attribute, value)

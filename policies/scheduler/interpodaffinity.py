@@ -15,7 +15,7 @@ anti-affinity terms match the pod. A node is refused when:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from policies.scheduler.affinityterms import NO_TERMS, PodTerms, Term
 from policies.scheduler.cluster import Cluster, NodeInfo
@@ -54,22 +54,50 @@ def _terms(pod: PodInfo) -> PodTerms:
     return pod.terms if pod.terms is not None else NO_TERMS
 
 
-def _add(counts: dict[TopologyPair, int], node: NodeInfo, key: str) -> None:
-    value = node.labels.get(key)
-    if value is not None:
-        counts[(key, value)] = counts.get((key, value), 0) + 1
+Credits = tuple[tuple[str, int], ...]
+"""``(topology key, weight)`` pairs: what a group of bound pods adds to the domains of its node."""
+
+
+class _Once:
+    """A function of the bound pods' labels or terms, worked out once per pod judged: the bound pods
+    are read in groups sharing one labels mapping or one :class:`PodTerms` (``NodePods``), and the
+    pods of a template share them across nodes. Keyed by identity: what is keyed is the snapshot's,
+    alive while the pod is judged."""
+
+    def __init__(self, work: Callable[..., Credits]) -> None:
+        self.work = work
+        self.done: dict[tuple[object, int], Credits] = {}
+
+    def __call__(self, namespace: str, shared: object) -> Credits:
+        key = (namespace, id(shared))
+        found = self.done.get(key)
+        if found is None:
+            found = self.done[key] = self.work(namespace, shared)
+        return found
+
+
+def _credit(counts: dict[TopologyPair, int], node: NodeInfo, credits: Credits, times: int) -> None:
+    """Add each credit's weight, ``times`` over, to the node's domain of its topology key."""
+    for key, weight in credits:
+        value = node.labels.get(key)
+        if value is not None:
+            counts[(key, value)] = counts.get((key, value), 0) + weight * times
 
 
 def _existing_anti_affinity(cycle: Cycle) -> dict[TopologyPair, int]:
     """Topology pairs where a bound pod's anti-affinity term matches the incoming pod."""
     pod = cycle.info
     namespace_labels = cycle.cluster.namespace_labels(pod.namespace)
+
+    def credits(_: str, terms: PodTerms) -> Credits:
+        anti = terms.required_anti_affinity
+        return tuple((t.topology_key, 1) for t in anti if _matches(t, pod, namespace_labels))
+
+    of_terms = _Once(credits)
     counts: dict[TopologyPair, int] = {}
     for node in cycle.cluster.with_required_anti_affinity:
-        for existing in node.pods_with_required_anti_affinity:
-            for term in _terms(existing).required_anti_affinity:
-                if _matches(term, pod, namespace_labels):
-                    _add(counts, node, term.topology_key)
+        for group in node.load.terms_groups:
+            _credit(counts, node, of_terms("", group.terms), group.pods)
     return counts
 
 
@@ -79,15 +107,22 @@ def _incoming(cycle: Cycle, affinity: list[Term], anti: list[Term]) -> tuple[dic
     with_anti: dict[TopologyPair, int] = {}
     if not affinity and not anti:
         return with_affinity, with_anti
+
+    # The incoming pod's terms have their namespace selectors merged into the names.
+    def affinity_credits(namespace: str, labels: Mapping[str, str]) -> Credits:
+        if affinity and all(t.matches(namespace, labels, {}) for t in affinity):
+            return tuple((t.topology_key, 1) for t in affinity)
+        return ()
+
+    def anti_credits(namespace: str, labels: Mapping[str, str]) -> Credits:
+        return tuple((t.topology_key, 1) for t in anti if t.matches(namespace, labels, {}))
+
+    of_affinity, of_anti = _Once(affinity_credits), _Once(anti_credits)
     for node in cycle.cluster.nodes:
-        for existing in node.pods:
-            # The incoming pod's terms have their namespace selectors merged into the names.
-            if affinity and all(_matches(t, existing, {}) for t in affinity):
-                for t in affinity:
-                    _add(with_affinity, node, t.topology_key)
-            for t in anti:
-                if _matches(t, existing, {}):
-                    _add(with_anti, node, t.topology_key)
+        for namespace, groups in node.load.by_namespace.items():
+            for group in groups:
+                _credit(with_affinity, node, of_affinity(namespace, group.labels), group.pods)
+                _credit(with_anti, node, of_anti(namespace, group.labels), group.pods)
     return with_affinity, with_anti
 
 
@@ -161,26 +196,27 @@ def _pairs(
     pod = cycle.info
     everything = bool(wanted or unwanted)
     own_namespace = cycle.cluster.namespace_labels(pod.namespace)
+
+    def own_credits(namespace: str, labels: Mapping[str, str]) -> Credits:
+        """The incoming pod's preferred terms that bound pods of ``namespace`` with ``labels`` match."""
+        weighted = [(w, t) for w, t in wanted] + [(-w, t) for w, t in unwanted]
+        return tuple((t.topology_key, w) for w, t in weighted if t.matches(namespace, labels, {}))
+
+    def their_credits(_: str, terms: PodTerms) -> Credits:
+        """The bound pods' terms (``terms``) that the incoming pod matches."""
+        weighted = [(HARD_POD_AFFINITY_WEIGHT, t) for t in terms.required_affinity]
+        weighted += [*terms.preferred_affinity, *((-w, t) for w, t in terms.preferred_anti_affinity)]
+        return tuple((t.topology_key, w) for w, t in weighted if _matches(t, pod, own_namespace))
+
+    of_labels, of_terms = _Once(own_credits), _Once(their_credits)
     pairs: dict[TopologyPair, int] = {}
-
-    def add(term: Term, weight: int, matches: bool, node: NodeInfo) -> None:
-        value = node.labels.get(term.topology_key)
-        if matches and value is not None:
-            pairs[(term.topology_key, value)] = pairs.get((term.topology_key, value), 0) + weight
-
     for node in cycle.cluster.nodes if everything else cycle.cluster.with_pod_affinity:
         if not node.labels:
             continue
-        for existing in node.pods if everything else node.pods_with_affinity:
-            for weight, term in wanted:
-                add(term, weight, _matches(term, existing, {}), node)
-            for weight, term in unwanted:
-                add(term, -weight, _matches(term, existing, {}), node)
-            terms = _terms(existing)
-            for term in terms.required_affinity:
-                add(term, HARD_POD_AFFINITY_WEIGHT, _matches(term, pod, own_namespace), node)
-            for weight, term in terms.preferred_affinity:
-                add(term, weight, _matches(term, pod, own_namespace), node)
-            for weight, term in terms.preferred_anti_affinity:
-                add(term, -weight, _matches(term, pod, own_namespace), node)
+        if everything:
+            for namespace, groups in node.load.by_namespace.items():
+                for group in groups:
+                    _credit(pairs, node, of_labels(namespace, group.labels), group.pods)
+        for terms_group in node.load.terms_groups:
+            _credit(pairs, node, of_terms("", terms_group.terms), terms_group.pods)
     return pairs

@@ -15,7 +15,7 @@ which draguard does not read; they are ``ScheduleAnyway`` (scoring only) in any 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from policies.api.core import Pod, TopologySpreadConstraint
@@ -85,12 +85,29 @@ def constraints(pod: Pod, match_label_keys: bool, when: str = "DoNotSchedule") -
     ]
 
 
-def _count(node: NodeInfo, chosen: Selector, namespace: str) -> int:
-    if not node.pods:
-        return 0
-    return sum(
-        1 for p in node.pods if not p.deleting and p.namespace == namespace and chosen.matches(p.labels)
-    )
+class _Counter:
+    """Per node, its pods of ``namespace`` that ``chosen`` matches, terminating pods left out
+    (upstream countPodsMatchSelector). The node's pods are read by labels (``NodePods.by_namespace``),
+    and each labels mapping is matched once per pod judged: the pods of a template share one."""
+
+    def __init__(self, chosen: Selector, namespace: str) -> None:
+        self.chosen = chosen
+        self.namespace = namespace
+        self.matched: dict[int, bool] = {}
+
+    def __call__(self, node: NodeInfo) -> int:
+        found = 0
+        for group in node.load.by_namespace.get(self.namespace, ()):
+            if group.live and self._matches(group.labels):
+                found += group.live
+        return found
+
+    def _matches(self, labels: Mapping[str, str]) -> bool:
+        # Keyed by identity: the labels mappings are the snapshot's, alive while the pod is judged.
+        matched = self.matched.get(id(labels))
+        if matched is None:
+            matched = self.matched[id(labels)] = self.chosen.matches(labels)
+        return matched
 
 
 def pre_filter(cycle: Cycle) -> Prepared | None:
@@ -101,13 +118,14 @@ def pre_filter(cycle: Cycle) -> Prepared | None:
     counts: list[dict[str, int]] = [{} for _ in chosen]
     required = RequiredAffinity.of(pod)
     comparisons = cycle.gates.enabled(GATE)
+    counters = [_Counter(c.selector, pod.namespace) for c in chosen]
     for node in cycle.cluster.nodes:
         if any(c.topology_key not in node.labels for c in chosen):
             continue
         for i, c in enumerate(chosen):
             if c.includes(pod, required, node, comparisons):
                 value = node.labels[c.topology_key]
-                counts[i][value] = counts[i].get(value, 0) + _count(node, c.selector, pod.namespace)
+                counts[i][value] = counts[i].get(value, 0) + counters[i](node)
     minimum = [
         0 if len(by_value) < c.min_domains else min(by_value.values(), default=2**31 - 1)
         for c, by_value in zip(chosen, counts, strict=True)
@@ -163,19 +181,20 @@ def score(cycle: Cycle, fitting: Sequence[NodeInfo]) -> dict[str, int]:
     ]
     required = RequiredAffinity.of(pod)
     comparisons = cycle.gates.enabled(GATE)
+    counters = [_Counter(c.selector, pod.namespace) for c in soft]
     for node in cycle.cluster.nodes:
         if not all(k in node.labels for k in keys):
             continue
         for i, c in enumerate(soft):
             value = node.labels[c.topology_key]
             if value in counts[i] and c.includes(pod, required, node, comparisons):
-                counts[i][value] += _count(node, c.selector, pod.namespace)
+                counts[i][value] += counters[i](node)
     raw: dict[str, int] = {}
     for node in scored:
         total = 0.0
         for i, c in enumerate(soft):
             if c.topology_key == HOSTNAME:
-                found = _count(node, c.selector, pod.namespace)
+                found = counters[i](node)
             else:
                 found = counts[i][node.labels[c.topology_key]]
             total += found * weights[i] + (c.max_skew - 1)

@@ -269,3 +269,33 @@ def test_a_driver_whose_pools_lost_every_device_is_named_alike_by_every_rule() -
     assert named  # the misspelled NIC attribute is reported
     assert seen == fresh
     assert offline == fresh
+
+
+def test_a_pool_changed_in_one_slice_keeps_the_bindings_and_results_of_the_others() -> None:
+    """The rule takes a device's binding (and the selector results in it) over from the pool as it
+    was while the Device is the same object, and binds the changed slice's devices afresh."""
+    rng = random.Random(5)
+    store = Store()
+    for raw in CLASSES:
+        store.put(decode(raw))
+    first, second = (resource_slice(rng, GPU, "node-0", i, 1) for i in (0, 1))
+    for raw in (first, second):
+        store.put(decode(raw))
+    rule = SelectorsRule()
+    before = findings(rule, store.snapshot())
+    pool = (GPU, "node-0")
+
+    def bindings() -> dict[str, Any]:
+        assert rule._inventory is not None
+        return {b.name: b for b in rule._inventory[1].pools[pool].devices}
+
+    old = bindings()
+    assert all(b.results for b in old.values())  # the classes' selectors ran on every device
+    changed = resource_slice(random.Random(6), GPU, "node-0", 1, 1)  # the second slice, updated in place
+    store.put(decode(changed))
+    snapshot = store.snapshot()
+    assert findings(rule, snapshot) == findings(SelectorsRule(), snapshot)
+    new = bindings()
+    kept = {d["name"] for d in first["spec"]["devices"]}
+    assert {name for name in new if new[name] is old.get(name)} == kept
+    assert before  # the first answers were given on the pool before the change

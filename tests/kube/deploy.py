@@ -341,6 +341,18 @@ class Draguard:
         if replica.component is not None:
             replica.component.stop()
 
+    def stop_replicas(self) -> None:
+        """Stop every replica at once, as the kubelet stops a Deployment's pods scaled to zero: all
+        out of the Service's endpoints, SIGTERM to each, then wait for each. One after another,
+        each drained the API server's idle connections for its own 5 s in turn
+        (``webhook.server.DRAIN_SECONDS``)."""
+        self.balancer.backends = []
+        stopping = [r.component for r in self.replica if r.running and r.component is not None]
+        for component in stopping:
+            component.process.terminate()
+        for component in stopping:
+            component.stop()
+
     def wait_ready(self, i: int, timeout: float = 60) -> None:
         replica = self.replica[i]
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import pytest
 import yaml
 from controlplane import ControlPlane, call, wait_for
 from deploy import apply, remove
+from inprocess import draguard
 from kubernetes import client
 from workloads import (
     bound_node,
@@ -72,13 +72,7 @@ def run_allocate(
 ) -> subprocess.CompletedProcess[str]:
     manifest = tmp_path / "pod.yaml"
     manifest.write_text(yaml.safe_dump_all(documents))
-    draguard = str(Path(sys.executable).parent / "draguard")
-    return subprocess.run(
-        [draguard, "allocate", "-f", str(manifest), f"--kubeconfig={kubeconfig}", "-n", NS, "-o", "json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return draguard("allocate", "-f", str(manifest), f"--kubeconfig={kubeconfig}", "-n", NS, "-o", "json")
 
 
 def allocate(plane: ControlPlane, tmp_path: Path, *documents: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,6 @@ import copy
 import json
 import re
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ import pytest
 import yaml
 from controlplane import Answer, ControlPlane, call, wait_for
 from deploy import apply, remove
+from inprocess import draguard
 from kubernetes import client
 from workloads import device_class
 
@@ -123,13 +123,7 @@ def established(api: client.ApiClient, crd: dict[str, Any]) -> bool:
 
 def audit(plane: ControlPlane, *output: str) -> subprocess.CompletedProcess[str]:
     """``draguard audit --kubeconfig`` with the admin's kubeconfig, as a cluster admin runs it."""
-    draguard = str(Path(sys.executable).parent / "draguard")
-    return subprocess.run(
-        [draguard, "audit", f"--kubeconfig={plane.admin_kubeconfig}", *output],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return draguard("audit", f"--kubeconfig={plane.admin_kubeconfig}", *output)
 
 
 def server_side_apply(api: client.ApiClient, report: dict[str, Any]) -> Answer:

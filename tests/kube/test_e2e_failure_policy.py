@@ -52,8 +52,7 @@ def draguard(control_plane: ControlPlane) -> Iterator[Draguard]:
 @contextlib.contextmanager
 def stopped(draguard: Draguard) -> Iterator[None]:
     """Every replica down for the ``with`` block (the Service then has no endpoint), then back."""
-    for i in range(len(draguard.replica)):
-        draguard.stop_replica(i)
+    draguard.stop_replicas()
     try:
         yield
     finally:

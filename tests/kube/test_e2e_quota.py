@@ -159,8 +159,7 @@ def test_reconcile_heals_a_lost_release_and_a_ledger_edited_by_hand(cluster: Clu
     plane, draguard = cluster.plane, cluster.draguard
     lost, edited = sorted(cluster.reserved)[-2:]
     fail_open(plane, "quota.draguard.io")
-    for i in range(len(draguard.replica)):
-        draguard.stop_replica(i)
+    draguard.stop_replicas()
     gone = call(cluster.clients.user, "DELETE", f"{claims(NS)}/cores-{lost}")
     assert gone.status == 200, gone.body
     lost_uid = cluster.reserved.pop(lost)

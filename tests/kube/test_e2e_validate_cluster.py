@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ import pytest
 import yaml
 from controlplane import ControlPlane, call
 from deploy import apply, remove
+from inprocess import draguard
 from kubernetes import client
 from workloads import device_class
 
@@ -65,13 +65,7 @@ def validate(
 ) -> subprocess.CompletedProcess[str]:
     manifest = tmp_path / "manifest.yaml"
     manifest.write_text(yaml.safe_dump_all(documents))
-    draguard = str(Path(sys.executable).parent / "draguard")
-    return subprocess.run(
-        [draguard, "validate", "-f", str(manifest), f"--kubeconfig={kubeconfig}", *flags],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return draguard("validate", "-f", str(manifest), f"--kubeconfig={kubeconfig}", *flags)
 
 
 def test_a_changed_claim_spec_is_refused_as_the_api_server_refuses_it(

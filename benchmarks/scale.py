@@ -725,7 +725,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     factor = args.factor if args.factor is not None else (0.02 if args.quick else 1.0)
     sizes = clustergen.Sizes.scaled(factor)
-    count = 40 if args.quick else 200
+    count = 20 if args.quick else 200  # reviews of each kind: 400 in all for issue 23's RSS target
     checks = Checks(full=factor >= 1.0)
     print(f"load average (1 min): {load_average()}")
     with tempfile.TemporaryDirectory(prefix="draguard-scale-") as tmp:
@@ -736,7 +736,7 @@ def main(argv: list[str] | None = None) -> int:
             clustergen.write(cluster, sizes)
             print(f"generated the cluster in {time.perf_counter() - started:.0f} s")
         if "a" in args.parts:
-            part_a(cluster, sizes, count, checks, tmp)  # 400 reviews: issue 23's RSS target
+            part_a(cluster, sizes, count, checks, tmp)
         if "b" in args.parts:
             part_b(cluster, 3 if args.quick else 3 * REFREEZE_SECONDS, checks)
         if "c" in args.parts or "d" in args.parts:

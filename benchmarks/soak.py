@@ -46,7 +46,8 @@ every violation printed and the exit status 1:
   snapshot is younger than 5 s;
 - resources: replica 0's RSS, threads and open files grow less than 10% over the second half
   (medians of the first and last sixth of it; see ``flat``);
-- logs: no traceback, and at most LOG_BYTES_PER_HOUR of log per replica per hour.
+- logs: no traceback, and at most LOG_BYTES_PER_HOUR of log per replica per hour (judged, as the
+  resources are, only in a run long enough for a second half of 10 minutes).
 
 Run: ``python benchmarks/soak.py [--minutes N] [--quick]`` with ``KUBEBUILDER_ASSETS`` set (see
 /work/shared/k8s/README.md) and helm on the PATH.
@@ -148,6 +149,8 @@ DOWN_SECONDS = 3.0  # the API server stays down this long around a replica's sta
 KUBELET_BACKOFF = 10.0  # the kubelet's first restart delay of a crashed container (CrashLoopBackOff)
 RESTART_LIMIT = 300.0
 GAP = 3.0  # seconds between one fault's recovery and the next fault
+# Quick: traffic for at least this long; on a quiet machine the eight faults end about 100 s in.
+QUICK_MINUTES = 1.5
 # How long the rotation's turn waits for one: the serving certificate is renewed every 10 minutes
 # (quick: once, 70 s after the install, so that its turn comes after it and waits for nothing).
 ROTATION_WAIT = {False: 11 * 60.0, True: 180.0}
@@ -1216,10 +1219,10 @@ class Faults:
 
 def schedule(minutes: float, quick: bool) -> list[tuple[float, str]]:
     """(earliest start in seconds from the start of traffic, fault); each starts GAP seconds after
-    the one before recovered at the soonest. Quick: each kind once, 15 s of traffic first; else
+    the one before recovered at the soonest. Quick: each kind once, 10 s of traffic first; else
     rounds of every kind, one round per 20 minutes or less (three an hour), evenly spread."""
     if quick:
-        return [(15.0, kind) for kind in FAULTS]
+        return [(10.0, kind) for kind in FAULTS]
     rounds = max(1, math.ceil(minutes / 20))
     slot = (minutes * 60 - 60) / (rounds * len(FAULTS))
     kinds = [kind for _ in range(rounds) for kind in FAULTS]
@@ -1292,15 +1295,16 @@ def report(
         text = log.read_text(errors="replace") if log.exists() else ""
         per_hour = len(text.encode()) / max(hours, 1e-9)
         errors = Counter(m[1] for m in TRACEBACK.finditer(text))
-        print(f"{replica.name} log: {len(text.encode()) / 1024:.0f} KiB ({per_hour / 2**20:.1f} MiB/hour), "
-              f"{sum(errors.values())} tracebacks")  # fmt: skip
+        rate = "" if judged else ", not judged: a short run packs every fault into minutes"
+        size = f"{len(text.encode()) / 1024:.0f} KiB ({per_hour / 2**20:.1f} MiB/hour{rate})"
+        print(f"{replica.name} log: {size}, {sum(errors.values())} tracebacks")
         for error, count in errors.most_common():
             at = text.index(error)
             start = text.rfind("\n", 0, max(0, text.rfind("Traceback", 0, at) - 400))
             record.violate(
                 f"{replica.name} logged {count} tracebacks ending {error!r}:\n{text[start + 1 : at]}"
             )
-        if per_hour > LOG_BYTES_PER_HOUR:
+        if judged and per_hour > LOG_BYTES_PER_HOUR:
             record.violate(
                 f"{replica.name} logs {per_hour / 2**20:.0f} MiB an hour (bound {LOG_BYTES_PER_HOUR >> 20})"
             )
@@ -1327,10 +1331,10 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--minutes", type=float, default=60.0, help="traffic time (default 60)")
-    parser.add_argument("--quick", action="store_true", help="3 minutes, one fault of each kind (CI)")
+    parser.add_argument("--quick", action="store_true", help="about 2 minutes, one fault of each kind (CI)")
     parser.add_argument("--seed", type=int, default=25)
     args = parser.parse_args(argv)
-    minutes = 2.0 if args.quick else args.minutes
+    minutes = QUICK_MINUTES if args.quick else args.minutes
     missing = missing_binaries(("etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager"))
     if missing or HELM_MISSING:
         print(f"soak skipped: {missing or HELM_MISSING}")

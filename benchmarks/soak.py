@@ -936,10 +936,12 @@ class Invariants:
                 pid = component.process.pid
                 with contextlib.suppress(OSError, ValueError):
                     status = Path(f"/proc/{pid}/status").read_text()
-                    rss = int(re.search(r"VmRSS:\s+(\d+)", status)[1]) / 1024  # type: ignore[index]
-                    threads = int(re.search(r"Threads:\s+(\d+)", status)[1])  # type: ignore[index]
+                    rss = re.search(r"VmRSS:\s+(\d+)", status)
+                    threads = re.search(r"Threads:\s+(\d+)", status)
+                    if rss is None or threads is None:
+                        continue  # killed since poll(): a zombie has no memory to show, and is not sampled
                     files = len(os.listdir(f"/proc/{pid}/fd"))
-                    self.samples[pid].append((time.monotonic(), rss, threads, files))
+                    self.samples[pid].append((time.monotonic(), int(rss[1]) / 1024, int(threads[1]), files))
                 with contextlib.suppress(OSError):
                     _, metrics = replica.get("/metrics", metrics=True, timeout=3)
                     total = sum(

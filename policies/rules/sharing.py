@@ -113,13 +113,18 @@ def device_policy(
     return None
 
 
+def _allocated(claim: ResourceClaim) -> list[DeviceRequestAllocationResult]:
+    """The claim's allocation results; none while it is not allocated."""
+    allocation = claim.status.allocation if claim.status is not None else None
+    return (allocation.devices.results or []) if allocation is not None and allocation.devices else []
+
+
 def claim_policy(
     claim: ResourceClaim, devices: Mapping[DeviceKey, Device], entries: Sequence[SharingPolicyRule]
 ) -> DevicePolicy | None:
     """The strictest policy among the claim's allocated devices (admin access excluded: an admin
     looks at a device, it does not get it); None when none is restricted or it is not allocated."""
-    allocation = claim.status.allocation if claim.status is not None else None
-    results = (allocation.devices.results or []) if allocation is not None and allocation.devices else []
+    results = _allocated(claim)
     found = []
     for result in results:
         device = devices.get((result.driver, result.pool, result.device))
@@ -135,8 +140,7 @@ def _unknown_devices(claim: ResourceClaim, devices: Mapping[DeviceKey, Device]) 
     """The claim's allocated devices (admin access aside) that ``devices`` does not hold: a device
     the snapshot has not seen has no known policy, and taking it as unrestricted let a second pod
     onto a SamePod claim (issue 25's soak)."""
-    allocation = claim.status.allocation if claim.status is not None else None
-    results = (allocation.devices.results or []) if allocation is not None and allocation.devices else []
+    results = _allocated(claim)
     return [
         f"{r.driver}/{r.pool}/{r.device}"
         for r in results

@@ -47,7 +47,6 @@ from policies.snapshot import Snapshot
 ATTRIBUTE = "draguard.io/sharingPolicy"
 # Strictest first: a claim takes the first of these that any of its devices has.
 STRICTNESS = ("None", "SamePod", "MultiPod")
-STALE = "the cluster snapshot is stale: the claims' devices and users are unknown"
 # The fix a message gives when a second pod wants the claim.
 OWN_CLAIM = "give each pod a claim of its own (spec.resourceClaims[].resourceClaimTemplateName does)"
 # Why each default applies, for messages.
@@ -205,9 +204,10 @@ class SharingRule:
         devices = ctx.snapshot.devices
         entries = ctx.config.rules.sharing.policies
         if isinstance(request.obj, Pod):
-            if not ctx.snapshot_fresh:
-                raise RuleUnavailable(STALE)
-            problems = _pod_problems(request.obj, ctx.snapshot, devices, entries)
+            # Users read from a stale snapshot may be gone or missing: only a fresh one judges them
+            # here. The claim's reservation, judged on its own update, is the guard that cannot
+            # race; refusing every pod during a watch outage guarded nothing more (issue 25's soak).
+            problems = _pod_problems(request.obj, ctx.snapshot, devices, entries, ctx.snapshot_fresh)
         else:
             # The update carries the claim's users before and after: only its devices' policies
             # come from the snapshot, which may be stale as long as it holds them.
@@ -218,8 +218,14 @@ class SharingRule:
 
 
 def _pod_problems(
-    pod: Pod, snapshot: Snapshot, devices: Mapping[DeviceKey, Device], entries: Sequence[SharingPolicyRule]
+    pod: Pod,
+    snapshot: Snapshot,
+    devices: Mapping[DeviceKey, Device],
+    entries: Sequence[SharingPolicyRule],
+    users_known: bool,
 ) -> list[str]:
+    """What forbids ``pod`` its claims: another pod the claim is reserved for (judged only when
+    ``users_known``), or, for ``None``, several of its containers naming the claim."""
     problems = []
     for ref in pod.spec.resource_claims or ():
         claim = snapshot.claims.get((pod.namespace, ref.resource_claim_name or ""))
@@ -229,7 +235,7 @@ def _pod_problems(
         assert claim.status is not None
         others = [
             _consumer(r, claim.namespace)
-            for r in claim.status.reserved_for or ()
+            for r in (claim.status.reserved_for or () if users_known else ())
             if not (pod.metadata.uid and r.uid == pod.metadata.uid)
         ]
         if others:

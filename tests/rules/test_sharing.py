@@ -209,10 +209,16 @@ def test_only_pod_create_and_claim_status_updates_are_looked_at() -> None:
     assert not rule.applies(admission(second_pod("cores"), operation="UPDATE", old=second_pod("cores")), ctx)
 
 
-def test_stale_snapshot_is_unavailable() -> None:
-    req = admission(second_pod("cores"))
-    with pytest.raises(RuleUnavailable, match="stale"):
-        SharingRule().check(req, context(node_cluster(CORES), fresh=False))
+def test_a_pod_on_a_stale_snapshot_is_judged_on_its_containers_not_the_claims_users() -> None:
+    """The users a stale snapshot shows may be gone (a false denial) or missing: the pod's check
+    skips them and the reservation, judged on its own update, guards (issue 25's soak refused
+    31-186 pod creations per fault window for this); its own containers are still judged."""
+    second = admission(second_pod("cores"))
+    assert SharingRule().check(second, context(node_cluster(CORES), fresh=True))
+    assert SharingRule().check(second, context(node_cluster(CORES), fresh=False)) == []
+    both = admission(pod("b", container("x", "c"), container("y", "c"), claims={"c": "pinned"}))
+    found = SharingRule().check(both, context(node_cluster(PINNED), fresh=False))
+    assert [f.action for f in found] == ["deny"] and "containers x, y of pod team-a/b" in found[0].message
 
 
 def test_a_reservation_is_judged_on_a_stale_snapshot_that_holds_its_devices() -> None:

@@ -34,24 +34,39 @@ from webhook.kube import ApiResource, Gone, KubeError, KubeReader, NotServed, Wa
 
 log = logging.getLogger(__name__)
 
-# client-go's reflector: watches last between minWatchTimeout and twice that.
-WATCH_TIMEOUT = (300, 600)
-# The API server sends a bookmark about every minute (cacher.go defaultBookmarkFrequency); a watch
-# that stays silent for much longer than that is treated as a dead connection.
+# How long a watch asks to last (client-go's reflector: 5 to 10 minutes). Shorter than READ_TIMEOUT
+# here: the API server sends a quiet resource's watch nothing, no bookmark either, until it ends it
+# (the soak's DeviceClass and PriorityClass watches timed out every 150 s, each time counted a
+# failure with a growing backoff, the snapshot stale until they were back); ended by the server,
+# such a watch is current to its last moment and is started again at once.
+WATCH_TIMEOUT = (60, 120)
+# A watch silent this long, longer than any asks to last, is a dead connection: the server would
+# have ended it.
 READ_TIMEOUT = 150.0
 
 
 @dataclass
 class Backoff:
-    """Exponential delays with jitter, never above ``cap`` (client-go: 800 ms doubling to 30 s)."""
+    """Exponential delays with jitter, never above ``cap``, started over when the last delay began
+    more than ``reset_after`` ago (client-go's reflector: 800 ms doubling to 30 s, reset after two
+    minutes without one, ``staging/src/k8s.io/client-go/tools/cache/reflector.go``). Without the
+    reset, a watch cut long after an API server restart waited out the delays the restart had grown
+    to (a snapshot stale for 19.5 s in the soak, where a first retry comes within 1.6 s)."""
 
     initial: float = 0.8
     cap: float = 30.0
     factor: float = 2.0
     jitter: float = 1.0
+    reset_after: float = 120.0
+    clock: Callable[[], float] = time.monotonic
     _next: float = 0.0
+    _last: float | None = None
 
     def delay(self) -> float:
+        now = self.clock()
+        if self._last is not None and now - self._last > self.reset_after:
+            self._next = 0.0
+        self._last = now
         base = self._next or self.initial
         self._next = min(self.cap, base * self.factor)
         return min(self.cap, base * (1.0 + self.jitter * random.random()))
@@ -230,6 +245,7 @@ class Reflector:
                 self._contact()
                 if self._stop.is_set():
                     return
+            self._contact()  # ended by the API server: everything until now was sent
         finally:
             self._stream = None
             self.connected = False

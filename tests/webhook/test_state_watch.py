@@ -23,7 +23,7 @@ from watch_standin import WatchServer, running
 
 from webhook.kube import ApiResource, KubeReader
 from webhook.state import ClusterState
-from webhook.watch import Backoff
+from webhook.watch import READ_TIMEOUT, Backoff, Reflector
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> None:
@@ -250,6 +250,50 @@ def test_backoff_doubles_with_jitter_and_is_capped() -> None:
     assert delays[-1] == 5.0  # at the cap, jitter cannot lift it further
     backoff.reset()
     assert backoff.delay() <= 2.0
+
+
+def test_backoff_starts_over_once_no_delay_began_for_two_minutes() -> None:
+    """As client-go's reflector: a watch cut long after an API server restart retries at once."""
+    now = [0.0]
+    backoff = Backoff(initial=1.0, cap=30.0, jitter=0.0, clock=lambda: now[0])
+    assert [backoff.delay() for _ in range(4)] == [1.0, 2.0, 4.0, 8.0]
+    now[0] += 120.0
+    assert backoff.delay() == 16.0  # within two minutes of the last: still failing
+    now[0] += 120.5
+    assert backoff.delay() == 1.0
+
+
+class QuietServer:
+    """Watches the API server ends at their timeout having sent nothing, as it does a quiet
+    resource's (no event, no bookmark); time passes on ``now`` while each one lasts."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.timeouts: list[int] = []
+
+    def watch(self, resource: ApiResource, version: str, timeout: int, read_timeout: float) -> QuietServer:
+        self.timeouts.append(timeout)
+        return self
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        self.now += self.timeouts[-1]
+        return iter(())
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_quiet_watch_is_ended_by_the_server_before_it_would_be_taken_for_dead_and_stays_fresh() -> None:
+    """The soak's DeviceClass watches were silent 150 s, timed out as dead connections and backed
+    off: a watch asks to end sooner than that, and one the server ended is current to its end."""
+    quiet = QuietServer()
+    classes = ApiResource("resource.k8s.io/v1", "deviceclasses", "DeviceClass")
+    reflector = Reflector(quiet, classes, ClusterState(quiet), clock=lambda: quiet.now)  # type: ignore[arg-type]
+    reflector.resource_version = "7"
+    for _ in range(20):
+        reflector._watch()
+        assert reflector.fresh_as_of() == quiet.now
+    assert max(quiet.timeouts) < READ_TIMEOUT
 
 
 def test_an_object_that_cannot_be_decoded_is_left_out_and_named_in_the_log(

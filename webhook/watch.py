@@ -163,6 +163,8 @@ class Reflector:
             except KubeError as err:
                 self._failed(err)
             except Exception:  # a bug here must not silently stop the state from updating
+                if self._stop.is_set():
+                    return  # stop() closed the stream under a read: http.client then fails as it may
                 log.exception("%s: unexpected error in list/watch", self.resource)
                 self._failed(None)
 

@@ -296,6 +296,29 @@ def test_a_quiet_watch_is_ended_by_the_server_before_it_would_be_taken_for_dead_
     assert max(quiet.timeouts) < READ_TIMEOUT
 
 
+class ClosedUnderRead(QuietServer):
+    """A watch whose connection ``stop()`` closes while the reflector reads it: http.client then
+    fails on the file it lost (``'NoneType' object has no attribute 'read'``, the soak's replica
+    at its restart)."""
+
+    reflector: Reflector
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        self.reflector.stop()
+        raise AttributeError("'NoneType' object has no attribute 'read'")
+
+
+def test_a_stream_closed_under_a_read_by_stop_ends_the_reflector_without_a_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    closed = ClosedUnderRead()
+    classes = ApiResource("resource.k8s.io/v1", "deviceclasses", "DeviceClass")
+    closed.reflector = Reflector(closed, classes, ClusterState(closed))  # type: ignore[arg-type]
+    closed.reflector.resource_version = "7"
+    closed.reflector.run()
+    assert closed.timeouts and not caplog.records
+
+
 def test_an_object_that_cannot_be_decoded_is_left_out_and_named_in_the_log(
     server: WatchServer, started: Callable[..., ClusterState], caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -231,18 +231,33 @@ class ChargeMemo:
     records and the device index, all immutable and shared by successive snapshots. A claim's
     charge costs a third of a millisecond (footprints in exact quantities), and the quota rule
     needs every reserved claim's of a namespace on each check: 65 ms for 200 claims, each time.
-    Forgotten whole when the device index changes, or when it holds too many claims."""
+    Forgotten whole when the device index changes; the claims a snapshot no longer holds as they
+    were, by :meth:`forget_outside`."""
 
-    LIMIT = 100_000
+    # Claims remembered beyond twice the snapshot's before the others are looked for.
+    SLACK = 1_000
 
     def __init__(self) -> None:
         self._devices: object = None
         self._known: dict[int, tuple[ResourceClaim, tuple[PodInfo | None, ...], dict[str, Quantity]]] = {}
 
+    def forget_outside(self, claims: Mapping[Key, ResourceClaim]) -> None:
+        """Forget the claims ``claims`` (a snapshot's) no longer holds as they were (deleted, or
+        updated since) once twice as many as it holds are remembered. Each one remembered keeps
+        its claim object alive: every reservation and allocation makes a new one, and where slices
+        seldom change (the device index with them) nothing else would ever let them go."""
+        if len(self._known) <= 2 * len(claims) + self.SLACK:
+            return
+        self._known = {
+            key: known
+            for key, known in list(self._known.items())  # copied at once: checks run on threads
+            if claims.get((known[0].namespace, known[0].name)) is known[0]
+        }
+
     def charge(
         self, claim: ResourceClaim, devices: Mapping[DeviceKey, Device], pods: Mapping[Key, PodInfo]
     ) -> dict[str, Quantity]:
-        if devices is not self._devices or len(self._known) > self.LIMIT:
+        if devices is not self._devices:
             self._known, self._devices = {}, devices
         refs = claim.status.reserved_for if claim.status is not None else None
         users = tuple(pods.get((claim.namespace, r.name)) for r in refs or ())

@@ -119,7 +119,7 @@ class QuotaRule:
             claims = pod_claims(snapshot, pod)
         except ClaimNotFoundError:
             return []  # a missing claim or template: the pod waits for it, nothing to charge yet
-        used = snapshot_ledger(snapshot, pod.namespace, self._charges).usage(pod.namespace)
+        used = self._shown_in(snapshot, pod.namespace).usage(pod.namespace)
         if first_exceeded(quotas, pod_charge(pod, []), used) is not None:
             return []  # over quota without any device: upstream's quota admission says so itself
         created = [c for c in claims if (c.namespace, c.name) not in snapshot.claims]
@@ -181,6 +181,8 @@ class QuotaRule:
         last = self._shown
         if last is not None and last[0] is snapshot and last[1] == namespace:
             return last[2]
+        if last is None or last[0] is not snapshot:
+            self._charges.forget_outside(snapshot.claims)
         shown = snapshot_ledger(snapshot, namespace, self._charges)
         self._shown = (snapshot, namespace, shown)
         return shown

@@ -346,6 +346,24 @@ def test_a_remembered_charge_is_worked_out_again_when_a_reserved_pod_changes() -
     assert memo.charge(taken, devices, first.pods) != memo.charge(taken, devices, second.pods)
 
 
+def test_the_memo_forgets_the_claims_a_snapshot_no_longer_holds_as_they_were() -> None:
+    """Each remembered charge keeps its claim object alive, and every reservation makes a new one:
+    where slices seldom change (the device index with them), the memo kept every version ever
+    charged. Past twice the snapshot's claims (and a slack) only the snapshot's own are kept."""
+    snapshot = node_cluster(reserve(FREE_CORES, "b"), POD_B)
+    taken = snapshot.claims[(NS, "cores")]
+    memo = ChargeMemo()
+    memo.SLACK = 1
+    older = [taken.model_copy() for _ in range(3)]  # the same claim as it was before
+    for version in (*older, taken):
+        memo.charge(version, snapshot.devices, snapshot.pods)
+    memo.forget_outside(snapshot.claims)
+    assert [known[0] for known in memo._known.values()] == [taken]
+    memo.charge(older[0], snapshot.devices, snapshot.pods)
+    memo.forget_outside(snapshot.claims)  # within twice the snapshot's and the slack: kept
+    assert len(memo._known) == 2
+
+
 def test_dry_run_requests_are_checked_but_never_charged() -> None:
     snapshot = node_cluster(FREE_CORES, POD_B, quota("team-a-quota", CPU_QUOTA, {"requests.cpu": "6"}))
     store = MemoryLedgerStore()

@@ -136,6 +136,7 @@ RECOVERY = 30.0
 FRESH = 5.0
 LEDGER_SLACK = 30.0
 SAMPLE = 2.0
+TRACE_POINTS = 12  # replica 0's resources printed at about this many moments of the run
 GROWTH = 0.10
 JUDGED_HALF = 600.0  # resources are judged over a second half this long at least
 # A traceback as Python's logging prints it (in the JSON log, newlines escaped), up to its error line.
@@ -1231,6 +1232,20 @@ def schedule(minutes: float, quick: bool) -> list[tuple[float, str]]:
     return [(30 + i * slot, kind) for i, kind in enumerate(kinds)]
 
 
+def by_minute(
+    series: Sequence[tuple[float, float, int, int]], start: float, end: float, points: int
+) -> list[tuple[int, float, int, int]]:
+    """About ``points`` samples of [start, end], evenly spaced, each with its minute into the run:
+    whether the resources grow steadily or in steps, and after which faults."""
+    step = max((end - start) / points, SAMPLE)
+    picked, due = [], start
+    for sample in series:
+        if start <= sample[0] <= end and sample[0] >= due:
+            picked.append((round((sample[0] - start) / 60), sample[1], sample[2], sample[3]))
+            due = sample[0] + step
+    return picked
+
+
 def flat(
     series: Sequence[tuple[float, float, int, int]], start: float, end: float
 ) -> dict[str, tuple[float, float]]:
@@ -1278,6 +1293,9 @@ def report(
     assert first.component is not None
     series = invariants.samples.get(first.component.process.pid, [])
     half = traffic_started + (ended - traffic_started) / 2
+    print(f"{first.name} over the run (minute: RSS MiB / threads / open files): "
+          + ", ".join(f"{m}: {rss:.0f}/{threads}/{files}" for m, rss, threads, files in
+                      by_minute(series, traffic_started, ended, TRACE_POINTS)))  # fmt: skip
     measured = flat(series, half, ended)
     judged = ended - half >= JUDGED_HALF
     for name, (start, end) in measured.items():

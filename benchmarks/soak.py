@@ -45,7 +45,8 @@ every violation printed and the exit status 1:
 - recovery: 30 s after each fault ended, both replicas are ready (``/readyz`` "ok") and their
   snapshot is younger than 5 s;
 - resources: replica 0's RSS, threads and open files grow less than 10% over the second half
-  (medians of the first and last sixth of it; see ``flat``);
+  (medians of the first and last sixth of it; see ``flat``); the connections it accepted, which
+  its clients keep alive or not, are counted apart and shown, not judged (see ``accepted``);
 - logs: no traceback, and at most LOG_BYTES_PER_HOUR of log per replica per hour (judged, as the
   resources are, only in a run long enough for a second half of 10 minutes).
 
@@ -137,6 +138,9 @@ FRESH = 5.0
 LEDGER_SLACK = 30.0
 SAMPLE = 2.0
 TRACE_POINTS = 12  # replica 0's resources printed at about this many moments of the run
+# A resource sample: when, RSS MiB, threads, open files but accepted connections, those.
+Sample = tuple[float, float, int, int, int]
+ACCEPTED = "accepted connections"  # shown, not judged: the clients keep them (see accepted())
 GROWTH = 0.10
 JUDGED_HALF = 600.0  # resources are judged over a second half this long at least
 # A traceback as Python's logging prints it (in the JSON log, newlines escaped), up to its error line.
@@ -719,7 +723,7 @@ class Invariants:
         self.quota_samples = 0
         self.claim_statuses = 0
         self.peak: dict[str, Quantity] = {}
-        self.samples: dict[int, list[tuple[float, float, int, int]]] = defaultdict(list)
+        self.samples: dict[int, list[Sample]] = defaultdict(list)
         self.draguard_admissions: dict[int, float] = {}
         self.threads = [
             threading.Thread(target=self._quota_loop, name="quota-check", daemon=True),
@@ -942,7 +946,9 @@ class Invariants:
                     if rss is None or threads is None:
                         continue  # killed since poll(): a zombie has no memory to show, and is not sampled
                     files = len(os.listdir(f"/proc/{pid}/fd"))
-                    self.samples[pid].append((time.monotonic(), int(rss[1]) / 1024, int(threads[1]), files))
+                    taken = accepted(pid, {replica.port, replica.metrics_port, replica.health_port})
+                    sample = (time.monotonic(), int(rss[1]) / 1024, int(threads[1]), files - taken, taken)
+                    self.samples[pid].append(sample)
                 with contextlib.suppress(OSError):
                     _, metrics = replica.get("/metrics", metrics=True, timeout=3)
                     total = sum(
@@ -1232,23 +1238,39 @@ def schedule(minutes: float, quick: bool) -> list[tuple[float, str]]:
     return [(30 + i * slot, kind) for i, kind in enumerate(kinds)]
 
 
+def accepted(pid: int, ports: set[int]) -> int:
+    """How many of the process's descriptors are connections it accepted on ``ports``: its
+    clients' to keep or close (the front keeps 0-25 alive at a time, aiohttp closes idle ones), so
+    they are shown apart from the descriptors the replica opens itself, which must stay flat."""
+    inodes = set()
+    for table in ("tcp", "tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+                fields = line.split()
+                if fields[3] == "01" and int(fields[1].rsplit(":", 1)[1], 16) in ports:  # established
+                    inodes.add(f"socket:[{fields[9]}]")
+    count = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            count += os.readlink(f"/proc/{pid}/fd/{fd}") in inodes
+    return count
+
+
 def by_minute(
-    series: Sequence[tuple[float, float, int, int]], start: float, end: float, points: int
-) -> list[tuple[int, float, int, int]]:
+    series: Sequence[Sample], start: float, end: float, points: int
+) -> list[tuple[int, float, int, int, int]]:
     """About ``points`` samples of [start, end], evenly spaced, each with its minute into the run:
     whether the resources grow steadily or in steps, and after which faults."""
     step = max((end - start) / points, SAMPLE)
     picked, due = [], start
     for sample in series:
         if start <= sample[0] <= end and sample[0] >= due:
-            picked.append((round((sample[0] - start) / 60), sample[1], sample[2], sample[3]))
+            picked.append((round((sample[0] - start) / 60), *sample[1:]))
             due = sample[0] + step
     return picked
 
 
-def flat(
-    series: Sequence[tuple[float, float, int, int]], start: float, end: float
-) -> dict[str, tuple[float, float]]:
+def flat(series: Sequence[Sample], start: float, end: float) -> dict[str, tuple[float, float]]:
     """Each measure's median over the first and over the last sixth of [start, end]."""
     span = (end - start) / 6
     head = [s for s in series if start <= s[0] <= start + span]
@@ -1257,7 +1279,7 @@ def flat(
         return {}
     return {
         name: (statistics.median(s[i] for s in head), statistics.median(s[i] for s in tail))
-        for i, name in ((1, "RSS MiB"), (2, "threads"), (3, "open files"))
+        for i, name in ((1, "RSS MiB"), (2, "threads"), (3, "open files"), (4, ACCEPTED))
     }
 
 
@@ -1293,8 +1315,8 @@ def report(
     assert first.component is not None
     series = invariants.samples.get(first.component.process.pid, [])
     half = traffic_started + (ended - traffic_started) / 2
-    print(f"{first.name} over the run (minute: RSS MiB / threads / open files): "
-          + ", ".join(f"{m}: {rss:.0f}/{threads}/{files}" for m, rss, threads, files in
+    print(f"{first.name} over the run (minute: RSS MiB / threads / open files / accepted connections): "
+          + ", ".join(f"{m}: {rss:.0f}/{threads}/{files}/{taken}" for m, rss, threads, files, taken in
                       by_minute(series, traffic_started, ended, TRACE_POINTS)))  # fmt: skip
     measured = flat(series, half, ended)
     judged = ended - half >= JUDGED_HALF
@@ -1303,8 +1325,10 @@ def report(
         verdict = (
             "" if judged else f" (not judged: a second half under {JUDGED_HALF / 60:.0f} minutes is warm-up)"
         )
+        if name == ACCEPTED:
+            verdict = " (the clients', not judged)"
         print(f"{first.name} {name} over the second half: {start:.1f} -> {end:.1f} ({growth:+.1%}){verdict}")
-        if judged and growth > GROWTH:
+        if judged and name != ACCEPTED and growth > GROWTH:
             record.violate(
                 f"{first.name} {name} grew {growth:.1%} over the second half ({start:.1f} -> {end:.1f})"
             )

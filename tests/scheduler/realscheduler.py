@@ -58,7 +58,7 @@ CLAIM_STATUS = "resource.k8s.io/ResourceClaimUpdate"
 # takes anyway.
 NAMESPACE_SETTLE = 0.7
 # How long a bound pod's status write may go unseen before the pod is nudged (Scene.nudge).
-NUDGE_AFTER = 15.0
+NUDGE_AFTER = 5.0
 STATE = [
     ("/api/v1/nodes", "v1", "Node"),
     ("/api/v1/namespaces", "v1", "Namespace"),

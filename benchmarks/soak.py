@@ -945,9 +945,9 @@ class Invariants:
                     threads = re.search(r"Threads:\s+(\d+)", status)
                     if rss is None or threads is None:
                         continue  # killed since poll(): a zombie has no memory to show, and is not sampled
-                    files = len(os.listdir(f"/proc/{pid}/fd"))
-                    taken = accepted(pid, {replica.port, replica.metrics_port, replica.health_port})
-                    sample = (time.monotonic(), int(rss[1]) / 1024, int(threads[1]), files - taken, taken)
+                    fds = os.listdir(f"/proc/{pid}/fd")
+                    taken = accepted(pid, fds, {replica.port, replica.metrics_port, replica.health_port})
+                    sample = (time.monotonic(), int(rss[1]) / 1024, int(threads[1]), len(fds) - taken, taken)
                     self.samples[pid].append(sample)
                 with contextlib.suppress(OSError):
                     _, metrics = replica.get("/metrics", metrics=True, timeout=3)
@@ -1238,8 +1238,8 @@ def schedule(minutes: float, quick: bool) -> list[tuple[float, str]]:
     return [(30 + i * slot, kind) for i, kind in enumerate(kinds)]
 
 
-def accepted(pid: int, ports: set[int]) -> int:
-    """How many of the process's descriptors are connections it accepted on ``ports``: its
+def accepted(pid: int, fds: Sequence[str], ports: set[int]) -> int:
+    """How many of the process's descriptors ``fds`` are connections it accepted on ``ports``: its
     clients' to keep or close (the front keeps 0-25 alive at a time, aiohttp closes idle ones), so
     they are shown apart from the descriptors the replica opens itself, which must stay flat."""
     inodes = set()
@@ -1250,7 +1250,7 @@ def accepted(pid: int, ports: set[int]) -> int:
                 if fields[3] == "01" and int(fields[1].rsplit(":", 1)[1], 16) in ports:  # established
                     inodes.add(f"socket:[{fields[9]}]")
     count = 0
-    for fd in os.listdir(f"/proc/{pid}/fd"):
+    for fd in fds:
         with contextlib.suppress(OSError):
             count += os.readlink(f"/proc/{pid}/fd/{fd}") in inodes
     return count

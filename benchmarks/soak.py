@@ -149,7 +149,7 @@ TRACEBACK = re.compile(
     r"(\w[\w.]*(?:Error|Exception|Exit)[^\\\n\"]*)"
 )
 LOG_BYTES_PER_HOUR = 64 * 1024 * 1024
-STOP_SECONDS = 8.0  # SIGSTOP: past the 5 s webhook timeout
+STOP_SECONDS = 12.0  # SIGSTOP: past the webhooks' timeouts (the chart's 5 s, the quota webhook's 10 s)
 DOWN_SECONDS = 3.0  # the API server stays down this long around a replica's start
 KUBELET_BACKOFF = 10.0  # the kubelet's first restart delay of a crashed container (CrashLoopBackOff)
 RESTART_LIMIT = 300.0
@@ -1096,7 +1096,7 @@ class Faults:
         os.kill(pid, signal.SIGSTOP)
         time.sleep(STOP_SECONDS)  # the fault is a stop of this length
         os.kill(pid, signal.SIGCONT)
-        return f"{victim.name} stopped for {STOP_SECONDS:.0f} s (webhook timeout 5 s), then continued"
+        return f"{victim.name} stopped for {STOP_SECONDS:.0f} s (webhook timeouts 5 and 10 s), then continued"
 
     @contextlib.contextmanager
     def _readiness_watched(self) -> Iterator[list[str]]:

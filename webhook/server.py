@@ -343,6 +343,8 @@ class Admission:
     state: State
     metrics: Metrics
     deadline: float = DEFAULT_DEADLINE
+    # Webhook path -> its own deadline, where it differs from ``deadline`` (see deadline_of).
+    deadlines: Mapping[str, float] = field(default_factory=dict)
     decisions: logs.DecisionLog = field(default_factory=logs.DecisionLog)
     executor: ThreadPoolExecutor = field(
         default_factory=_threads(COSTLY_WORKERS + API_WAITERS, "draguard-decide")
@@ -376,9 +378,9 @@ class Admission:
                     busy = f"{self.large.limit} bodies over {LARGE_BODY} bytes are being decoded"
                     return self._busy(webhook, busy, started)
                 try:
-                    request, decoded = await self._decode(raw, started)
+                    request, decoded = await self._decode(webhook, raw, started)
                 except TimeoutError:
-                    late = f"the review was not decoded within the {self.deadline:g}s deadline"
+                    late = f"the review was not decoded within the {self.deadline_of(webhook):g}s deadline"
                     return self._busy(webhook, late, started)
             except bodies.BadBody as err:
                 return self._reject(webhook, err.status, str(err), started)
@@ -392,19 +394,25 @@ class Admission:
         finally:
             self.metrics.in_flight -= 1
 
-    def _left(self, started: float) -> float:
+    def deadline_of(self, webhook: str) -> float:
+        """How long after a request's arrival its answer goes out: each webhook of the chart has its
+        own timeoutSeconds (the quota rule's, which writes through the API server, is the longest),
+        and each path its deadline below it (``serve --deadline PATH=SECONDS``); else the default."""
+        return self.deadlines.get(webhook, self.deadline)
+
+    def _left(self, webhook: str, started: float) -> float:
         """What is left of the request's deadline: it counts from the request's arrival, as the
         API server's timeout does, whatever the request waited for before, and ends early by how
         late the loop has lately run its timers (:class:`LoopLag`)."""
-        return max(0.0, self.deadline - self.lag.recent() - (time.perf_counter() - started))
+        return max(0.0, self.deadline_of(webhook) - self.lag.recent() - (time.perf_counter() - started))
 
-    async def _decode(self, raw: bytes, started: float) -> tuple[AdmissionRequest, Decoded]:
+    async def _decode(self, webhook: str, raw: bytes, started: float) -> tuple[AdmissionRequest, Decoded]:
         """The review and its object decoded: inline, or for a large body on the decoder thread,
         where the event loop keeps answering other requests while pydantic works (TimeoutError
         when that takes past the deadline)."""
         if len(raw) <= LARGE_BODY:
             return _decoded(raw)
-        return await asyncio.wait_for(self.large.submit(_decoded, raw), self._left(started))
+        return await asyncio.wait_for(self.large.submit(_decoded, raw), self._left(webhook, started))
 
     async def _answer(
         self, webhook: str, request: AdmissionRequest, decoded: Decoded, started: float
@@ -420,7 +428,7 @@ class Admission:
     async def _decide(self, webhook: str, request: Request, started: float) -> Decision:
         """The decision, with the answer settled (``Context.answer``): a rule's lasting effects for
         an answer that did not admit the request are undone (issue 30's phantom charges)."""
-        ctx = self.context(time.monotonic() + self._left(started) - EFFECTS_MARGIN)
+        ctx = self.context(time.monotonic() + self._left(webhook, started) - EFFECTS_MARGIN)
         allowed = False
         try:
             decision = await self._checked(webhook, request, ctx, started)
@@ -442,21 +450,23 @@ class Admission:
             return engine.decide_applicable(request, chosen, checking)
 
         try:
-            answer = await self.costly.run(_kind(webhook, request), self._left(started), work)
-            return await asyncio.wait_for(answer, self._left(started))
+            answer = await self.costly.run(_kind(webhook, request), self._left(webhook, started), work)
+            return await asyncio.wait_for(answer, self._left(webhook, started))
         except Late as late:
-            return engine.decide_unavailable(chosen, self._late(late))
+            return engine.decide_unavailable(chosen, self._late(webhook, late))
         except TimeoutError:
-            return engine.decide_unavailable(chosen, f"no answer within the {self.deadline:g}s deadline")
+            overdue = f"no answer within the {self.deadline_of(webhook):g}s deadline"
+            return engine.decide_unavailable(chosen, overdue)
         finally:
             stop.set()
 
-    def _late(self, late: Late) -> str:
+    def _late(self, webhook: str, late: Late) -> str:
         """Why a costly check was not run: how long it waited for a turn, and for what."""
+        due = self.deadline_of(webhook)
         return (
             f"draguard is busy: waited {late.waited:.2f}s for one of its {self.costly.turns} costly-check "
             f"turns ({late.ahead} still ahead) and no turn would come with time left to check: such a "
-            f"check has lately taken {late.need:.2f}s, and the answer is due within {self.deadline:g}s"
+            f"check has lately taken {late.need:.2f}s, and the answer is due within {due:g}s"
         )
 
     def _record(self, webhook: str, request: AdmissionRequest, decision: Decision, started: float) -> None:

@@ -186,10 +186,11 @@ def test_deployment_is_highly_available_and_hardened(
     assert "emptyDir" in volumes[mounts["/tmp"]]  # read-only root: Python still needs a writable /tmp
 
 
-def deadline(objects: list[dict[str, Any]], find: Find) -> float:
+def deadlines(objects: list[dict[str, Any]], find: Find) -> dict[str, float]:
+    """serve's --deadline arguments: path -> seconds, "" for the default."""
     (container,) = find(objects, "Deployment", "draguard")["spec"]["template"]["spec"]["containers"]
-    (arg,) = [a for a in container["args"] if a.startswith("--deadline=")]
-    return float(arg.removeprefix("--deadline="))
+    given = [a.removeprefix("--deadline=") for a in container["args"] if a.startswith("--deadline=")]
+    return {path: float(seconds) for path, _, seconds in (g.rpartition("=") for g in given)}
 
 
 @pytest.mark.parametrize(
@@ -208,7 +209,29 @@ def test_draguard_answers_before_the_api_server_gives_up(
 ) -> None:
     """draguard answers per the rules' failurePolicy after --deadline; past a webhook's timeoutSeconds
     the API server applies the webhook's instead, so the deadline follows the shortest timeout."""
-    assert deadline(render({"webhooks": webhooks_values}), find) == pytest.approx(expected)
+    assert deadlines(render({"webhooks": webhooks_values}), find)[""] == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("webhooks_values", "expected"),
+    [
+        ({}, {"validate/quota": 8.0, "validate/sharing": 4.0, "validate/drain": 4.0}),
+        ({"quota": {"timeoutSeconds": 2}}, {"validate/quota": 1.6, "validate/selectors": 4.0}),
+        ({"drain": {"enabled": False, "timeoutSeconds": 1}}, {"validate/drain": None}),
+        (
+            {"prescheduled": {"mutating": {"enabled": True, "timeoutSeconds": 1}}},
+            {"mutate/prescheduled": 0.8},
+        ),
+        ({}, {"mutate/prescheduled": None}),  # the mutating webhook is off by default
+    ],
+)
+def test_each_webhook_path_gets_80_percent_of_its_own_timeout(
+    find: Find, webhooks_values: dict[str, Any], expected: dict[str, float | None]
+) -> None:
+    """A webhook given a longer timeoutSeconds (the quota rule's, which writes its ledger through
+    the API server) gets a longer deadline; the others keep theirs (issue 30)."""
+    given = deadlines(render({"webhooks": webhooks_values}), find)
+    assert {path: given.get(path) for path in expected} == expected
 
 
 def test_pdb_keeps_one_replica_and_selects_the_pods(
@@ -266,7 +289,8 @@ def test_one_webhook_per_rule_group_with_the_issue_rules(
 def test_webhook_common_fields(default_objects: list[dict[str, Any]], find: Find) -> None:
     for name, hook in webhooks(default_objects, find).items():
         assert hook["admissionReviewVersions"] == ["v1"], name
-        assert hook["timeoutSeconds"] == 5, name
+        # the quota rule writes its ledger through the API server: the API server's own default
+        assert hook["timeoutSeconds"] == (10 if name == "quota.draguard.io" else 5), name
         assert hook["matchPolicy"] == "Equivalent", name
         assert hook["clientConfig"]["service"] == {
             "name": "draguard",

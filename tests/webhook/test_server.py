@@ -446,6 +446,22 @@ async def test_deadline_answers_per_failure_policy_and_the_loop_keeps_serving(ai
     ]
 
 
+async def test_each_webhook_path_answers_by_its_own_deadline(aiohttp_client: Client) -> None:
+    """Each webhook of the chart has its own timeoutSeconds, so each path its own deadline: the
+    quota rule, writing through the API server, may take longer than the others (issue 30)."""
+    rules = [FakeRule("selectors", sleep=0.5), FakeRule("quota", sleep=0.5)]
+    config = Config.model_validate({"rules": {"selectors": {"failurePolicy": "Fail"}}})
+    admission = make_admission(rules, config=config, deadline=0.2, deadlines={"validate/quota": 2.0})
+    client = await client_for(aiohttp_client, admission)
+    (_, short), (_, long) = await asyncio.gather(
+        post(client, admission_review(), "/validate/selectors"),
+        post(client, admission_review(), "/validate/quota"),
+    )
+    assert "no answer within the 0.2s deadline" in short["response"]["status"]["message"]
+    assert long["response"] == {"uid": long["response"]["uid"], "allowed": True}
+    assert len(rules[1].seen) == 1
+
+
 async def test_a_stale_snapshot_reaches_the_rules_as_not_fresh(aiohttp_client: Client) -> None:
     rule = FakeRule("selectors")
     state = FakeState(seconds=301.0)

@@ -66,6 +66,12 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
         (("--state", EXAMPLES, "--demo"), "exactly once"),
         (("--state", EXAMPLES, "--tls-cert-file", "x.crt"), "--tls-cert-file and --tls-key-file go together"),
         (("--state", EXAMPLES, "--deadline", "0"), "--deadline must be more than 0"),
+        (("--state", EXAMPLES, "--deadline", "validate/quota=nan"), "--deadline must be more than 0"),
+        (("--state", EXAMPLES, "--deadline", "soon"), "--deadline soon: give SECONDS or PATH=SECONDS"),
+        (
+            ("--state", EXAMPLES, "--deadline", "validate/qouta=8"),
+            "no webhook path 'validate/qouta'; the paths are mutate, mutate/prescheduled, validate, ",
+        ),
         (("--state", EXAMPLES, "--port", "70000"), "--port must be between 0 and 65535"),
         (("--state", EXAMPLES, "--health-port", "-1"), "--health-port must be between 0 and 65535, got -1"),
         (("--state", EXAMPLES, "--health-port", "8080"), "--health-port 8080: each is its own listener"),
@@ -83,6 +89,14 @@ def test_unusable_options_exit_2_naming_the_problem(
     assert code == 2
     assert message in err
     assert "Traceback" not in err
+
+
+def test_deadlines_are_given_for_every_path_or_one_path_each() -> None:
+    """The chart gives each webhook path 80% of its own timeoutSeconds; the last of each wins."""
+    paths = {"validate": (), "validate/quota": (), "validate/sharing": ()}
+    given = ["3", "validate/quota=6", "/validate/sharing/=2.5", "validate/quota=8", "4"]
+    assert serve._deadlines(given, paths) == (4.0, {"validate/quota": 8.0, "validate/sharing": 2.5})
+    assert serve._deadlines(None, paths) == (serve.DEFAULT_DEADLINE, {})
 
 
 def test_a_pair_named_on_the_command_line_that_can_never_be_served_exits_2(

@@ -16,6 +16,7 @@ import gc
 import ipaddress
 import json
 import logging
+import math
 import os
 import shlex
 import signal
@@ -133,11 +134,11 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--deadline",
-        type=float,
-        default=DEFAULT_DEADLINE,
-        metavar="SECONDS",
+        action="append",
+        metavar="[PATH=]SECONDS",
         help=f"answer per the rules' failure policy after this long (default {DEFAULT_DEADLINE:g}; keep it "
-        "below the webhook configuration's timeoutSeconds)",
+        "below the webhook configuration's timeoutSeconds); PATH=SECONDS for one webhook path only, "
+        "e.g. validate/quota=8 (repeatable)",
     )
     p.add_argument(
         "--exit-after", type=float, metavar="SECONDS", help="stop after this long (scripts, tests)"
@@ -168,10 +169,32 @@ def _check_options(args: argparse.Namespace) -> None:
     if len(set(fixed)) < len(fixed):
         shown = ", ".join(f"--{flag} {value}" for flag, value in ports.items())
         raise UsageError(f"{shown}: each is its own listener, so they must differ (0: any free port)")
-    if args.deadline <= 0:
-        raise UsageError(f"--deadline must be more than 0 seconds, got {args.deadline:g}")
     if args.exit_after is not None and args.exit_after <= 0:
         raise UsageError(f"--exit-after must be more than 0 seconds, got {args.exit_after:g}")
+
+
+def _deadlines(given: list[str] | None, paths: Mapping[str, object]) -> tuple[float, dict[str, float]]:
+    """``--deadline SECONDS`` (every webhook path) and ``--deadline PATH=SECONDS`` (one path: the
+    chart gives each its own, below its webhook's timeoutSeconds), the last of each winning."""
+    default, deadlines = DEFAULT_DEADLINE, {}
+    for text in given or ():
+        path, _, seconds = text.rpartition("=")
+        try:
+            value = float(seconds)
+        except ValueError:
+            shape = "give SECONDS or PATH=SECONDS, e.g. validate/quota=8"
+            raise UsageError(f"--deadline {text}: {shape}") from None
+        if not 0 < value < math.inf:
+            raise UsageError(f"--deadline must be more than 0 seconds, got {seconds}")
+        path = path.strip("/")
+        if path and path not in paths:
+            known = ", ".join(sorted(paths))
+            raise UsageError(f"--deadline {text}: no webhook path {path!r}; the paths are {known}")
+        if path:
+            deadlines[path] = value
+        else:
+            default = value
+    return default, deadlines
 
 
 def load_config(path: str | None) -> ServeConfig:
@@ -462,6 +485,7 @@ def serve_command(args: argparse.Namespace) -> int:
 
 def _serve_checked(args: argparse.Namespace) -> int:
     _check_options(args)
+    default, deadlines = _deadlines(args.deadline, split_rules(RULES))
     if args.demo:
         args.host = args.host or "127.0.0.1"
     config = load_config(args.config)
@@ -495,7 +519,8 @@ def _serve_checked(args: argparse.Namespace) -> int:
         ledger = ApiLedgerStore(ConfigMaps(api)) if api is not None else None
         store = ledger or MemoryLedgerStore(snapshot_ledger(state.snapshot))
         rules = with_ledger(RULES, store)
-        admission = Admission(split_rules(rules), config.policy, state, Metrics(state, tls), args.deadline)
+        metrics = Metrics(state, tls)
+        admission = Admission(split_rules(rules), config.policy, state, metrics, default, deadlines)
         try:
             asyncio.run(_serve(admission, tls, args, _banner(args, ca, examples), ledger, dryrun, api))
         except OSError as err:

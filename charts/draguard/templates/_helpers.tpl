@@ -63,8 +63,9 @@ draguard-quota-ledger
 {{/*
 draguard serve --deadline: after it draguard answers per the rules' failurePolicy; past a webhook's
 timeoutSeconds the API server applies the webhook's failurePolicy instead, without draguard's
-answer. One deadline serves every webhook, so it is 80% of the shortest enabled timeoutSeconds
-(4 s for the default 5 s, draguard's own default), leaving the answer time to travel.
+answer. Each webhook's path gets 80% of its own timeoutSeconds (draguard.pathDeadlines), leaving the
+answer time to travel; the default, for the catch-all paths /validate and /mutate, is 80% of the
+shortest enabled timeoutSeconds (4 s for 5 s, draguard's own default).
 */}}
 {{- define "draguard.deadline" -}}
 {{- $w := .Values.webhooks -}}
@@ -211,4 +212,17 @@ in the cluster, kube-system's included, never waits for draguard.
     (request.operation == 'UPDATE' && has(oldObject.metadata.labels) &&
     'resource.kubernetes.io/admin-access' in oldObject.metadata.labels ?
     [oldObject.metadata.labels['resource.kubernetes.io/admin-access']] : [])
+{{- end -}}
+
+{{/*
+serve --deadline PATH=SECONDS for each enabled webhook (see draguard.deadline), one argument a line.
+*/}}
+{{- define "draguard.pathDeadlines" -}}
+{{- $w := .Values.webhooks -}}
+{{- $paths := dict "validate/selectors" $w.selectors "validate/prescheduled" $w.prescheduled "mutate/prescheduled" $w.prescheduled.mutating "validate/personas" $w.personas "validate/drain" $w.drain "validate/sharing" $w.sharing "validate/quota" $w.quota -}}
+{{- range $path, $cfg := $paths -}}
+{{- if $cfg.enabled }}
+- --deadline={{ $path }}={{ printf "%.1f" (mulf $cfg.timeoutSeconds 0.8) }}
+{{- end -}}
+{{- end -}}
 {{- end -}}

@@ -42,7 +42,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, NamedTuple, TypeVar
@@ -62,6 +62,7 @@ from webhook import bodies, logs, review
 from webhook.celworker import CelWorker
 from webhook.metrics import Metrics
 from webhook.state import State
+from webhook.threads import IdleEndingThreads
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -162,7 +163,7 @@ class Backlog:
     the event loop of the GIL. (Costly checks wait in a :class:`Line` instead.)
     """
 
-    def __init__(self, executor: ThreadPoolExecutor, limit: int) -> None:
+    def __init__(self, executor: Executor, limit: int) -> None:
         self.executor = executor
         self.limit = limit
         self._count = 0
@@ -219,7 +220,7 @@ class Line:
     it to), so they need no lock.
     """
 
-    def __init__(self, executor: ThreadPoolExecutor, turns: int, threads: int) -> None:
+    def __init__(self, executor: Executor, turns: int, threads: int) -> None:
         self.executor = executor
         self.turns = turns
         self.threads = threads
@@ -330,8 +331,8 @@ def _kind(webhook: str, request: Request) -> str:
     return f"{webhook}: {request.operation} {resource}"
 
 
-def _threads(workers: int, name: str) -> Callable[[], ThreadPoolExecutor]:
-    return lambda: ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
+def _threads(workers: int, name: str) -> Callable[[], Executor]:
+    return lambda: IdleEndingThreads(workers, name)
 
 
 @dataclass
@@ -346,10 +347,8 @@ class Admission:
     # Webhook path -> its own deadline, where it differs from ``deadline`` (see deadline_of).
     deadlines: Mapping[str, float] = field(default_factory=dict)
     decisions: logs.DecisionLog = field(default_factory=logs.DecisionLog)
-    executor: ThreadPoolExecutor = field(
-        default_factory=_threads(COSTLY_WORKERS + API_WAITERS, "draguard-decide")
-    )
-    decoder: ThreadPoolExecutor = field(default_factory=_threads(1, "draguard-decode"))
+    executor: Executor = field(default_factory=_threads(COSTLY_WORKERS + API_WAITERS, "draguard-decide"))
+    decoder: Executor = field(default_factory=_threads(1, "draguard-decode"))
     cel: CelWorker = field(default_factory=CelWorker)
     lag: LoopLag = field(default_factory=LoopLag)
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)

@@ -1,0 +1,79 @@
+"""The pool of costly checks: threads started as work arrives, ended once idle (webhook/threads.py)."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from concurrent.futures import wait
+
+import pytest
+
+from webhook.threads import IdleEndingThreads
+
+PREFIX = "test-idle-ending"
+
+
+def running() -> int:
+    return sum(t.name.startswith(PREFIX) for t in threading.enumerate())
+
+
+def until(condition: object, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.005)
+
+
+def test_a_burst_starts_threads_up_to_the_limit_and_they_end_once_idle() -> None:
+    """The soak's replica kept the threads of its largest burst for the rest of the hour."""
+    pool = IdleEndingThreads(3, PREFIX, idle=0.2)
+    release = threading.Event()
+    futures = [pool.submit(release.wait) for _ in range(5)]
+    until(lambda: running() == 3)
+    time.sleep(0.05)
+    assert running() == 3  # the limit: two wait in the queue
+    release.set()
+    assert [f.result(timeout=5) for f in futures] == [True] * 5
+    until(lambda: running() == 0)
+    assert pool.submit(lambda: 42).result(timeout=5) == 42  # and start again for new work
+    pool.shutdown()
+
+
+def test_results_and_errors_reach_the_caller() -> None:
+    pool = IdleEndingThreads(2, PREFIX)
+    assert pool.submit(lambda a, b=0: a + b, 2, b=3).result(timeout=5) == 5
+    with pytest.raises(ZeroDivisionError):
+        pool.submit(lambda: 1 / 0).result(timeout=5)
+    pool.shutdown()
+    assert running() == 0
+
+
+def test_work_arriving_as_idle_threads_end_is_never_left_without_a_thread() -> None:
+    """Threads end after 1 ms idle while work keeps arriving at random moments: each piece of work
+    must still find a thread (a stale idle count would leave it queued with none)."""
+    pool = IdleEndingThreads(4, PREFIX, idle=0.001)
+    rng = random.Random(7)
+    futures = []
+    for _ in range(3000):
+        futures.append(pool.submit(time.sleep, rng.choice((0, 0, 0.0005))))
+        if rng.random() < 0.2:
+            time.sleep(rng.choice((0.0005, 0.001, 0.002)))
+    done, not_done = wait(futures, timeout=30)
+    assert not not_done and len(done) == 3000
+    pool.shutdown(wait=True)
+    assert running() == 0
+
+
+def test_shutdown_cancels_queued_work_and_refuses_more() -> None:
+    pool = IdleEndingThreads(1, PREFIX)
+    release = threading.Event()
+    first = pool.submit(release.wait)
+    queued = pool.submit(lambda: "never")
+    pool.shutdown(wait=False, cancel_futures=True)
+    assert queued.cancelled()
+    with pytest.raises(RuntimeError, match="after shutdown"):
+        pool.submit(lambda: None)
+    release.set()
+    assert first.result(timeout=5) is True
+    until(lambda: running() == 0)

@@ -243,6 +243,8 @@ class Draguard:
     balancer: Balancer = field(init=False)
     _volume: SecretVolume = field(init=False)
     _kubeconfig: Path = field(init=False)
+    # The rendered Deployment's --deadline flags: what the container would be started with.
+    _deadlines: list[str] = field(init=False, default_factory=list)
 
     @property
     def url(self) -> str:
@@ -255,7 +257,11 @@ class Draguard:
         self.workdir = Path(tempfile.mkdtemp(prefix="draguard-e2e-", dir=self.plane.workdir))
         self.balancer = Balancer(free_port())
         values = _merge({"webhooks": {"url": self.url}}, self.values)
-        self.objects = [_as_manifest(o) for o in render(dict(values)) if o["kind"] in APPLIED_KINDS]
+        rendered = render(dict(values))
+        self.objects = [_as_manifest(o) for o in rendered if o["kind"] in APPLIED_KINDS]
+        (deployment,) = [o for o in rendered if o["kind"] == "Deployment"]
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        self._deadlines = [a for a in container["args"] if a.startswith("--deadline=")]
         api = self.plane.client()
         core = client.CoreV1Api(api)
         with contextlib.suppress(client.ApiException):  # already there from an earlier install
@@ -320,6 +326,7 @@ class Draguard:
                     f"--port={replica.port}",
                     f"--metrics-port={replica.metrics_port}",
                     f"--health-port={replica.health_port}",
+                    *self._deadlines,
                     *self.args,
                 ],
                 stdin=subprocess.DEVNULL,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import wait
 
 import pytest
@@ -18,9 +19,9 @@ def running() -> int:
     return sum(t.name.startswith(PREFIX) for t in threading.enumerate())
 
 
-def until(condition: object, timeout: float = 5.0) -> None:
+def until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
     deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
+    while not condition():
         assert time.monotonic() < deadline, "condition not reached in time"
         time.sleep(0.005)
 

@@ -20,7 +20,9 @@ one command. Where it cannot be installed (no index, not a virtualenv) these tes
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import importlib
+import importlib.util
 import os
 import subprocess
 import sys
@@ -44,14 +46,21 @@ HELM_SDKPY = "helm-sdkpy==0.1.32"
 
 
 def _install_helm_sdkpy() -> str:
-    """Install :data:`HELM_SDKPY` into this virtualenv; the reason when it cannot be."""
+    """Install :data:`HELM_SDKPY` into this virtualenv; the reason when it cannot be. The suite's
+    xdist workers all import this module at once: one installs while the others wait on the lock,
+    then find it installed (two pips writing one site-packages at once can break both)."""
     if sys.prefix == sys.base_prefix:  # never into a system or user-wide Python
         return f"helm-sdkpy is not installed: pip install --ignore-requires-python '{HELM_SDKPY}'"
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--ignore-requires-python", HELM_SDKPY],
-        capture_output=True,
-        text=True,
-    )
+    with open(Path(sys.prefix) / ".draguard-helm-sdkpy.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        importlib.invalidate_caches()
+        if importlib.util.find_spec("helm_sdkpy") is not None:
+            return ""
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "-q", "--ignore-requires-python", HELM_SDKPY],
+            capture_output=True,
+            text=True,
+        )
     if done.returncode != 0:
         return f"helm-sdkpy could not be installed: {(done.stderr or done.stdout).strip()[-300:]}"
     importlib.invalidate_caches()

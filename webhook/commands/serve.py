@@ -187,13 +187,13 @@ def _deadlines(given: list[str] | None, paths: Mapping[str, object]) -> tuple[fl
         if not 0 < value < math.inf:
             raise UsageError(f"--deadline must be more than 0 seconds, got {seconds}")
         path = path.strip("/")
-        if path and path not in paths:
-            known = ", ".join(sorted(paths))
-            raise UsageError(f"--deadline {text}: no webhook path {path!r}; the paths are {known}")
-        if path:
+        if not path:
+            default = value
+        elif path in paths:
             deadlines[path] = value
         else:
-            default = value
+            known = ", ".join(sorted(paths))
+            raise UsageError(f"--deadline {text}: no webhook path {path!r}; the paths are {known}")
     return default, deadlines
 
 

@@ -46,9 +46,9 @@ class RecordingConfigMaps(ConfigMaps):
             self.seen.before(method, path, body)
         return super()._call(method, path, body, deadline)
 
-    def write(self, namespace: str, data: Any, base: Any, deadline: float | None = None) -> None:
+    def write(self, namespace: str, data: Any, base: Any, deadline: float | None = None) -> Any:
         try:
-            super().write(namespace, data, base, deadline)
+            return super().write(namespace, data, base, deadline)
         except Conflict:
             self.conflicts += 1
             raise

@@ -156,6 +156,43 @@ def test_a_conflicting_write_makes_it_read_and_check_again(real: Real) -> None:
     assert [m for m, _ in real.requests].count("PUT") == 2  # b's, then our conflicting one
 
 
+def test_the_next_round_starts_from_the_ledger_as_this_replica_stored_it(real: Real) -> None:
+    """One read, then writes only, while no one else writes; a copy gone stale (another replica
+    wrote) is refused by the compare-and-swap, and the round reads and checks again."""
+    store, other, check = real.store_for(), real.store_for(), room(5)
+    assert store.charge(NS, "uid-1", cpu("1"), check("uid-1", cpu("1"))) is None
+    assert store.charge(NS, "uid-2", cpu("1"), check("uid-2", cpu("1"))) is None
+    assert [m for m, _ in real.requests] == ["GET", "POST", "PUT"]
+    assert other.charge(NS, "uid-b", cpu("2"), check("uid-b", cpu("2"))) is None
+    del real.requests[:]
+    problem = store.charge(NS, "uid-3", cpu("2"), check("uid-3", cpu("2")))
+    assert problem is not None and "used: requests.cpu=4" in problem.message()  # b's charge counted
+    assert [m for m, _ in real.requests] == ["PUT", "GET"]  # the stale copy's write refused, then read
+    assert sorted(store.current(NS).namespace(NS)) == ["uid-1", "uid-2", "uid-b"]
+
+
+def test_a_refusal_is_never_decided_on_a_copy_no_write_confirmed(real: Real) -> None:
+    """Another replica released a charge since this one last wrote: its copy still holds it, and
+    would refuse a charge that fits now."""
+    store, other, check = real.store_for(), real.store_for(), room(5)
+    assert store.charge(NS, "uid-1", cpu("4"), check("uid-1", cpu("4"))) is None
+    assert other.charge(NS, "uid-1", {}, lambda ledger: None) is None
+    del real.requests[:]
+    assert store.charge(NS, "uid-2", cpu("3"), check("uid-2", cpu("3"))) is None
+    assert [m for m, _ in real.requests] == ["GET", "PUT"]
+    assert store.current(NS).usage(NS) == cpu("3")
+
+
+def test_a_release_is_never_skipped_on_a_copy_without_the_charge(real: Real) -> None:
+    """Another replica charged the claim since this one last wrote: this one's copy has no entry
+    to release, the ledger has."""
+    store, other, check = real.store_for(), real.store_for(), room(5)
+    assert store.charge(NS, "uid-1", cpu("1"), check("uid-1", cpu("1"))) is None
+    assert other.charge(NS, "uid-b", cpu("2"), check("uid-b", cpu("2"))) is None
+    assert store.charge(NS, "uid-b", {}, lambda ledger: None) is None
+    assert store.current(NS).usage(NS) == cpu("1")
+
+
 def test_releasing_leaves_a_tombstone_that_charges_nothing(real: Real) -> None:
     store, check = real.store_for(), room(5)
     store.charge(NS, "uid-1", cpu("1"), check("uid-1", cpu("1")))

@@ -193,6 +193,30 @@ class Late(Exception):
 
 
 @dataclass
+class _Progress:
+    """How far a costly check got (``time.perf_counter`` seconds; None: not yet), set by its
+    thread and read when its deadline passes: an answer that only said "no answer within the
+    deadline" left an admin to guess whether draguard or the API server was slow (issue 30)."""
+
+    began: float | None = None  # the thread started it
+    on_api: float | None = None  # it started waiting on the API server
+
+    def waiting_on_api(self) -> None:
+        if self.on_api is None:
+            self.on_api = time.perf_counter()
+
+    def where(self, arrived: float, now: float) -> str:
+        """Where the time since ``arrived`` went, until ``now``."""
+        if self.began is None:
+            return f"{now - arrived:.2f}s waiting for its turn"
+        turn = f"{self.began - arrived:.2f}s waiting for its turn"
+        if self.on_api is None:
+            return f"{turn}, then {now - self.began:.2f}s checking"
+        checking = f"{self.on_api - self.began:.2f}s checking"
+        return f"{turn}, {checking}, then {now - self.on_api:.2f}s waiting on the API server"
+
+
+@dataclass
 class _Job:
     """One check on its thread, as the event loop counts it."""
 
@@ -443,8 +467,15 @@ class Admission:
         # Past the deadline (or when the server stops) the thread is told to stop, not only left
         # behind: a check nobody waits for would hold a worker and the CPU (see Line).
         stop = threading.Event()
+        progress = _Progress()
 
-        def work(waiting_on_api: Callable[[], None]) -> Decision:
+        def work(hand_on: Callable[[], None]) -> Decision:
+            progress.began = time.perf_counter()
+
+            def waiting_on_api() -> None:
+                progress.waiting_on_api()
+                hand_on()
+
             checking = replace(ctx, cancelled=stop.is_set, waiting_on_api=waiting_on_api)
             return engine.decide_applicable(request, chosen, checking)
 
@@ -454,7 +485,8 @@ class Admission:
         except Late as late:
             return engine.decide_unavailable(chosen, self._late(webhook, late))
         except TimeoutError:
-            overdue = f"no answer within the {self.deadline_of(webhook):g}s deadline"
+            where = progress.where(started, time.perf_counter())
+            overdue = f"no answer within the {self.deadline_of(webhook):g}s deadline: {where}"
             return engine.decide_unavailable(chosen, overdue)
         finally:
             stop.set()

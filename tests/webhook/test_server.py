@@ -441,9 +441,31 @@ async def test_deadline_answers_per_failure_policy_and_the_loop_keeps_serving(ai
     assert (
         "could not check rule selectors: no answer within the 0.2s deadline" in response["status"]["message"]
     )
-    assert response["warnings"] == [
-        "draguard could not check rule prescheduled: no answer within the 0.2s deadline"
-    ]
+    [warning] = response["warnings"]
+    assert re.fullmatch(
+        r"draguard could not check rule prescheduled: no answer within the 0.2s deadline: "
+        r"\d+\.\d\ds waiting for its turn, then \d+\.\d\ds checking",
+        warning,
+    ), warning
+
+
+async def test_an_answer_past_the_deadline_says_how_long_it_waited_on_the_api_server(
+    aiohttp_client: Client,
+) -> None:
+    """Whether draguard or the API server was slow (issue 30: ledger writes under a burst)."""
+    config = Config.model_validate({"rules": {"quota": {"failurePolicy": "Fail"}}})
+    rule = FakeRule("quota", sleep=0.6, waits_on_api=True)
+    admission = make_admission([rule], config=config, deadline=0.3)
+    client = await client_for(aiohttp_client, admission)
+    _, body = await post(client, admission_review())
+    message = body["response"]["status"]["message"]
+    waited = re.fullmatch(
+        r"draguard could not check rule quota: no answer within the 0.3s deadline: (\d+\.\d\d)s waiting "
+        r"for its turn, (\d+\.\d\d)s checking, then (\d+\.\d\d)s waiting on the API server",
+        message,
+    )
+    assert waited is not None, message
+    assert float(waited[3]) > float(waited[1]) + float(waited[2])  # it waited on the API server at once
 
 
 async def test_each_webhook_path_answers_by_its_own_deadline(aiohttp_client: Client) -> None:

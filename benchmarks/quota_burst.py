@@ -21,8 +21,9 @@ Reported per run: the calls the quota rule decides (pod creations and reservatio
 decided, the refusals that were no rule's decision (draguard busy, a ledger it could not write in
 time, no answer: "undecided", which a controller would back off from), the overcommit (reservations
 admitted past a namespace's 40 or 20 cores), the burst's wall time, p50 and p99 latency of the
-decided calls as the client saw them, and the writes of the quota ledger (ConfigMap updates the API
-server counted, and those it refused as conflicts). Target: with the quota rule, 0 undecided and
+decided calls as the client saw them, and what the quota ledger cost the API server (its reads,
+its updates and those refused as conflicts, and how long draguard's calls waited in API Priority
+and Fairness' queues). Target: with the quota rule, 0 undecided and
 exactly the limit admitted, and the wall time of 200 workers in one namespace within 2x the
 baseline's (the median of the rounds' ratios).
 Exit code 1 when a target is missed.
@@ -39,7 +40,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[0] = str(ROOT)  # benchmarks/webhook.py would shadow the webhook package
@@ -84,7 +85,7 @@ class Result:
     seconds: float
     p50: float
     p99: float
-    writes: tuple[int, int]  # ledger updates stored, and refused as conflicts
+    ledger: Ledger
     why: tuple[str, ...] = ()  # the undecided refusals' messages, a few
     others: tuple[str, ...] = ()  # refusals of other kinds, counted by step, status and reason
 
@@ -92,43 +93,64 @@ class Result:
         return (
             f"  {self.mode:<12} decided {self.decided:5d}  undecided {self.undecided:4d}  admitted "
             f"{self.admitted:4d}  overcommit {self.overcommit}  wall {self.seconds:6.2f} s  p50 "
-            f"{self.p50 * 1000:6.0f} ms  p99 {self.p99 * 1000:6.0f} ms  ledger writes {self.writes[0]} "
-            f"({self.writes[1]} conflicts)"
+            f"{self.p50 * 1000:6.0f} ms  p99 {self.p99 * 1000:6.0f} ms  ledger reads {self.ledger.reads}, "
+            f"writes {self.ledger.stored} ({self.ledger.conflicts} conflicts), queued by the API server "
+            f"{self.ledger.queued:.2f} s"
             + "".join(f"\n    undecided: {why}" for why in self.why)
             + "".join(f"\n    refused: {other}" for other in self.others)
         )
 
 
-def configmap_writes(plane: ControlPlane) -> tuple[int, int]:
-    """ConfigMap creations and updates the API server has stored so far, and those refused with
-    409 Conflict (from its own ``apiserver_request_total``): during a burst, the quota ledger's."""
+class Ledger(NamedTuple):
+    """The API server's own counts (``/metrics``) of what the quota ledger cost it: ConfigMap reads,
+    creations and updates stored, those refused as conflicts (during a burst, the ledger's), and
+    the seconds requests of ServiceAccounts (draguard's) waited in API Priority and Fairness'
+    queues: whether a FlowSchema of draguard's own would speed its ledger calls."""
+
+    reads: int
+    stored: int
+    conflicts: int
+    queued: float
+
+    def since(self, before: Ledger) -> Ledger:
+        return Ledger(
+            self.reads - before.reads,
+            self.stored - before.stored,
+            self.conflicts - before.conflicts,
+            self.queued - before.queued,
+        )
+
+
+def ledger_counts(plane: ControlPlane) -> Ledger:
     api = plane.client()
     params = api.param_serialize(
         method="GET", resource_path="/metrics", header_params={"Accept": "text/plain"}
     )
     text = api.call_api(*params).response.read().decode()
-    stored = conflicts = 0
+    reads = stored = conflicts = 0
+    queued = 0.0
     for line in text.splitlines():
-        if not line.startswith("apiserver_request_total{") or 'resource="configmaps"' not in line:
-            continue
-        if 'verb="PUT"' in line or 'verb="POST"' in line:
-            count = int(float(line.rsplit(" ", 1)[1]))
-            stored += count if 'code="200"' in line or 'code="201"' in line else 0
-            conflicts += count if 'code="409"' in line else 0
-    return stored, conflicts
+        value = float(line.rsplit(" ", 1)[-1]) if line[:1].isalpha() else 0.0
+        if line.startswith("apiserver_request_total{") and 'resource="configmaps"' in line:
+            reads += int(value) if 'verb="GET"' in line else 0
+            if 'verb="PUT"' in line or 'verb="POST"' in line:
+                stored += int(value) if 'code="200"' in line or 'code="201"' in line else 0
+                conflicts += int(value) if 'code="409"' in line else 0
+        elif line.startswith("apiserver_flowcontrol_request_wait_duration_seconds_sum{"):
+            queued += value if 'flow_schema="service-accounts"' in line else 0.0
+    return Ledger(reads, stored, conflicts, queued)
 
 
 def measure(plane: ControlPlane, shape: Shape, mode: str, tag: str) -> Result:
     burst = shape.burst(tag)
     with prepared(plane, burst, MODES[mode]):
-        before = configmap_writes(plane)
+        before = ledger_counts(plane)
         outcome = run(burst, Access.of(plane))
-        after = configmap_writes(plane)
-    writes = (after[0] - before[0], after[1] - before[1])
-    return summarise(shape, mode, burst, outcome, writes)
+        ledger = ledger_counts(plane).since(before)
+    return summarise(shape, mode, burst, outcome, ledger)
 
 
-def summarise(shape: Shape, mode: str, burst: Burst, outcome: Outcome, writes: tuple[int, int]) -> Result:
+def summarise(shape: Shape, mode: str, burst: Burst, outcome: Outcome, ledger: Ledger) -> Result:
     decided = [c for c in outcome.calls if c.step in ("pod", "reserve") and not c.undecided]
     admitted = {ns: len(outcome.reserved(ns)) for ns in burst.namespaces}
     latencies = outcome.latencies()
@@ -142,7 +164,7 @@ def summarise(shape: Shape, mode: str, burst: Burst, outcome: Outcome, writes: t
         outcome.seconds,
         median(latencies),
         percentile(latencies, 0.99),
-        writes,
+        ledger,
         tuple(sorted({f"{c.step}: HTTP {c.status}: {c.message[:300]}" for c in outcome.undecided()}))[:5],
         refusals(outcome),
     )

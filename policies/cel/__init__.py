@@ -4,7 +4,7 @@ Public API (used by the allocator, validation and the webhook):
 
 * ``Environment`` - stored (scheduler) or new (API validation) expressions, feature gates, engine;
 * ``compile_expression(expression, env)`` -> ``Program`` (cached; raises ``CompileError``);
-* ``bind_device(driver, device, env, pool=...)`` -> ``DeviceBinding`` (built once per device);
+* ``bind_device(driver, device, env, pool=...)`` -> ``DeviceBinding`` (a view of the device, kept per device);
 * ``Program.matches(binding)`` -> bool (raises ``EvalError`` naming the device);
 * ``SelectorCache`` - results by (expression, device, slice generation) across allocations;
 * ``selector_report(program, bindings)`` -> ``SelectorReport`` for the webhook.

@@ -28,6 +28,7 @@ from types import ModuleType
 from typing import Any
 
 from policies.api.quantity import Quantity
+from policies.cel.binding import ABSENT
 from policies.cel.library import CIDR, IP, URL, CallSite, CELEvalError, NamedFormat, Optional, Semver, UInt
 from policies.cel.lower import Capabilities, Helper, Input, Loop, Plan, Unit
 
@@ -315,15 +316,11 @@ def input_value(inp: Input, binding: Any) -> Any:
             "capacity": binding.capacity,
             "allowMultipleAllocations": binding.allow_multiple_allocations,
         }
+    if kind in ("value", "has"):
+        value = binding.value(inp.section, inp.domain, inp.ident)
+        return value is not ABSENT if kind == "has" else (MISSING if value is ABSENT else value)
     section = binding.attributes if inp.section == "attributes" else binding.capacity
-    if kind == "section":
-        return section
-    domain = section.get(inp.domain, {})
-    if kind == "domain":
-        return domain
-    if kind == "has":
-        return inp.ident in domain
-    return domain.get(inp.ident, MISSING)
+    return section if kind == "section" else section.get(inp.domain, {})
 
 
 class Runner:

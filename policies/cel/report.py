@@ -35,8 +35,8 @@ def selector_report(program: Program, devices: Iterable[DeviceBinding]) -> Selec
     published: set[tuple[str, str, str]] = set()
     for device in devices:
         total += 1
-        for kind, section in (("attribute", device.attributes), ("capacity", device.capacity)):
-            published.update((kind, domain, ident) for domain, ids in section.items() for ident in ids)
+        for kind, section in (("attribute", "attributes"), ("capacity", "capacity")):
+            published.update((kind, domain, ident) for domain, ident in device.names(section))
         try:
             matched += program.matches(device)
         except EvalError as exc:

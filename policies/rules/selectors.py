@@ -189,9 +189,9 @@ _PUBLISHED_KEPT = 4096
 def _published(devices: Iterable[DeviceBinding]) -> Published:
     names: dict[str, dict[str, set[str]]] = {"attribute": {}, "capacity": {}}
     for device in devices:
-        for kind, maps in (("attribute", device.attributes), ("capacity", device.capacity)):
-            for domain, values in maps.items():
-                names[kind].setdefault(domain, set()).update(values)
+        for kind, section in (("attribute", "attributes"), ("capacity", "capacity")):
+            for domain, ident in device.names(section):
+                names[kind].setdefault(domain, set()).add(ident)
     key = tuple((kind, d, frozenset(ids)) for kind, of_kind in names.items() for d, ids in of_kind.items())
     found = _PUBLISHED.get(key)
     if found is None:

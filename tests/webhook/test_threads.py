@@ -41,6 +41,25 @@ def test_a_burst_starts_threads_up_to_the_limit_and_they_end_once_idle() -> None
     pool.shutdown()
 
 
+def test_under_steady_traffic_the_threads_a_burst_added_end() -> None:
+    """The fourth soak's replica kept its 40th minute's burst of threads to the end: work handed
+    out in turn kept every thread from ever being idle for long. One request at a time needs one
+    thread; the others end."""
+    pool = IdleEndingThreads(8, PREFIX, idle=0.3)
+    release = threading.Event()
+    burst = [pool.submit(release.wait) for _ in range(6)]
+    until(lambda: running() == 6)
+    release.set()
+    wait(burst, timeout=5)
+    steady_until = time.monotonic() + 1.2
+    while time.monotonic() < steady_until:  # a request every 20 ms, each done at once
+        pool.submit(lambda: None).result(timeout=5)
+        until(lambda: len(pool._idle) == running())  # the thread that served it is idle again
+        time.sleep(0.02)
+    assert running() == 1
+    pool.shutdown()
+
+
 def test_results_and_errors_reach_the_caller() -> None:
     pool = IdleEndingThreads(2, PREFIX)
     assert pool.submit(lambda a, b=0: a + b, 2, b=3).result(timeout=5) == 5

@@ -333,7 +333,7 @@ class ApiLedgerStore:
         self._waiting: dict[str, list[_Pending]] = {}
         self._busy: set[str] = set()
         # Each namespace's ledger as this replica last stored it: its next round starts from that
-        # instead of reading it again, which halves the calls of a burst on one replica (issue 30).
+        # instead of reading it again (issue 30: a 1,000-reservation burst's reads 261 -> 144-228).
         # Only a write confirms the copy (its compare-and-swap refuses a stale one, and the round
         # reads); a round that would write nothing reads the ledger and decides again, since a
         # stale copy could refuse a charge that fits now, or miss the entry a release must end.

@@ -70,16 +70,17 @@ class IdleEndingThreads(Executor):
                 hand.wake.set()
             elif len(self._threads) < self._max:
                 name = f"{self._prefix}_{next(self._numbers)}"
-                thread = threading.Thread(target=self._run, args=(work,), name=name, daemon=True)
+                # The work goes by the hand, which lets go of it: the thread keeps its arguments
+                # until it ends, and work holds a request's context (its snapshot) while it lives.
+                thread = threading.Thread(target=self._run, args=(_Hand(work=work),), name=name, daemon=True)
                 self._threads.add(thread)
                 thread.start()
             else:
                 self._queued.append(work)
         return future
 
-    def _run(self, first: _Work) -> None:
-        hand = _Hand()
-        work: _Work | None = first
+    def _run(self, hand: _Hand) -> None:
+        work, hand.work = hand.work, None
         while work is not None:
             future, fn, args, kwargs = work
             if future.set_running_or_notify_cancel():

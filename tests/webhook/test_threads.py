@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from concurrent.futures import wait
 
@@ -57,6 +58,22 @@ def test_under_steady_traffic_the_threads_a_burst_added_end() -> None:
         until(lambda: len(pool._idle) == running())  # the thread that served it is idle again
         time.sleep(0.02)
     assert running() == 1
+    pool.shutdown()
+
+
+def test_an_idle_thread_keeps_nothing_of_the_work_it_did() -> None:
+    """Work holds a request's context, and through it a snapshot of the cluster."""
+
+    class Context:
+        pass
+
+    pool = IdleEndingThreads(2, PREFIX)
+    context = Context()
+    gone = threading.Event()
+    weakref.finalize(context, gone.set)
+    pool.submit(lambda c: None, context).result(timeout=5)
+    del context
+    assert gone.wait(5) and running() == 1  # let go of, while its thread waits for more work
     pool.shutdown()
 
 

@@ -156,12 +156,7 @@ def _converted(attribute: DeviceAttribute, list_types: bool) -> Any:
 def converts(device: Device, list_types: bool) -> bool:
     """Whether every attribute of the device converts (else its binding carries the error that
     every evaluation reports)."""
-    try:
-        for attribute in (device.attributes or {}).values():
-            _converted(attribute, list_types)
-    except ValueError:
-        return False
-    return True
+    return _conversion_error(device, list_types) is None
 
 
 def entry(driver: str, device: Device, section: str, domain: str, ident: str, list_types: bool) -> Any:

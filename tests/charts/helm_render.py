@@ -134,6 +134,13 @@ def render(
         ]
 
 
+def deadline_args(objects: list[dict[str, Any]]) -> list[str]:
+    """The ``--deadline=`` arguments the rendered Deployment starts ``draguard serve`` with."""
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    return [a for a in container["args"] if a.startswith("--deadline=")]
+
+
 def uninstall_deletes(values: dict[str, Any] | None = None, chart: str = CHART) -> list[tuple[str, str]]:
     """``(resource, name)`` of every DELETE ``helm uninstall`` sends after installing ``values``, in
     order, Helm's release Secret excluded; asserts nothing the install created is left behind."""

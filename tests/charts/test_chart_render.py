@@ -18,6 +18,7 @@ from helm_render import (
     CHART,
     NAMESPACE,
     HelmError,
+    deadline_args,
     helm_sdkpy,
     needs_helm,
     render,
@@ -186,10 +187,9 @@ def test_deployment_is_highly_available_and_hardened(
     assert "emptyDir" in volumes[mounts["/tmp"]]  # read-only root: Python still needs a writable /tmp
 
 
-def deadlines(objects: list[dict[str, Any]], find: Find) -> dict[str, float]:
+def deadlines(objects: list[dict[str, Any]]) -> dict[str, float]:
     """serve's --deadline arguments: path -> seconds, "" for the default."""
-    (container,) = find(objects, "Deployment", "draguard")["spec"]["template"]["spec"]["containers"]
-    given = [a.removeprefix("--deadline=") for a in container["args"] if a.startswith("--deadline=")]
+    given = [a.removeprefix("--deadline=") for a in deadline_args(objects)]
     return {path: float(seconds) for path, _, seconds in (g.rpartition("=") for g in given)}
 
 
@@ -205,11 +205,11 @@ def deadlines(objects: list[dict[str, Any]], find: Find) -> dict[str, float]:
     ],
 )
 def test_draguard_answers_before_the_api_server_gives_up(
-    find: Find, webhooks_values: dict[str, Any], expected: float
+    webhooks_values: dict[str, Any], expected: float
 ) -> None:
     """draguard answers per the rules' failurePolicy after --deadline; past a webhook's timeoutSeconds
     the API server applies the webhook's instead, so the deadline follows the shortest timeout."""
-    assert deadlines(render({"webhooks": webhooks_values}), find)[""] == pytest.approx(expected)
+    assert deadlines(render({"webhooks": webhooks_values}))[""] == pytest.approx(expected)
 
 
 @pytest.mark.parametrize(
@@ -226,11 +226,11 @@ def test_draguard_answers_before_the_api_server_gives_up(
     ],
 )
 def test_each_webhook_path_gets_80_percent_of_its_own_timeout(
-    find: Find, webhooks_values: dict[str, Any], expected: dict[str, float | None]
+    webhooks_values: dict[str, Any], expected: dict[str, float | None]
 ) -> None:
     """A webhook given a longer timeoutSeconds (the quota rule's, which writes its ledger through
     the API server) gets a longer deadline; the others keep theirs (issue 30)."""
-    given = deadlines(render({"webhooks": webhooks_values}), find)
+    given = deadlines(render({"webhooks": webhooks_values}))
     assert {path: given.get(path) for path in expected} == expected
 
 

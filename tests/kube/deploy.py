@@ -35,7 +35,7 @@ from kubernetes import client, dynamic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "charts"))
 
-from helm_render import HELM_MISSING, NAMESPACE, render
+from helm_render import HELM_MISSING, NAMESPACE, deadline_args, render
 
 RELEASE = "draguard"
 # What a pod of the chart's Deployment would be given; the Deployment and the Service are not applied.
@@ -259,9 +259,7 @@ class Draguard:
         values = _merge({"webhooks": {"url": self.url}}, self.values)
         rendered = render(dict(values))
         self.objects = [_as_manifest(o) for o in rendered if o["kind"] in APPLIED_KINDS]
-        (deployment,) = [o for o in rendered if o["kind"] == "Deployment"]
-        (container,) = deployment["spec"]["template"]["spec"]["containers"]
-        self._deadlines = [a for a in container["args"] if a.startswith("--deadline=")]
+        self._deadlines = deadline_args(rendered)
         api = self.plane.client()
         core = client.CoreV1Api(api)
         with contextlib.suppress(client.ApiException):  # already there from an earlier install
